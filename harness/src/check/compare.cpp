@@ -1,0 +1,75 @@
+#include "check/compare.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "inputs/inputs.h"
+
+namespace pkb {
+
+const char* policy_name(Policy p) { return p == Policy::pkb ? "pkb" : "robust"; }
+
+Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& expected_in, const Tolerance& tol,
+                   at::ScalarType out_dtype) {
+  Comparison c;
+  if (out_in.sizes() != expected_in.sizes()) {
+    c.error = "shape " + c10::str(out_in.sizes()) + " != expected " + c10::str(expected_in.sizes());
+    return c;
+  }
+  at::Tensor out = out_in.to(at::kCPU).to(at::kDouble).contiguous().view(-1);
+  at::Tensor exp = expected_in.to(at::kCPU).to(at::kDouble).contiguous().view(-1);
+  c.numel = out.numel();
+  const double* o = out.data_ptr<double>();
+  const double* e = exp.data_ptr<double>();
+  bool exact = !at::isFloatingType(out_dtype);
+
+  double sum_sq_exp = 0, sum_sq_diff = 0;
+  for (int64_t i = 0; i < c.numel; ++i) sum_sq_exp += e[i] * e[i];
+  double rms = c.numel ? std::sqrt(sum_sq_exp / c.numel) : 0;
+  double slack = policy == Policy::robust ? tol.gamma * dtype_epsilon(from_aten(out_dtype)) * rms : 0;
+
+  for (int64_t i = 0; i < c.numel; ++i) {
+    bool ok;
+    if (std::isnan(o[i]) || std::isnan(e[i])) {
+      c.nan_count += std::isnan(o[i]);
+      ok = false;
+    } else if (std::isinf(o[i]) || std::isinf(e[i])) {
+      ok = o[i] == e[i];
+    } else {
+      double diff = std::fabs(o[i] - e[i]);
+      sum_sq_diff += diff * diff;
+      c.max_abs_err = std::max(c.max_abs_err, diff);
+      c.max_rel_err = std::max(c.max_rel_err, diff / std::max(std::fabs(e[i]), 1e-30));
+      if (exact)
+        ok = diff == 0;
+      else if (policy == Policy::pkb)
+        ok = diff <= tol.atol + tol.rtol * std::fabs(o[i]);
+      else
+        ok = diff <= tol.atol + tol.rtol * std::fabs(e[i]) + slack;
+    }
+    if (!ok) {
+      if (c.first_bad < 0) c.first_bad = i;
+      ++c.mismatches;
+    }
+  }
+  c.rel_l2 = sum_sq_exp > 0 ? std::sqrt(sum_sq_diff / sum_sq_exp) : std::sqrt(sum_sq_diff);
+  c.pass = c.mismatches == 0;
+  if (policy == Policy::robust && !exact && c.rel_l2 > tol.max_rel_l2) c.pass = false;
+  return c;
+}
+
+std::string describe(const Comparison& c) {
+  if (!c.error.empty()) return c.error;
+  char buf[256];
+  if (c.pass) {
+    std::snprintf(buf, sizeof buf, "ok max_abs=%.3g rel_l2=%.3g", c.max_abs_err, c.rel_l2);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%lld of %lld mismatched (%lld NaN), first at %lld; max_abs=%.3g rel_l2=%.3g",
+                static_cast<long long>(c.mismatches), static_cast<long long>(c.numel),
+                static_cast<long long>(c.nan_count), static_cast<long long>(c.first_bad), c.max_abs_err, c.rel_l2);
+  return buf;
+}
+
+}  // namespace pkb

@@ -1,0 +1,18 @@
+// Each subcommand lives in its own file: it registers its options on the app and, when chosen, sets `action`
+// to a function that runs with the parsed options and returns the exit code. Run functions never see argv.
+// Exit codes: 0 success, 1 a check failed (validation, evaluation), 2 usage or input error.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace pkb::cli {
+
+using Action = std::function<int()>;
+
+void add_problems_command(CLI::App& app, Action& action);
+void add_topology_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
+
+}  // namespace pkb::cli

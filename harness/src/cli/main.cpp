@@ -1,0 +1,26 @@
+// pkb: the driver. See README.md for the commands and docs/architecture.md for how they fit together.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
+  app.require_subcommand(1);
+  pkb::cli::Action action;
+  pkb::cli::add_problems_command(app, action);
+  pkb::cli::add_topology_command(app, action);
+  pkb::cli::add_validate_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    return action ? action() : 2;
+  } catch (const pkb::Error& e) {
+    std::cerr << "pkb: error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,116 @@
+#include "io/safetensors.h"
+
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "inputs/inputs.h"
+
+namespace pkb {
+
+using json = nlohmann::json;
+
+const at::Tensor& NamedTensors::get(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return tensors[i];
+  throw Error("no tensor named '" + name + "'");
+}
+
+void write_safetensors(const std::filesystem::path& path, const NamedTensors& t) {
+  json header = json::object();
+  json order = json::array();
+  std::vector<at::Tensor> cpu;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    at::Tensor c = t.tensors[i].to(at::kCPU).contiguous();
+    uint64_t bytes = c.numel() * c.element_size();
+    header[t.names[i]] = {{"dtype", dtype_safetensors_name(from_aten(c.scalar_type()))},
+                          {"shape", c.sizes().vec()},
+                          {"data_offsets", {offset, offset + bytes}}};
+    order.push_back(t.names[i]);
+    offset += bytes;
+    cpu.push_back(c);
+  }
+  json meta = json::object();
+  for (const auto& [k, v] : t.metadata) meta[k] = v;
+  meta["order"] = order.dump();
+  header["__metadata__"] = meta;
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // align the data section to 8 bytes
+  uint64_t hlen = h.size();
+
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(tmp.string() + ": cannot open for writing");
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(h.data(), h.size());
+    for (const auto& c : cpu) out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+    if (!out) throw Error(tmp.string() + ": write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+NamedTensors read_safetensors(const std::filesystem::path& path) {
+  auto fail = [&](const std::string& why) -> Error { return Error(path.string() + ": " + why); };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw fail("cannot open");
+  in.seekg(0, std::ios::end);
+  uint64_t file_size = in.tellg();
+  in.seekg(0);
+  unsigned char len[8];
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len), 8)) throw fail("truncated (no header length)");
+  uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= uint64_t{len[i]} << (8 * i);
+  if (hlen > file_size - 8) throw fail("header length exceeds file size");
+  std::string h(hlen, '\0');
+  in.read(h.data(), hlen);
+  json header;
+  try {
+    header = json::parse(h);
+  } catch (const json::parse_error& e) {
+    throw fail(std::string("bad header JSON: ") + e.what());
+  }
+  uint64_t data_start = 8 + hlen, data_size = file_size - data_start;
+
+  NamedTensors out;
+  std::vector<std::string> order;
+  if (header.contains("__metadata__")) {
+    for (auto& [k, v] : header["__metadata__"].items())
+      if (v.is_string()) out.metadata[k] = v.get<std::string>();
+    if (out.metadata.count("order")) {
+      for (const auto& n : json::parse(out.metadata["order"])) order.push_back(n.get<std::string>());
+      out.metadata.erase("order");
+    }
+  }
+  if (order.empty())
+    for (auto& [k, v] : header.items())
+      if (k != "__metadata__") order.push_back(k);
+
+  for (const auto& name : order) {
+    if (!header.contains(name)) throw fail("tensor '" + name + "' listed in order but missing");
+    const json& e = header[name];
+    auto dt = dtype_from_safetensors_name(e.value("dtype", ""));
+    if (!dt) throw fail("tensor '" + name + "': unsupported dtype '" + e.value("dtype", "") + "'");
+    std::vector<int64_t> shape = e.at("shape").get<std::vector<int64_t>>();
+    uint64_t begin = e.at("data_offsets")[0].get<uint64_t>(), end = e.at("data_offsets")[1].get<uint64_t>();
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    if (end < begin || end > data_size || end - begin != numel * dtype_size(*dt))
+      throw fail("tensor '" + name + "': data offsets do not match its shape and dtype");
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(to_aten(*dt)));
+    in.seekg(data_start + begin);
+    in.read(static_cast<char*>(t.data_ptr()), end - begin);
+    if (!in) throw fail("tensor '" + name + "': truncated data");
+    out.names.push_back(name);
+    out.tensors.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace pkb

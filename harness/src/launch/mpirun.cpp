@@ -1,0 +1,39 @@
+#include "launch/mpirun.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#ifndef PKB_MPIRUN
+#define PKB_MPIRUN "mpirun"
+#endif
+
+namespace pkb {
+
+MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& program) {
+  MpirunJob job;
+  job.env["NCCL_NVLS_ENABLE"] = "0";
+  job.env["NCCL_DEBUG"] = getenv("NCCL_DEBUG") ? getenv("NCCL_DEBUG") : "WARN";
+  // More ranks than cores: waiting ranks must yield or they starve the ones doing work.
+  bool oversubscribed = static_cast<unsigned>(opts.world) > std::thread::hardware_concurrency();
+  job.env["OMPI_MCA_mpi_yield_when_idle"] = (!opts.cuda && oversubscribed) ? "1" : "0";
+
+  job.argv = {PKB_MPIRUN};
+  if (geteuid() == 0) job.argv.push_back("--allow-run-as-root");
+  job.argv.insert(job.argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(opts.world)});
+  // Ranks never leave the node: shared memory only, so no time goes into probing network interfaces.
+  job.argv.insert(job.argv.end(), {"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"});
+  for (const auto& [k, v] : job.env) job.argv.insert(job.argv.end(), {"-x", k});
+  if (getenv("CUDA_VISIBLE_DEVICES")) job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
+  job.argv.insert(job.argv.end(), program.begin(), program.end());
+  return job;
+}
+
+std::filesystem::path executable_dir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : p.parent_path();
+}
+
+}  // namespace pkb

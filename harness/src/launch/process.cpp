@@ -1,0 +1,118 @@
+#include "launch/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "core/error.h"
+
+extern char** environ;
+
+namespace pkb {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int open_sink(const std::filesystem::path& p) {
+  if (p.empty()) return ::open("/dev/null", O_WRONLY);
+  return ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+}  // namespace
+
+std::string ProcessResult::summary() const {
+  if (timed_out) return "timed out after " + std::to_string(static_cast<int>(wall_s + 0.5)) + " s";
+  if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  return "exit " + std::to_string(exit_code);
+}
+
+std::string file_tail(const std::filesystem::path& p, size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(start);
+  std::string s(size - start, '\0');
+  in.read(s.data(), s.size());
+  if (start > 0) {
+    auto nl = s.find('\n');
+    if (nl != std::string::npos && nl + 1 < s.size()) s = s.substr(nl + 1);
+  }
+  return s;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+  if (argv.empty()) throw Error("run_process: empty command");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (!opts.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
+  }
+  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  int out_fd = open_sink(opts.stdout_path), err_fd = open_sink(opts.stderr_path);
+  if (out_fd < 0 || err_fd < 0) throw Error("run_process: cannot open output files for " + argv[0]);
+
+  double start = now_s();
+  pid_t pid = fork();
+  if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
+    execvpe(args[0], args.data(), envp.data());
+    dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+  close(out_fd);
+  close(err_fd);
+
+  ProcessResult r;
+  int status = 0;
+  double deadline = start + opts.timeout_s, kill_at = 0;
+  for (int sleep_us = 200;; sleep_us = std::min(sleep_us * 2, 20000)) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    double t = now_s();
+    if (!r.timed_out && t >= deadline) {
+      r.timed_out = true;
+      kill(-pid, SIGTERM);
+      kill_at = t + opts.kill_grace_s;
+    } else if (r.timed_out && kill_at > 0 && t >= kill_at) {
+      kill(-pid, SIGKILL);
+      kill_at = 0;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+  }
+  // Reap stragglers the leader left behind (ranks of a crashed mpirun).
+  kill(-pid, SIGKILL);
+  r.wall_s = now_s() - start;
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+  }
+  if (!opts.stdout_path.empty()) r.stdout_tail = file_tail(opts.stdout_path);
+  if (!opts.stderr_path.empty()) r.stderr_tail = file_tail(opts.stderr_path);
+  return r;
+}
+
+}  // namespace pkb

@@ -1,0 +1,39 @@
+// Runs a child command (mpirun, torchrun, nvcc) with a wall-clock deadline. The child leads its own process
+// group, so on expiry the whole tree (mpirun and every rank) is killed: SIGTERM, then SIGKILL after a grace
+// period. pkb never waits on a child without a deadline.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pkb {
+
+struct ProcessOptions {
+  double timeout_s = 60;
+  double kill_grace_s = 2;
+  std::filesystem::path stdout_path, stderr_path;  // empty: discarded
+  std::map<std::string, std::string> env;          // added to (and overriding) the inherited environment
+  std::filesystem::path cwd;                       // empty: inherited
+};
+
+struct ProcessResult {
+  int exit_code = -1;   // valid when exited
+  int signal = 0;       // terminating signal, if any
+  bool exited = false;
+  bool timed_out = false;
+  double wall_s = 0;
+  std::string stdout_tail, stderr_tail;  // last few KiB, for records and error messages
+
+  bool ok() const { return exited && exit_code == 0 && !timed_out; }
+  std::string summary() const;  // "exit 0", "killed by SIGSEGV", "timed out after 30 s"
+};
+
+// Throws pkb::Error only if the child cannot be started at all.
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
+
+// Last `max_bytes` of a file (whole lines where possible); "" if missing.
+std::string file_tail(const std::filesystem::path& p, size_t max_bytes = 4096);
+
+}  // namespace pkb

@@ -1,0 +1,28 @@
+// The problem set on disk: every problems/NNN_slug folder with a problem.json, found by scanning (no central
+// list), and the one selection syntax every subcommand uses: ids (7), ranges (9-30), lists (1,4,7), slugs
+// (allreduce or 001_allreduce) and `all`, freely combined with commas.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "spec/problem_spec.h"
+
+namespace pkb {
+
+// The repository root: $PKB_ROOT, else the source tree pkb was built from.
+std::filesystem::path repo_root();
+
+struct Catalog {
+  std::vector<ProblemSpec> problems;  // sorted by id
+  std::vector<std::string> errors;    // one line per problem.json that failed to load
+
+  const ProblemSpec* find(int id) const;
+  // Throws pkb::Error for a token that matches nothing or a malformed range. Result sorted, no duplicates.
+  std::vector<const ProblemSpec*> select(const std::string& selection) const;
+};
+
+Catalog load_catalog(const std::filesystem::path& problems_dir);
+
+}  // namespace pkb

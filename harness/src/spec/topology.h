@@ -1,0 +1,46 @@
+// A machine kind: GPUs, memory and interconnect with real numbers, each with its source. Prompts render it as the
+// hardware context and scoring uses it for rooflines. topologies/README.md documents the fields.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pkb {
+
+struct Topology {
+  std::string name, description;
+  // GPU
+  std::string gpu_name, compute_capability;
+  int gpu_count = 0, sm_count = 0;
+  double l2_bytes = 0, hbm_bytes = 0;
+  double hbm_GBps = 0;            // achievable device-to-device copy bandwidth, read + write counted
+  double bf16_dense_TFLOPs = 0;   // dense bf16 tensor-core rate
+  // Interconnect
+  std::string link_kind;          // "nvlink4", "nvlink5", "pcie5"
+  int links_per_gpu = 0;
+  double link_GBps = 0;           // one link, one direction
+  double peer_read_GBps = 0;      // SM-driven loads from one peer, measured or documented
+  double peer_write_GBps = 0;     // SM-driven stores to one peer
+  double copy_engine_GBps = 0;    // cudaMemcpyPeer, one direction
+  double per_gpu_link_GBps = 0;   // all of one GPU's links, one direction
+  bool nvswitch = false, multicast = false;
+  std::map<std::string, std::string> sources;  // field -> where the number comes from
+
+  // The per-GPU bandwidth a roofline should assume for data leaving or entering over links, one direction.
+  double roofline_link_GBps() const;
+
+  nlohmann::json to_json() const;
+  static Topology from_json(const nlohmann::json& j, const std::string& where);
+};
+
+// Throws pkb::Error naming the file and field (missing field, number without a source, ...).
+Topology load_topology(const std::filesystem::path& file);
+std::vector<std::filesystem::path> list_topologies(const std::filesystem::path& dir);
+// topologies/NAME.json under the repo root; throws if absent, listing the ones that exist.
+Topology find_topology(const std::string& name);
+
+}  // namespace pkb

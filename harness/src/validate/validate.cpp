@@ -1,0 +1,235 @@
+#include "validate/validate.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "check/compare.h"
+#include "core/error.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "launch/mpirun.h"
+#include "launch/process.h"
+#include "reference/reference.h"
+#include "spec/catalog.h"
+
+namespace pkb {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string trial_list(int trials) {
+  std::string s;
+  for (int t = 0; t < trials; ++t) s += (t ? "," : "") + std::to_string(t);
+  return s;
+}
+
+fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, int rank) {
+  return dir / ("trial" + std::to_string(trial)) / (prefix + std::to_string(rank) + ".safetensors");
+}
+
+// First error any rank recorded, else the process summary with the tail of stderr.
+std::string launch_failure(const ProcessResult& pr, const fs::path& dir, int world) {
+  for (int r = 0; r < world; ++r) {
+    std::ifstream in(dir / ("rank" + std::to_string(r) + ".json"));
+    if (!in) continue;
+    json rec = json::parse(in, nullptr, false);
+    if (!rec.is_discarded() && rec.value("status", "") == "error")
+      return "rank " + std::to_string(r) + ": " + rec.value("error", "unknown error");
+  }
+  std::string tail = pr.stderr_tail.size() > 600 ? pr.stderr_tail.substr(pr.stderr_tail.size() - 600) : pr.stderr_tail;
+  return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
+}
+
+ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir, bool save_inputs) {
+  std::vector<std::string> prog = {(executable_dir() / "pkb-rank").string(), "--problem-dir", spec.dir.string(),
+                                   "--device", o.device, "--dtype", o.dtype, "--trials", trial_list(o.trials),
+                                   "--seed", std::to_string(o.seed), "--out", dir.string()};
+  for (const auto& [k, v] : o.params) prog.insert(prog.end(), {"--param", k + "=" + std::to_string(v)});
+  if (save_inputs) prog.push_back("--save-inputs");
+  MpirunJob job = mpirun_job({o.world, o.device == "cuda"}, prog);
+  ProcessOptions po;
+  po.timeout_s = o.timeout_s;
+  po.stdout_path = dir / "mpirun.stdout";
+  po.stderr_path = dir / "mpirun.stderr";
+  po.env = job.env;
+  return run_process(job.argv, po);
+}
+
+ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
+  std::vector<std::string> argv = {"python3", "-m", "torch.distributed.run", "--standalone",
+                                   "--nproc-per-node", std::to_string(o.world),
+                                   (repo_root() / "harness/python/run_reference.py").string(),
+                                   "--problem-dir", spec.dir.string(), "--io", dir.string(),
+                                   "--trials", trial_list(o.trials), "--device", o.device};
+  ProcessOptions po;
+  po.timeout_s = o.timeout_s;
+  po.stdout_path = dir / "torchrun.stdout";
+  po.stderr_path = dir / "torchrun.stderr";
+  po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
+  return run_process(argv, po);
+}
+
+OracleContext oracle_context(const ProblemSpec& spec, const RunShape& run) {
+  OracleContext ctx;
+  ctx.world = run.world;
+  ctx.params = run.params;
+  ctx.scalars = scalar_values(spec, run);
+  ctx.float_dtype = to_aten(run.float_dtype);
+  ctx.groups = group_layout(spec, run);
+  return ctx;
+}
+
+struct Tally {
+  bool pass = true;
+  std::string first_failure;
+  double worst_rel_l2 = 0, worst_abs = 0;
+
+  void add(const Comparison& c, const std::string& where, json& log) {
+    log.push_back({{"where", where}, {"pass", c.pass}, {"max_abs_err", c.max_abs_err}, {"rel_l2", c.rel_l2},
+                   {"mismatches", c.mismatches}, {"first_bad", c.first_bad}, {"error", c.error}});
+    worst_rel_l2 = std::max(worst_rel_l2, c.rel_l2);
+    worst_abs = std::max(worst_abs, c.max_abs_err);
+    if (!c.pass && pass) {
+      pass = false;
+      first_failure = where + ": " + describe(c);
+    }
+  }
+};
+
+// Compares every rank's outputs in `prefix` files with `expected` (per rank, per output).
+void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial, const std::string& prefix,
+                   const std::vector<Tensors>& expected, Policy policy, Tally& tally, json& log) {
+  std::vector<NamedTensors> got;
+  for (int r = 0; r < run.world; ++r) got.push_back(read_safetensors(rank_file(dir, trial, prefix, r)));
+  for (int r = 0; r < run.world; ++r) {
+    if (expected[r].size() != spec.outputs.size())
+      throw Error("oracle returned " + std::to_string(expected[r].size()) + " outputs for rank " + std::to_string(r));
+    for (size_t i = 0; i < spec.outputs.size(); ++i) {
+      const auto& name = spec.outputs[i].name;
+      at::Tensor out = got[r].get(name);
+      std::string where = "trial " + std::to_string(trial) + " rank " + std::to_string(r) + " output '" + name + "'";
+      at::ScalarType want_dtype = to_aten(tensor_dtype(spec.outputs[i], run));
+      if (out.scalar_type() != want_dtype) {
+        Comparison bad;
+        bad.error = std::string("dtype ") + c10::toString(out.scalar_type()) + " != " + c10::toString(want_dtype);
+        tally.add(bad, where, log);
+        continue;
+      }
+      tally.add(compare(policy, out, expected[r][i], spec.tolerance, want_dtype), where, log);
+      if (spec.outputs[i].replicated && r > 0)
+        tally.add(compare(Policy::robust, out, got[0].get(name), spec.tolerance, want_dtype),
+                  where + " vs rank 0 (replicated)", log);
+    }
+  }
+}
+
+std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
+                                  const std::string& prefix) {
+  std::vector<Tensors> out;
+  for (int r = 0; r < run.world; ++r) {
+    NamedTensors nt = read_safetensors(rank_file(dir, trial, prefix, r));
+    Tensors ts;
+    for (const auto& o : spec.outputs) ts.push_back(nt.get(o.name));
+    out.push_back(ts);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) { return v == Verdict::pass ? "PASS" : v == Verdict::skip ? "SKIP" : "FAIL"; }
+
+bool python_torch_available() {
+  static int cached = -1;
+  if (cached < 0) {
+    ProcessOptions po;
+    po.timeout_s = 60;
+    cached = run_process({"python3", "-c", "import torch, safetensors"}, po).ok() ? 1 : 0;
+  }
+  return cached == 1;
+}
+
+ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& o) {
+  auto start = std::chrono::steady_clock::now();
+  ValidationResult res;
+  res.problem = spec.folder();
+  auto finish = [&](Verdict v, std::string detail) {
+    res.verdict = v;
+    res.detail = std::move(detail);
+    res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    res.record["verdict"] = verdict_name(v);
+    res.record["detail"] = res.detail;
+    res.record["python"] = res.python;
+    res.record["wall_s"] = res.wall_s;
+    return res;
+  };
+
+  auto dtype = dtype_from_name(o.dtype);
+  if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32, got '" + o.dtype + "'");
+  std::map<std::string, int64_t> params = spec.parameters;
+  for (const auto& [k, v] : o.params) params[k] = v;
+  if (auto why = world_size_violation(spec, o.world, params)) return finish(Verdict::skip, *why);
+  RunShape run = resolve_run(spec, o.world, *dtype, o.params);
+  const ReferenceImpl* impl = find_reference(spec.slug);
+  if (!impl) return finish(Verdict::fail, "no reference.cpp registered for '" + spec.slug + "'");
+
+  fs::path dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  bool want_python = o.python == PythonCheck::on ||
+                     (o.python == PythonCheck::auto_detect && o.device == "cuda" && python_torch_available());
+  res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
+                {"trials", o.trials}, {"seed", o.seed}, {"params", run.params}};
+
+  ProcessResult pr = run_reference_job(spec, o, dir, want_python);
+  res.record["reference_launch_s"] = pr.wall_s;
+  if (!pr.ok()) return finish(Verdict::fail, "reference run failed: " + launch_failure(pr, dir, o.world));
+
+  OracleContext octx = oracle_context(spec, run);
+  Tally tally;
+  json& log = res.record["comparisons"] = json::array();
+  for (int t = 0; t < o.trials; ++t) {
+    std::vector<Tensors> inputs;
+    for (int r = 0; r < o.world; ++r) inputs.push_back(make_inputs(spec, run, r, t, o.seed).tensors);
+    std::vector<Tensors> expected = impl->oracle(octx, inputs);
+    if (static_cast<int>(expected.size()) != o.world)
+      throw Error(spec.folder() + ": oracle returned outputs for " + std::to_string(expected.size()) + " ranks");
+    compare_trial(spec, run, dir, t, "rank", expected, Policy::robust, tally, log);
+  }
+  // The paper-compatible policy against the oracle, recorded for information.
+  res.record["worst_rel_l2"] = tally.worst_rel_l2;
+  res.record["worst_abs_err"] = tally.worst_abs;
+
+  if (!want_python) {
+    res.python = o.device == "cuda" ? "skipped: python3 cannot import torch and safetensors"
+                                    : "skipped: the reference.py cross-check runs on --device cuda";
+  } else {
+    ProcessResult py = run_python_job(spec, o, dir);
+    res.record["python_launch_s"] = py.wall_s;
+    if (!py.ok()) {
+      tally.pass = false;
+      if (tally.first_failure.empty()) tally.first_failure = "reference.py under torchrun failed: " + launch_failure(py, dir, 0);
+      res.python = "failed to run";
+    } else {
+      Tally py_tally;
+      json& pylog = res.record["python_comparisons"] = json::array();
+      for (int t = 0; t < o.trials; ++t)
+        compare_trial(spec, run, dir, t, "py.rank", read_outputs(spec, run, dir, t, "rank"), Policy::pkb, py_tally, pylog);
+      res.python = py_tally.pass ? "agrees" : "disagrees: " + py_tally.first_failure;
+      if (!py_tally.pass && tally.pass) {
+        tally.pass = false;
+        tally.first_failure = "reference.py vs reference.cpp: " + py_tally.first_failure;
+      }
+    }
+  }
+  std::ofstream(dir / "validation.json") << res.record.dump(2) << "\n";
+  if (!tally.pass) return finish(Verdict::fail, tally.first_failure);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%d trials x %d ranks match the oracle (worst rel_l2 %.2g, max abs err %.2g)",
+                o.trials, o.world, tally.worst_rel_l2, tally.worst_abs);
+  return finish(Verdict::pass, buf);
+}
+
+}  // namespace pkb

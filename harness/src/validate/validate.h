@@ -1,0 +1,49 @@
+// `pkb validate`: proves a problem's references right. The libtorch reference runs under mpirun (pkb-rank, W
+// ranks); the driver recomputes every rank's inputs, runs the problem's oracle in-process and compares each
+// rank's outputs with it. Where Python torch exists (GPU nodes), reference.py runs under torchrun on the very
+// same input bytes and must agree with reference.cpp.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/problem_spec.h"
+
+namespace pkb {
+
+enum class PythonCheck { auto_detect, on, off };
+
+struct ValidateOptions {
+  int world = 2;
+  std::string device = "cpu";  // cpu | cuda
+  std::string dtype = "bf16";  // bf16 | fp32
+  int trials = 3;
+  uint64_t seed = 1;
+  std::map<std::string, int64_t> params;
+  PythonCheck python = PythonCheck::auto_detect;
+  std::filesystem::path out_dir;  // per-problem working files go under it
+  double timeout_s = 180;         // per launch
+};
+
+enum class Verdict { pass, fail, skip };
+const char* verdict_name(Verdict v);
+
+struct ValidationResult {
+  std::string problem;  // folder name
+  Verdict verdict = Verdict::fail;
+  std::string detail;   // one line: why it failed or was skipped, or a summary of errors when it passed
+  std::string python;   // "agrees", "skipped: ...", or the disagreement
+  double wall_s = 0;
+  nlohmann::json record;  // everything measured, written to validation.json
+};
+
+ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& opts);
+
+// Whether `python3` can import torch and safetensors (cached per process).
+bool python_torch_available();
+
+}  // namespace pkb

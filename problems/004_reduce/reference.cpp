@@ -1,0 +1,24 @@
+#include "reference/reference.h"
+
+namespace {
+
+using namespace pkb;
+
+Tensors reference(const RankContext& ctx, const Tensors& in) {
+  at::Tensor out = in[0].clone();
+  ctx.comm->reduce(out, static_cast<int>(ctx.scalar("dst")), ReduceOp::sum);
+  return {out};
+}
+
+std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>& in) {
+  int dst = static_cast<int>(ctx.scalar("dst"));
+  at::Tensor sum = at::zeros(in[0][0].sizes(), at::kDouble);
+  for (const auto& rank_inputs : in) sum += rank_inputs[0].to(at::kDouble);
+  std::vector<Tensors> out;
+  for (int r = 0; r < ctx.world; ++r) out.push_back({r == dst ? sum : in[r][0]});
+  return out;
+}
+
+}  // namespace
+
+PKB_REGISTER_PROBLEM("reduce", reference, oracle);
