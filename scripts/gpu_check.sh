@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
+# NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
+# Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/results/gpu_check}
+build=${PKB_BUILD_DIR:-/tmp/pkb-build}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
+world=${PKB_WORLD:-$gpus}
+status=0
+step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL_LINES:-25}" "$out/$name.log"
+  echo "=== $name: exit $rc in $((SECONDS - t0)) s"
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
+  nvcc --version | tail -1; mpirun --version | head -1; } >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+"$root/scripts/setup.sh" || true
+step build env PKB_BUILD_DIR="$build" "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
+step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
+step unit "$build/tests/pkb_unit_tests"
+cd "$root"
+step validate_cuda_bf16 "$build/pkb" validate all -w "$world" --device cuda --dtype bf16 --out "$out/validate"
+step validate_cuda_fp32 "$build/pkb" validate all -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
+step topology_detect "$build/pkb" topology detect --name "detected_${world}gpu" -o "$out/topology_detected.json"
+cat "$out/topology_detected.json" 2>/dev/null
+exit $status

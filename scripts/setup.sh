@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what pkb needs from Debian's archive, idempotently (nothing is downloaded when all is present), and
+# says clearly what it cannot install. On a GPU node without apt access it only checks.
+set -euo pipefail
+
+packages=(cmake g++ make libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
+          libcurl4-openssl-dev libgtest-dev bubblewrap)
+have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
+# The reference code needs libtorch: Debian's libtorch-dev on CPU machines, the Python package's on GPU nodes.
+have_python_torch || packages+=(libtorch-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    # No archive reachable (GPU nodes): carry on; CMake names whatever is really missing.
+    if apt-get update -qq >/dev/null 2>&1; then
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+      echo "setup: apt-get update failed (no archive reachable?); not installed: ${missing[*]}" >&2
+    fi
+  elif command -v apt-get >/dev/null && command -v sudo >/dev/null; then
+    echo "setup: installing ${missing[*]} (sudo)"
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    # GPU nodes often have these from another source (pip, modules); CMake will say what is really missing.
+    echo "setup: cannot install with apt here; not registered as Debian packages: ${missing[*]}" >&2
+  fi
+fi
+
+# What Debian's archive cannot provide here: say so plainly.
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if ! command -v nvcc >/dev/null && [ ! -x "$cuda_home/bin/nvcc" ]; then
+  echo "setup: MISSING: the CUDA Toolkit (nvcc). Install it from NVIDIA (https://developer.nvidia.com/cuda-downloads)" \
+       "and set CUDA_HOME; setup.sh cannot install it." >&2
+  exit 1
+fi
+if ! ls "$cuda_home"/include/nccl.h /usr/include/nccl.h 2>/dev/null | grep -q .; then
+  if ! python3 -c 'import nvidia.nccl' >/dev/null 2>&1; then
+    echo "setup: MISSING: NCCL (nccl.h, libnccl.so). Install NVIDIA's libnccl-dev or set NCCL_ROOT; setup.sh cannot" \
+         "install it." >&2
+    exit 1
+  fi
+fi
+echo "setup: dependencies present"

@@ -1,0 +1,130 @@
+// The pkb binary as a user runs it: exit codes, one-line errors, selection, skips.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/process.h"
+#include "spec/catalog.h"
+#include "../unit/test_util.h"
+
+using pkb::test::TempDir;
+using pkb::test::write_file;
+
+namespace {
+
+struct CliRun {
+  pkb::ProcessResult result;
+  std::string out, err;
+};
+
+CliRun pkb_cli(const std::vector<std::string>& args, const std::filesystem::path& root = {}) {
+  TempDir tmp;
+  pkb::ProcessOptions o;
+  o.timeout_s = 300;
+  o.stdout_path = tmp.path() / "out";
+  o.stderr_path = tmp.path() / "err";
+  if (!root.empty()) o.env["PKB_ROOT"] = root.string();
+  std::vector<std::string> argv = {PKB_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CliRun r{pkb::run_process(argv, o), "", ""};
+  r.out = pkb::file_tail(tmp.path() / "out", 1 << 20);
+  r.err = pkb::file_tail(tmp.path() / "err", 1 << 20);
+  return r;
+}
+
+// A throwaway repo root holding a copy of one shipped problem, with its problem.json edited.
+class ToyRoot {
+ public:
+  explicit ToyRoot(const std::string& folder, const std::function<void(nlohmann::json&)>& edit) {
+    auto src = pkb::repo_root() / "problems" / folder;
+    std::filesystem::create_directories(tmp_.path() / "problems");
+    std::filesystem::copy(src, tmp_.path() / "problems" / folder, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(pkb::repo_root() / "topologies", tmp_.path() / "topologies");
+    std::ifstream in(src / "problem.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    edit(j);
+    write_file(tmp_.path() / "problems" / folder / "problem.json", j.dump(2));
+  }
+  const std::filesystem::path& path() const { return tmp_.path(); }
+
+ private:
+  TempDir tmp_;
+};
+
+}  // namespace
+
+TEST(Cli, ProblemsListShowsTheShippedProblems) {
+  CliRun r = pkb_cli({"problems", "list"});
+  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  for (const char* slug : {"allreduce", "allgather", "broadcast", "reduce", "scatter", "gather", "reducescatter", "alltoall"})
+    EXPECT_NE(r.out.find(slug), std::string::npos) << slug;
+  CliRun j = pkb_cli({"problems", "list", "--json"});
+  auto arr = nlohmann::json::parse(j.out);
+  ASSERT_GE(arr.size(), 8u);
+  EXPECT_EQ(arr[0]["slug"], "allreduce");
+  EXPECT_EQ(arr[0]["has_reference"], true);
+}
+
+TEST(Cli, ProblemsShowResolvesShapes) {
+  CliRun r = pkb_cli({"problems", "show", "gather", "-w", "4"});
+  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("out (4, 1024, 1024) bf16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("link_bytes=6291456"), std::string::npos) << r.out;  // (W-1) * M * N * 2 bytes
+}
+
+TEST(Cli, MalformedProblemGivesOneLineErrorNamingFileAndField) {
+  ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["inputs"][0]["dtype"] = "bfloat17"; });
+  CliRun r = pkb_cli({"problems", "list"}, root.path());
+  EXPECT_EQ(r.result.exit_code, 2);
+  EXPECT_NE(r.err.find("001_allreduce/problem.json: inputs[0].dtype: unknown dtype 'bfloat17'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "exactly one line: " << r.err;
+}
+
+TEST(Cli, UnknownSelectionIsAUsageError) {
+  CliRun r = pkb_cli({"validate", "999", "--device", "cpu"});
+  EXPECT_EQ(r.result.exit_code, 2);
+  EXPECT_NE(r.err.find("no problem with id 999"), std::string::npos) << r.err;
+  EXPECT_EQ(pkb_cli({"validate"}).result.exit_code, 2);
+  EXPECT_EQ(pkb_cli({"frobnicate"}).result.exit_code, 2);
+}
+
+TEST(Cli, ForbiddenWorldSizeIsSkippedAndSaysWhy) {
+  ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["world_size"]["constraints"] = {"W % 2 == 0"}; });
+  CliRun r = pkb_cli({"validate", "1", "-w", "3", "--device", "cpu", "--out", (root.path() / "out").string()}, root.path());
+  EXPECT_EQ(r.result.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SKIP 001_allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("violates world_size constraint 'W % 2 == 0'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ValidateFailsWhenReferenceAndOracleDisagree) {
+  // Zero tolerance: bf16 sums rounded at each step cannot equal the exact oracle at W = 4.
+  ToyRoot root("001_allreduce", [](nlohmann::json& j) {
+    j["tolerance"] = {{"atol", 0}, {"rtol", 0}, {"gamma", 0}, {"max_rel_l2", 0}};
+  });
+  CliRun r = pkb_cli({"validate", "1", "-w", "4", "--device", "cpu", "--trials", "1", "--out", (root.path() / "out").string()},
+                  root.path());
+  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL 001_allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mismatched"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
+  ToyRoot root("007_reducescatter", [](nlohmann::json& j) { j["outputs"][0]["shape"] = {"M", "2 * N"}; });
+  CliRun r = pkb_cli({"validate", "reducescatter", "-w", "2", "--device", "cpu", "--trials", "1", "--out",
+                   (root.path() / "out").string()}, root.path());
+  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TopologyListAndShow) {
+  CliRun r = pkb_cli({"topology", "list"});
+  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("h200_2"), std::string::npos);
+  CliRun s = pkb_cli({"topology", "show", "h100_8"});
+  EXPECT_EQ(nlohmann::json::parse(s.out)["interconnect"]["per_gpu_link_GBps"], 450);
+  EXPECT_EQ(pkb_cli({"topology", "show", "nope"}).result.exit_code, 2);
+}

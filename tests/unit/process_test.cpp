@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "launch/process.h"
+#include "test_util.h"
+
+TEST(Process, ExitCodeAndOutputTails) {
+  pkb::test::TempDir tmp;
+  pkb::ProcessOptions o;
+  o.stdout_path = tmp.path() / "out";
+  o.stderr_path = tmp.path() / "err";
+  o.env = {{"PKB_TEST_VAR", "hello"}};
+  auto r = pkb::run_process({"sh", "-c", "echo $PKB_TEST_VAR; echo oops >&2; exit 3"}, o);
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.stdout_tail, "hello\n");
+  EXPECT_EQ(r.stderr_tail, "oops\n");
+  EXPECT_EQ(r.summary(), "exit 3");
+}
+
+TEST(Process, DeadlineKillsTheWholeProcessGroup) {
+  pkb::test::TempDir tmp;
+  pkb::ProcessOptions o;
+  o.timeout_s = 0.5;
+  o.kill_grace_s = 0.5;
+  // The child ignores SIGTERM and leaves a grandchild that would outlive it; both must die.
+  auto marker = tmp.path() / "grandchild_alive";
+  std::string script = "trap '' TERM; (sleep 3; touch " + marker.string() + ") & sleep 30";
+  auto r = pkb::run_process({"sh", "-c", script}, o);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_s, 3.0);
+  EXPECT_NE(r.summary().find("timed out"), std::string::npos);
+  sleep(4);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a grandchild survived the deadline";
+}
+
+TEST(Process, SignalIsReported) {
+  pkb::ProcessOptions o;
+  auto r = pkb::run_process({"sh", "-c", "kill -SEGV $$"}, o);
+  EXPECT_FALSE(r.exited);
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_NE(r.summary().find("signal 11"), std::string::npos);
+}
+
+TEST(Process, MissingProgramIs127) {
+  pkb::ProcessOptions o;
+  auto r = pkb::run_process({"/nonexistent/program"}, o);
+  EXPECT_EQ(r.exit_code, 127);
+}

@@ -1,0 +1,171 @@
+// Inputs, safetensors and comparison: the pieces that decide what a rank sees and whether its output passes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "check/compare.h"
+#include "core/error.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "reference/reference.h"
+#include "spec/catalog.h"
+#include "test_util.h"
+
+using pkb::test::TempDir;
+using pkb::test::write_file;
+
+namespace {
+
+pkb::ProblemSpec toy_problem(TempDir& tmp) {
+  write_file(tmp.path() / "007_toy/problem.json", R"({
+    "id": 7, "slug": "toy", "title": "t", "category": "other", "source": "s", "description": "d",
+    "world_size": {"min": 1}, "parameters": {"M": 16, "N": 8},
+    "inputs": [
+      {"name": "x", "shape": ["M", "N"], "init": {"dist": "normal", "mean": 3, "std": 2}},
+      {"name": "w", "shape": ["N"], "replicated": true, "init": {"dist": "uniform", "low": -1, "high": 1}},
+      {"name": "i", "shape": ["M"], "dtype": "int64", "init": {"dist": "randint", "low": 5, "high": "N + 5"}},
+      {"name": "p", "shape": ["M", "N"], "dtype": "int64", "init": {"dist": "randperm"}},
+      {"name": "b", "shape": ["M", "N"], "dtype": "fp32", "init": {"dist": "bernoulli", "p": 0.25}}
+    ],
+    "outputs": [{"name": "y", "shape": ["M"]}],
+    "roofline": {"link_bytes": 0, "hbm_bytes": 0, "flops": 0}
+  })");
+  return pkb::load_problem(tmp.path() / "007_toy");
+}
+
+}  // namespace
+
+TEST(Inputs, DeterministicRandomAndDistributed) {
+  TempDir tmp;
+  auto spec = toy_problem(tmp);
+  auto run = pkb::resolve_run(spec, 4, pkb::DType::bf16);
+  auto a = pkb::make_inputs(spec, run, 1, 0, 7);
+  auto b = pkb::make_inputs(spec, run, 1, 0, 7);
+  for (size_t i = 0; i < a.tensors.size(); ++i) EXPECT_TRUE(a.tensors[i].equal(b.tensors[i])) << a.names[i];
+  EXPECT_EQ(a.tensors[0].scalar_type(), at::kBFloat16);
+  EXPECT_EQ(a.tensors[2].scalar_type(), at::kLong);
+  EXPECT_EQ(a.tensors[4].scalar_type(), at::kFloat);
+
+  auto other_rank = pkb::make_inputs(spec, run, 2, 0, 7);
+  auto other_trial = pkb::make_inputs(spec, run, 1, 1, 7);
+  auto other_seed = pkb::make_inputs(spec, run, 1, 0, 8);
+  EXPECT_FALSE(a.tensors[0].equal(other_rank.tensors[0]));
+  EXPECT_FALSE(a.tensors[0].equal(other_trial.tensors[0]));
+  EXPECT_FALSE(a.tensors[0].equal(other_seed.tensors[0]));
+  EXPECT_TRUE(a.tensors[1].equal(other_rank.tensors[1])) << "replicated inputs agree across ranks";
+  EXPECT_FALSE(a.tensors[1].equal(other_trial.tensors[1])) << "but change with the trial";
+
+  // Distributions (a larger draw so the statistics are tight).
+  auto big = pkb::resolve_run(spec, 1, pkb::DType::f32, {{"M", 256}, {"N", 256}});
+  auto x = pkb::make_inputs(spec, big, 0, 0, 1);
+  at::Tensor normal = x.tensors[0];
+  EXPECT_NEAR(normal.mean().item<double>(), 3.0, 0.05);
+  EXPECT_NEAR(normal.std().item<double>(), 2.0, 0.05);
+  EXPECT_GT(std::get<0>(at::_unique(normal.to(at::kFloat))).numel(), 60000) << "never a constant fill";
+  EXPECT_GE(x.tensors[1].min().item<double>(), -1.0);
+  EXPECT_LT(x.tensors[1].max().item<double>(), 1.0);
+  EXPECT_GE(x.tensors[2].min().item<int64_t>(), 5);
+  EXPECT_LE(x.tensors[2].max().item<int64_t>(), 256 + 4);
+  EXPECT_GT(std::get<0>(at::_unique(x.tensors[2])).numel(), 100);
+  at::Tensor perm = x.tensors[3].view(-1);
+  EXPECT_TRUE(std::get<0>(perm.sort()).equal(at::arange(256 * 256, at::kLong))) << "randperm is a permutation";
+  EXPECT_NEAR(x.tensors[4].mean().item<double>(), 0.25, 0.01);
+}
+
+TEST(Safetensors, RoundTripsEveryDtype) {
+  TempDir tmp;
+  pkb::NamedTensors t;
+  t.names = {"bf", "f32", "i64", "b", "scalar"};
+  t.tensors = {at::randn({3, 5}).to(at::kBFloat16), at::randn({2, 2, 2}), at::arange(7, at::kLong),
+               at::rand({4}) > 0.5, at::ones({}, at::kFloat)};
+  t.metadata["scalar.dst"] = "0";
+  pkb::write_safetensors(tmp.path() / "a.safetensors", t);
+  auto r = pkb::read_safetensors(tmp.path() / "a.safetensors");
+  ASSERT_EQ(r.names, t.names) << "order preserved";
+  for (size_t i = 0; i < t.names.size(); ++i) {
+    EXPECT_EQ(r.tensors[i].scalar_type(), t.tensors[i].scalar_type());
+    EXPECT_TRUE(r.tensors[i].equal(t.tensors[i])) << t.names[i];
+  }
+  EXPECT_EQ(r.metadata.at("scalar.dst"), "0");
+  EXPECT_THROW(r.get("missing"), pkb::Error);
+}
+
+TEST(Safetensors, CorruptFilesGiveClearErrors) {
+  TempDir tmp;
+  pkb::NamedTensors t{{"x"}, {at::randn({64})}, {}};
+  pkb::write_safetensors(tmp.path() / "ok.safetensors", t);
+  std::ifstream in(tmp.path() / "ok.safetensors", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto expect_error = [&](const std::string& content, const std::string& why) {
+    write_file(tmp.path() / "bad.safetensors", content);
+    try {
+      pkb::read_safetensors(tmp.path() / "bad.safetensors");
+      ADD_FAILURE() << "no error for " << why;
+    } catch (const pkb::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos);
+    }
+  };
+  expect_error(bytes.substr(0, 4), "truncated");
+  expect_error(bytes.substr(0, bytes.size() - 10), "data offsets");
+  std::string bad_header = bytes;
+  bad_header[9] = '#';
+  expect_error(bad_header, "bad header JSON");
+  EXPECT_THROW(pkb::read_safetensors(tmp.path() / "absent.safetensors"), pkb::Error);
+}
+
+TEST(Compare, PoliciesDifferAsDocumented) {
+  pkb::Tolerance tol;  // atol = rtol = 1e-2, gamma 8, rel_l2 1e-2
+  at::Tensor exp = at::full({1000}, 10.0, at::kDouble);
+  // 0.15 off at 10 on a few elements: outside 0.01 + 0.01 * 10 = 0.11 (pkb); inside robust's extra
+  // gamma * eps(bf16) * rms = 8 * 2^-8 * 10 slack, with a small relative L2 error.
+  at::Tensor near = exp.clone();
+  near.slice(0, 0, 10) += 0.15;
+  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, near, exp, tol, at::kBFloat16).pass);
+  auto robust = pkb::compare(pkb::Policy::robust, near, exp, tol, at::kBFloat16);
+  EXPECT_TRUE(robust.pass) << pkb::describe(robust);
+  // The same error in fp32 has no slack: eps(fp32) is tiny.
+  EXPECT_FALSE(pkb::compare(pkb::Policy::robust, near, exp, tol, at::kFloat).pass);
+}
+
+TEST(Compare, CatchesWrongNanShapeAndSystematicBias) {
+  pkb::Tolerance tol;
+  at::Tensor exp = at::randn({4096}, at::kDouble);
+  EXPECT_TRUE(pkb::compare(pkb::Policy::robust, exp.clone(), exp, tol, at::kFloat).pass);
+  at::Tensor one_wrong = exp.clone();
+  one_wrong[17] = 100.0;
+  auto c = pkb::compare(pkb::Policy::robust, one_wrong, exp, tol, at::kFloat);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_EQ(c.first_bad, 17);
+  at::Tensor nan = exp.clone();
+  nan[3] = std::nan("");
+  c = pkb::compare(pkb::Policy::pkb, nan, exp, tol, at::kFloat);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.nan_count, 1);
+  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).pass);
+  EXPECT_NE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).error.find("shape"), std::string::npos);
+  // Every element within the elementwise bound but biased: the relative L2 bound catches it under robust.
+  pkb::Tolerance loose = tol;
+  loose.atol = 1.0;
+  at::Tensor biased = exp + 0.5;
+  EXPECT_FALSE(pkb::compare(pkb::Policy::robust, biased, exp, loose, at::kFloat).pass);
+  EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, biased, exp, loose, at::kFloat).pass);
+  // Integers must match exactly under both policies.
+  at::Tensor ints = at::arange(10, at::kLong);
+  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, ints + 1, ints, loose, at::kLong).pass);
+  EXPECT_TRUE(pkb::compare(pkb::Policy::robust, ints.clone(), ints, loose, at::kLong).pass);
+}
+
+TEST(Registry, EveryShippedProblemHasAReferenceAndOracle) {
+  pkb::Catalog c = pkb::load_catalog(pkb::repo_root() / "problems");
+  for (const auto& p : c.problems) {
+    const pkb::ReferenceImpl* impl = pkb::find_reference(p.slug);
+    ASSERT_NE(impl, nullptr) << p.folder() << " has no registered reference.cpp";
+    EXPECT_NE(impl->reference, nullptr);
+    EXPECT_NE(impl->oracle, nullptr);
+    EXPECT_TRUE(std::filesystem::exists(p.dir / "reference.py")) << p.folder();
+  }
+}
