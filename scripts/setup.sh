@@ -9,8 +9,12 @@ have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: Debian's libtorch-dev on CPU machines, the Python package's on GPU nodes.
 have_python_torch || packages+=(libtorch-dev)
 
+# A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
+# from pip, for instance).
+declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [openmpi-bin]=mpirun [bubblewrap]=bwrap)
 missing=()
 for p in "${packages[@]}"; do
+  if [ -n "${provides[$p]:-}" ] && command -v "${provides[$p]}" >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
@@ -20,7 +24,8 @@ if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     # No archive reachable (GPU nodes): carry on; CMake names whatever is really missing.
     if apt-get update -qq >/dev/null 2>&1; then
-      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+        echo "setup: apt-get could not install some of: ${missing[*]} (CMake will name what is really missing)" >&2
     else
       echo "setup: apt-get update failed (no archive reachable?); not installed: ${missing[*]}" >&2
     fi
@@ -41,7 +46,11 @@ if ! command -v nvcc >/dev/null && [ ! -x "$cuda_home/bin/nvcc" ]; then
        "and set CUDA_HOME; setup.sh cannot install it." >&2
   exit 1
 fi
-if ! ls "$cuda_home"/include/nccl.h /usr/include/nccl.h 2>/dev/null | grep -q .; then
+nccl_found=no
+for h in "${NCCL_ROOT:-/nonexistent}/include/nccl.h" "$cuda_home/include/nccl.h" /usr/include/nccl.h /usr/local/include/nccl.h; do
+  [ -f "$h" ] && nccl_found=yes
+done
+if [ $nccl_found = no ]; then
   if ! python3 -c 'import nvidia.nccl' >/dev/null 2>&1; then
     echo "setup: MISSING: NCCL (nccl.h, libnccl.so). Install NVIDIA's libnccl-dev or set NCCL_ROOT; setup.sh cannot" \
          "install it." >&2

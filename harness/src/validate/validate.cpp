@@ -203,8 +203,9 @@ ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions
   res.record["worst_abs_err"] = tally.worst_abs;
 
   if (!want_python) {
-    res.python = o.device == "cuda" ? "skipped: python3 cannot import torch and safetensors"
-                                    : "skipped: the reference.py cross-check runs on --device cuda";
+    res.python = o.python == PythonCheck::off ? "skipped: --python off"
+                 : o.device == "cuda"         ? "skipped: python3 cannot import torch and safetensors"
+                                              : "skipped: the reference.py cross-check runs on --device cuda";
   } else {
     ProcessResult py = run_python_job(spec, o, dir);
     res.record["python_launch_s"] = py.wall_s;

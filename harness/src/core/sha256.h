@@ -1,0 +1,34 @@
+// SHA-256 (FIPS 180-4), used for content-addressed cache keys. Own implementation so the harness does not
+// need OpenSSL's development headers; speed is irrelevant at the sizes we hash (prompts, source files).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pkb {
+
+// Incremental hasher: update() any number of times, then hex_digest() once (it finalizes; further
+// update() calls start a fresh message).
+class Sha256 {
+ public:
+  Sha256() { reset(); }
+  void update(std::string_view data);
+  // 64 lowercase hex characters.
+  std::string hex_digest();
+
+ private:
+  void reset();
+  void compress(const uint8_t* block);
+
+  std::array<uint32_t, 8> state_{};
+  std::array<uint8_t, 64> buffer_{};
+  size_t buffered_ = 0;
+  uint64_t total_bytes_ = 0;
+};
+
+// One-shot convenience.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace pkb

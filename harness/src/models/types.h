@@ -1,0 +1,74 @@
+// What the model client sends and gets back, independent of provider. A Reply is a record: transport and
+// API failures are described in it (error, error_message), never thrown, so a batch keeps going.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace pkb::models {
+
+struct Request {
+  std::string system;                 ///< system / developer instructions; empty = none sent
+  std::string user;                   ///< the user prompt
+  int max_output_tokens = 32768;      ///< cap on generated tokens, reasoning included (tokens)
+  std::optional<double> temperature;  ///< unset = provider default; dropped for models that reject it
+  int sample_index = 0;               ///< distinguishes repeated samples of one prompt (cache key only)
+  /// Merged into the provider's JSON body with RFC 7386 merge-patch semantics, last, so it can add
+  /// (reasoning_effort, thinking, generationConfig.thinkingConfig, ...), override, or delete (null) fields.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+/// Why generation stopped, normalized across providers. `raw` in Reply keeps the provider's word.
+enum class FinishReason { stop, length, other };
+
+/// Failure class of a request. `none` means the reply carries a real answer (possibly empty or truncated).
+enum class ErrorKind {
+  none,
+  transport,     ///< connection refused/reset, DNS, empty reply
+  timeout,       ///< connect or total timeout
+  rate_limited,  ///< 429 still failing after the last attempt
+  quota,         ///< out of credit / spend limit / daily quota: never retried
+  auth,          ///< 401, 403
+  bad_request,   ///< other 4xx: fix the request
+  server,        ///< 5xx / 529 still failing after the last attempt
+  bad_response,  ///< 2xx whose body is not the expected JSON
+  api_error,     ///< 2xx whose body reports a failure (Responses API status "failed")
+};
+
+const char* finish_reason_name(FinishReason r);
+std::optional<FinishReason> finish_reason_from_name(const std::string& s);
+const char* error_kind_name(ErrorKind k);
+std::optional<ErrorKind> error_kind_from_name(const std::string& s);
+
+struct Usage {
+  bool known = false;            ///< false when the provider reported no usage
+  int64_t input_tokens = 0;      ///< all prompt tokens, cached ones included (tokens)
+  int64_t output_tokens = 0;     ///< all generated tokens, reasoning included: what output is billed on
+  int64_t reasoning_tokens = 0;  ///< the reasoning part of output_tokens (0 if not reported)
+};
+
+struct Reply {
+  std::string text;       ///< the answer, reasoning excluded; kept verbatim otherwise (the raw text)
+  std::string reasoning;  ///< reasoning text the provider returned (fields, thinking blocks, <think>)
+  FinishReason finish = FinishReason::other;
+  std::string finish_raw;  ///< provider's own stop value, e.g. "end_turn", "MAX_TOKENS", "incomplete:..."
+  Usage usage;
+  std::string model_reported;  ///< model/snapshot name the API says served the request
+  std::string request_id;      ///< x-request-id / request-id header, for support tickets
+  double latency_s = 0;        ///< wall time of complete(), all attempts and back-off included (seconds)
+  int attempts = 0;            ///< HTTP attempts made (0 for a cache hit)
+  long http_status = 0;        ///< status of the last attempt; 0 if no HTTP response arrived
+  ErrorKind error = ErrorKind::none;
+  std::string error_message;  ///< one line, API keys redacted
+  bool from_cache = false;
+
+  bool ok() const { return error == ErrorKind::none; }
+};
+
+nlohmann::json to_json(const Request& r);
+nlohmann::json to_json(const Reply& r);
+Reply reply_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception on a malformed record
+
+}  // namespace pkb::models

@@ -1,0 +1,99 @@
+#include "models/wire.h"
+
+#include <array>
+#include <cctype>
+
+#include "models/extract.h"
+#include "models/wire_detail.h"
+
+namespace pkb::models {
+namespace detail {
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t i64(const json& j, const char* key) {
+  if (!j.is_object()) return 0;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+const json& obj(const json& j, const char* key) {
+  static const json empty = json::object();
+  if (!j.is_object()) return empty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : empty;
+}
+
+const json& arr(const json& j, const char* key) {
+  static const json empty = json::array();
+  if (!j.is_object()) return empty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : empty;
+}
+
+void append_para(std::string& to, const std::string& piece) {
+  if (piece.empty()) return;
+  if (!to.empty()) to += "\n\n";
+  to += piece;
+}
+
+HttpRequest make_json_request(std::string url, json body, const Request& req) {
+  if (req.extra.is_object()) body.merge_patch(req.extra);
+  return {std::move(url), {"Content-Type: application/json"}, body.dump()};
+}
+
+Verdict bad_response(const std::string& what) { return {ErrorKind::bad_response, false, what, std::nullopt}; }
+
+}  // namespace detail
+
+std::unique_ptr<WireFormat> make_wire_format(Api api) {
+  switch (api) {
+    case Api::openai_chat: return detail::make_openai_chat(false);
+    case Api::openai_compat: return detail::make_openai_chat(true);
+    case Api::openai_responses: return detail::make_openai_responses();
+    case Api::anthropic: return detail::make_anthropic();
+    case Api::gemini: return detail::make_gemini();
+  }
+  return nullptr;
+}
+
+Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& reply) {
+  // Leading blank lines (DeepSeek keep-alive) are JSON whitespace, so they parse fine.
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return detail::bad_response("HTTP " + std::to_string(reply.http_status) +
+                                " body is not a JSON object: " + clean_text(body, 200));
+  Verdict v;
+  try {
+    v = wire.parse(j, reply);
+  } catch (const nlohmann::json::exception& e) {  // a field of an unexpected type
+    return detail::bad_response(std::string("unexpected reply structure: ") + e.what());
+  }
+  if (v.kind != ErrorKind::none) return v;
+  ThinkSplit split = split_think(reply.text);
+  if (!split.reasoning.empty()) {
+    reply.text = std::move(split.answer);
+    detail::append_para(reply.reasoning, split.reasoning);
+  }
+  return v;
+}
+
+bool openai_is_reasoning_model(std::string_view model) {
+  if (model.size() >= 2 && model[0] == 'o' && std::isdigit(static_cast<unsigned char>(model[1]))) return true;
+  // gpt-5 family reasons, except the "-chat" snapshots that behave like classic chat models.
+  return model.rfind("gpt-5", 0) == 0 && model.find("-chat") == std::string_view::npos;
+}
+
+bool anthropic_rejects_temperature(std::string_view model) {
+  static constexpr std::array<std::string_view, 4> kPrefixes = {"claude-opus-4-7", "claude-opus-4-8", "claude-opus-5",
+                                                                "claude-sonnet-5"};
+  for (auto p : kPrefixes)
+    if (model.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace pkb::models

@@ -1,0 +1,66 @@
+// Gemini generateContent (Developer API, v1beta).
+#include "models/wire_detail.h"
+
+namespace pkb::models::detail {
+namespace {
+
+FinishReason gemini_finish(const std::string& raw) {
+  if (raw == "STOP") return FinishReason::stop;
+  if (raw == "MAX_TOKENS") return FinishReason::length;
+  return FinishReason::other;  // SAFETY, RECITATION, PROHIBITED_CONTENT, ...
+}
+
+class Gemini : public WireFormat {
+ public:
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+    std::string model = name.model.rfind("models/", 0) == 0 ? name.model.substr(7) : name.model;
+    json body = {{"contents", json::array({{{"role", "user"}, {"parts", json::array({{{"text", req.user}}})}}})},
+                 {"generationConfig", {{"maxOutputTokens", req.max_output_tokens}}}};
+    if (!req.system.empty()) body["systemInstruction"] = {{"parts", json::array({{{"text", req.system}}})}};
+    if (req.temperature) body["generationConfig"]["temperature"] = *req.temperature;
+    HttpRequest http = make_json_request(name.base_url + "/models/" + model + ":generateContent", std::move(body), req);
+    // Header, not ?key=: query strings end up in proxy and server logs.
+    if (!key.empty()) http.headers.push_back("x-goog-api-key: " + key);
+    return http;
+  }
+
+  Verdict parse(const json& j, Reply& r) const override {
+    if (j.contains("error"))
+      return {ErrorKind::api_error, false, "error in 2xx body: " + clean_text(str(obj(j, "error"), "message")),
+              std::nullopt};
+    read_usage(j, r);
+    r.model_reported = str(j, "modelVersion");
+    const json& candidates = arr(j, "candidates");
+    if (candidates.empty()) {
+      // A blocked prompt is an answer without text, not a transport failure.
+      std::string block = str(obj(j, "promptFeedback"), "blockReason");
+      r.finish_raw = block.empty() ? "no_candidates" : "blocked:" + block;
+      return {};
+    }
+    // Thinking models may return MAX_TOKENS with no parts at all: missing parts are normal here.
+    for (const auto& part : arr(obj(candidates[0], "content"), "parts")) {
+      if (part.is_object() && part.contains("thought") && part["thought"] == true)
+        append_para(r.reasoning, str(part, "text"));
+      else
+        r.text += str(part, "text");
+    }
+    r.finish_raw = str(candidates[0], "finishReason");
+    r.finish = gemini_finish(r.finish_raw);
+    return {};
+  }
+
+ private:
+  static void read_usage(const json& j, Reply& r) {
+    if (!j.contains("usageMetadata") || !j["usageMetadata"].is_object()) return;
+    const json& u = j["usageMetadata"];
+    // candidatesTokenCount excludes thinking, but thinking is billed as output: add it back.
+    int64_t thoughts = i64(u, "thoughtsTokenCount");
+    r.usage = {true, i64(u, "promptTokenCount"), i64(u, "candidatesTokenCount") + thoughts, thoughts};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<WireFormat> make_gemini() { return std::make_unique<Gemini>(); }
+
+}  // namespace pkb::models::detail

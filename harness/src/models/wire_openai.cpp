@@ -1,0 +1,144 @@
+// OpenAI Chat Completions, OpenAI-compatible servers (same shape, looser rules) and the Responses API.
+#include <spdlog/spdlog.h>
+
+#include "models/wire_detail.h"
+
+namespace pkb::models::detail {
+namespace {
+
+FinishReason chat_finish(const std::string& raw) {
+  if (raw == "stop") return FinishReason::stop;
+  if (raw == "length") return FinishReason::length;
+  return FinishReason::other;
+}
+
+// content is a string, null (refusal/tool call) or, on some servers, an array of text parts.
+std::string content_text(const json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string out;
+  if (content.is_array())
+    for (const auto& part : content) out += str(part, "text");
+  return out;
+}
+
+void drop_temperature(const ModelName& name, json& body) {
+  if (body.erase("temperature"))
+    spdlog::debug("{}: temperature not sent (reasoning models accept only the default)", name.spec());
+}
+
+class OpenAIChat : public WireFormat {
+ public:
+  explicit OpenAIChat(bool compat) : compat_(compat) {}
+
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+    bool reasoning = !compat_ && openai_is_reasoning_model(name.model);
+    json messages = json::array();
+    // OpenAI's reasoning models take "developer"; compatible servers feed roles to chat templates that only
+    // know "system".
+    if (!req.system.empty())
+      messages.push_back({{"role", reasoning ? "developer" : "system"}, {"content", req.system}});
+    messages.push_back({{"role", "user"}, {"content", req.user}});
+    json body = {{"model", name.model}, {"messages", messages}};
+    // Ollama ignores max_completion_tokens and OpenAI rejects max_tokens on reasoning models.
+    body[compat_ ? "max_tokens" : "max_completion_tokens"] = req.max_output_tokens;
+    if (req.temperature) body["temperature"] = *req.temperature;
+    if (reasoning) drop_temperature(name, body);
+    HttpRequest http = make_json_request(name.base_url + "/chat/completions", std::move(body), req);
+    if (!key.empty()) http.headers.push_back("Authorization: Bearer " + key);
+    return http;
+  }
+
+  Verdict parse(const json& j, Reply& r) const override {
+    if (j.contains("error") && !j.contains("choices"))
+      return {ErrorKind::api_error, false, "error in 2xx body: " + clean_text(j["error"].dump()), std::nullopt};
+    const json& choices = arr(j, "choices");
+    if (choices.empty() || !choices[0].is_object() || !choices[0].contains("message") ||
+        !choices[0]["message"].is_object())
+      return bad_response("no choices[0].message in reply");
+    const json& msg = obj(choices[0], "message");
+    r.text = content_text(msg.value("content", json()));
+    // DeepSeek/SGLang/old vLLM say reasoning_content, new vLLM/Ollama/Together say reasoning.
+    append_para(r.reasoning, str(msg, "reasoning_content"));
+    if (str(msg, "reasoning") != str(msg, "reasoning_content")) append_para(r.reasoning, str(msg, "reasoning"));
+    r.finish_raw = str(choices[0], "finish_reason");
+    if (r.text.empty() && !str(msg, "refusal").empty()) r.text = str(msg, "refusal"), r.finish_raw = "refusal";
+    r.finish = chat_finish(r.finish_raw);
+    r.model_reported = str(j, "model");
+    if (j.contains("usage") && j["usage"].is_object()) {
+      const json& u = j["usage"];
+      int64_t reasoning = i64(obj(u, "completion_tokens_details"), "reasoning_tokens");
+      if (reasoning == 0) reasoning = i64(u, "reasoning_tokens");  // SGLang puts it at top level
+      r.usage = {true, i64(u, "prompt_tokens"), i64(u, "completion_tokens"), reasoning};
+    }
+    return {};
+  }
+
+ private:
+  bool compat_;
+};
+
+class OpenAIResponses : public WireFormat {
+ public:
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+    // store=false: the Responses API keeps responses by default; we never chain on them.
+    json body = {{"model", name.model},
+                 {"input", req.user},
+                 {"max_output_tokens", std::max(16, req.max_output_tokens)},  // API minimum is 16
+                 {"store", false}};
+    if (!req.system.empty()) body["instructions"] = req.system;
+    if (req.temperature) body["temperature"] = *req.temperature;
+    if (openai_is_reasoning_model(name.model)) drop_temperature(name, body);
+    HttpRequest http = make_json_request(name.base_url + "/responses", std::move(body), req);
+    if (!key.empty()) http.headers.push_back("Authorization: Bearer " + key);
+    return http;
+  }
+
+  Verdict parse(const json& j, Reply& r) const override {
+    std::string status = str(j, "status");
+    if (status == "failed") {
+      const json& err = obj(j, "error");
+      std::string code = str(err, "code");
+      bool transient = code == "server_error" || code == "rate_limit_exceeded";
+      return {ErrorKind::api_error, transient, "response failed: " + code + ": " + clean_text(str(err, "message")),
+              std::nullopt};
+    }
+    if (!j.contains("output") || !j["output"].is_array()) return bad_response("no output[] in reply");
+    for (const auto& item : j["output"]) read_item(item, r);
+    if (status == "incomplete") {
+      std::string reason = str(obj(j, "incomplete_details"), "reason");
+      r.finish_raw = "incomplete:" + reason;
+      r.finish = reason == "max_output_tokens" ? FinishReason::length : FinishReason::other;
+    } else if (r.finish_raw.empty()) {
+      r.finish_raw = status;
+      r.finish = status == "completed" ? FinishReason::stop : FinishReason::other;
+    }
+    r.model_reported = str(j, "model");
+    if (j.contains("usage") && j["usage"].is_object()) {
+      const json& u = j["usage"];
+      r.usage = {true, i64(u, "input_tokens"), i64(u, "output_tokens"),
+                 i64(obj(u, "output_tokens_details"), "reasoning_tokens")};
+    }
+    return {};
+  }
+
+ private:
+  static void read_item(const json& item, Reply& r) {
+    std::string type = str(item, "type");
+    if (type == "message") {
+      for (const auto& part : arr(item, "content")) {
+        if (str(part, "type") == "output_text") r.text += str(part, "text");
+        if (str(part, "type") == "refusal") r.text += str(part, "refusal"), r.finish_raw = "refusal";
+      }
+    } else if (type == "reasoning") {
+      for (const auto& s : arr(item, "summary")) append_para(r.reasoning, str(s, "text"));
+      for (const auto& c : arr(item, "content")) append_para(r.reasoning, str(c, "text"));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<WireFormat> make_openai_chat(bool compat) { return std::make_unique<OpenAIChat>(compat); }
+std::unique_ptr<WireFormat> make_openai_responses() { return std::make_unique<OpenAIResponses>(); }
+
+}  // namespace pkb::models::detail
