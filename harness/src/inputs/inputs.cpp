@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/error.h"
+#include "reference/reference.h"
 
 namespace pkb {
 namespace {
@@ -127,7 +128,27 @@ RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, i
     out.tensors.push_back(values.to(to_aten(tensor_dtype(t, run))));
     out.names.push_back(t.name);
   }
+  const ReferenceImpl* impl = find_reference(spec.slug);
+  if (impl && impl->prepare) {
+    OracleContext ctx = oracle_context(spec, run);
+    Tensors prepared = impl->prepare(ctx, rank, out.tensors);
+    if (prepared.size() != out.tensors.size()) throw Error(spec.folder() + ": prepare changed the number of inputs");
+    for (size_t i = 0; i < prepared.size(); ++i)
+      if (prepared[i].sizes() != out.tensors[i].sizes() || prepared[i].scalar_type() != out.tensors[i].scalar_type())
+        throw Error(spec.folder() + ": prepare changed the shape or dtype of input '" + out.names[i] + "'");
+    out.tensors = std::move(prepared);
+  }
   return out;
+}
+
+OracleContext oracle_context(const ProblemSpec& spec, const RunShape& run) {
+  OracleContext ctx;
+  ctx.world = run.world;
+  ctx.params = run.params;
+  ctx.scalars = scalar_values(spec, run);
+  ctx.float_dtype = to_aten(run.float_dtype);
+  ctx.groups = group_layout(spec, run);
+  return ctx;
 }
 
 std::map<std::string, int64_t> scalar_values(const ProblemSpec& spec, const RunShape& run) {

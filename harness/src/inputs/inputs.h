@@ -23,6 +23,7 @@ struct RankInputs {
   std::vector<std::string> names;          // their names
 };
 
+// Draws, then applies the problem's registered prepare function if it has one.
 RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, int trial, uint64_t base_seed);
 
 // Scalar arguments by name, evaluated for this run.
@@ -30,6 +31,10 @@ std::map<std::string, int64_t> scalar_values(const ProblemSpec& spec, const RunS
 
 // For each named group: member lists (world ranks ordered by key, ties by rank), one per color.
 std::map<std::string, std::vector<std::vector<int>>> group_layout(const ProblemSpec& spec, const RunShape& run);
+
+struct OracleContext;
+// The context an oracle (and a prepare function) sees for this run.
+OracleContext oracle_context(const ProblemSpec& spec, const RunShape& run);
 
 // color and key of `rank` in group g, as the communicator split needs them.
 std::pair<int, int> group_color_key(const GroupSpec& g, const RunShape& run, int rank);

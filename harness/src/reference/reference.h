@@ -6,6 +6,9 @@
 //
 // Registration is local to the problem's file:
 //   PKB_REGISTER_PROBLEM("allreduce", reference, oracle);
+// A problem whose inputs are derived from random draws (rows normalized, a mask made consistent with indices)
+// also registers a prepare function, run on the CPU right after the draws, before anything sees the inputs:
+//   PKB_REGISTER_PROBLEM_WITH_PREPARE("layernorm_backward", reference, oracle, prepare);
 #pragma once
 
 #include <map>
@@ -56,10 +59,15 @@ using ReferenceFn = Tensors (*)(const RankContext& ctx, const Tensors& inputs);
 // practical (fp32 or fp64 accumulation); the checker compares against it with the problem's tolerance.
 using OracleFn = std::vector<Tensors> (*)(const OracleContext& ctx, const std::vector<Tensors>& inputs);
 
+// Turns one rank's raw random draws (CPU, problem.json order, scalars excluded) into its actual inputs. Must be
+// deterministic and keep every shape and dtype.
+using PrepareFn = Tensors (*)(const OracleContext& ctx, int rank, Tensors raw);
+
 struct ReferenceImpl {
   std::string slug;
   ReferenceFn reference = nullptr;
   OracleFn oracle = nullptr;
+  PrepareFn prepare = nullptr;  // optional
 };
 
 // nullptr if no reference.cpp registered this slug.
@@ -67,10 +75,12 @@ const ReferenceImpl* find_reference(const std::string& slug);
 std::vector<std::string> registered_slugs();
 
 struct ReferenceRegistrar {
-  ReferenceRegistrar(const char* slug, ReferenceFn reference, OracleFn oracle);
+  ReferenceRegistrar(const char* slug, ReferenceFn reference, OracleFn oracle, PrepareFn prepare = nullptr);
 };
 
 }  // namespace pkb
 
 #define PKB_REGISTER_PROBLEM(slug, reference, oracle) \
   static ::pkb::ReferenceRegistrar pkb_registrar_##reference##_##oracle(slug, reference, oracle)
+#define PKB_REGISTER_PROBLEM_WITH_PREPARE(slug, reference, oracle, prepare) \
+  static ::pkb::ReferenceRegistrar pkb_registrar_##reference##_##oracle(slug, reference, oracle, prepare)

@@ -19,9 +19,9 @@ int64_t lookup(const std::map<std::string, int64_t>& m, const std::string& name,
 
 }  // namespace
 
-ReferenceRegistrar::ReferenceRegistrar(const char* slug, ReferenceFn reference, OracleFn oracle) {
+ReferenceRegistrar::ReferenceRegistrar(const char* slug, ReferenceFn reference, OracleFn oracle, PrepareFn prepare) {
   PKB_CHECK(!registry().count(slug), std::string("problem slug registered twice: ") + slug);
-  registry()[slug] = ReferenceImpl{slug, reference, oracle};
+  registry()[slug] = ReferenceImpl{slug, reference, oracle, prepare};
 }
 
 const ReferenceImpl* find_reference(const std::string& slug) {

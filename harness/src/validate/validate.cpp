@@ -71,16 +71,6 @@ ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, 
   return run_process(argv, po);
 }
 
-OracleContext oracle_context(const ProblemSpec& spec, const RunShape& run) {
-  OracleContext ctx;
-  ctx.world = run.world;
-  ctx.params = run.params;
-  ctx.scalars = scalar_values(spec, run);
-  ctx.float_dtype = to_aten(run.float_dtype);
-  ctx.groups = group_layout(spec, run);
-  return ctx;
-}
-
 struct Tally {
   bool pass = true;
   std::string first_failure;
