@@ -14,5 +14,6 @@ using Action = std::function<int()>;
 void add_problems_command(CLI::App& app, Action& action);
 void add_topology_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);
+void add_eval_command(CLI::App& app, Action& action);
 
 }  // namespace pkb::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   pkb::cli::add_problems_command(app, action);
   pkb::cli::add_topology_command(app, action);
   pkb::cli::add_validate_command(app, action);
+  pkb::cli::add_eval_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

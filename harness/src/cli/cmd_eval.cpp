@@ -1,0 +1,66 @@
+// pkb eval FILE --problem ID [-w W] [--device cuda|cpu] [--trials T] [--out DIR] ...
+// Prints a readable verdict and appends the result record to OUT/results.jsonl.
+// Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "eval/evaluate.h"
+#include "spec/catalog.h"
+
+namespace pkb::cli {
+namespace {
+
+struct EvalCliOptions {
+  std::string file, problem;
+  EvalOptions e;
+  std::vector<std::string> params;
+  bool json = false;
+};
+
+int run_eval(EvalCliOptions& o) {
+  for (const auto& kv : o.params) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw Error("--param '" + kv + "': expected NAME=VALUE");
+    o.e.params[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+  }
+  o.e.out_dir = std::filesystem::absolute(o.e.out_dir);
+  o.e.cache_dir = std::filesystem::absolute(o.e.cache_dir);
+  Catalog c = load_catalog(repo_root() / "problems");
+  auto selected = c.select(o.problem);
+  if (selected.size() != 1) throw Error("--problem must name exactly one problem");
+  EvalResult r = evaluate_candidate(*selected[0], o.file, o.e);
+  if (o.json)
+    std::cout << r.record.dump(2) << "\n";
+  else
+    std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string() << "\n";
+  return r.status == EvalStatus::correct ? 0 : 1;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<EvalCliOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel: compile, check, time");
+  cmd->add_option("file", o->file, "Candidate source (.cu for --device cuda, .cpp for --device cpu)")->required();
+  cmd->add_option("--problem", o->problem, "Problem id or slug")->required();
+  cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(CLI::PositiveNumber);
+  cmd->add_option("--device", o->e.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->e.seed, "Base seed");
+  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_option("--warmup", o->e.timing.warmup, "Untimed iterations before timing");
+  cmd->add_option("--iters", o->e.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
+  cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
+  cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
+  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")->check(CLI::IsMember({"auto", "cpp"}));
+  cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB");
+  cmd->add_option("--out", o->e.out_dir, "Where run directories and results.jsonl go");
+  cmd->add_option("--cache", o->e.cache_dir, "Compile and reference-pass cache");
+  cmd->add_flag("--json", o->json, "Print the whole record");
+  cmd->callback([o, &action] { action = [o] { return run_eval(*o); }; });
+}
+
+}  // namespace pkb::cli

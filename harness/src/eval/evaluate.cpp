@@ -1,0 +1,418 @@
+#include "eval/evaluate.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "check/compare.h"
+#include "compile/compiler.h"
+#include "core/error.h"
+#include "core/sha256.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "launch/mpirun.h"
+#include "launch/process.h"
+#include "runtime/runtime.h"
+#include "spec/catalog.h"
+#include "validate/validate.h"
+
+#ifndef PKB_TORCH_VERSION_STRING
+#define PKB_TORCH_VERSION_STRING "unknown"
+#endif
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  json j = json::parse(in, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+void write_json(const fs::path& p, const json& j) {
+  std::ofstream(p.string() + ".tmp") << j.dump(2) << "\n";
+  fs::rename(p.string() + ".tmp", p);
+}
+
+std::string trial_list(int first, int last) {
+  std::string s;
+  for (int t = first; t <= last; ++t) s += (t > first ? "," : "") + std::to_string(t);
+  return s;
+}
+
+std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
+  std::vector<std::string> a = {(executable_dir() / "pkb-rank").string(), "--problem-dir", spec.dir.string(),
+                                "--device", o.device, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
+                                "--out", dir.string(), "--time", "--warmup", std::to_string(o.timing.warmup),
+                                "--iters", std::to_string(o.timing.iters)};
+  for (const auto& [k, v] : o.params) a.insert(a.end(), {"--param", k + "=" + std::to_string(v)});
+  return a;
+}
+
+ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& program, const fs::path& dir,
+                     const std::string& tag) {
+  MpirunJob job = mpirun_job({o.world, o.device == "cuda"}, program);
+  ProcessOptions po;
+  po.timeout_s = o.timeout_s;
+  po.stdout_path = dir / (tag + ".stdout");
+  po.stderr_path = dir / (tag + ".stderr");
+  po.env = job.env;
+  return run_process(job.argv, po);
+}
+
+std::vector<json> rank_records(const fs::path& dir, int world) {
+  std::vector<json> out;
+  for (int r = 0; r < world; ++r) out.push_back(read_json(dir / ("rank" + std::to_string(r) + ".json")));
+  return out;
+}
+
+json provenance(const EvalOptions& o) {
+  ProcessOptions po;
+  po.timeout_s = 10;
+  fs::path tmp = fs::temp_directory_path() / ("pkb-git-" + std::to_string(getpid()));
+  po.stdout_path = tmp;
+  run_process({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, po);
+  std::string rev = file_tail(tmp, 64);
+  fs::remove(tmp);
+  if (!rev.empty() && rev.back() == '\n') rev.pop_back();
+  RuntimeVersions v = o.device == "cuda" ? runtime_versions(0) : RuntimeVersions{};
+  return {{"pkb_git", rev.empty() ? "unknown" : rev}, {"gpu", v.gpu}, {"cuda_driver_api", v.driver},
+          {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl}, {"libtorch", PKB_TORCH_VERSION_STRING}};
+}
+
+// The reference pass, cached by everything that determines its outputs and timing.
+fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
+                        bool python, json& info) {
+  int post = o.trials;
+  std::string key_material = read_text(spec.dir / "problem.json") + read_text(spec.dir / "reference.cpp") +
+                             read_text(spec.dir / "reference.py") + json(run.params).dump() +
+                             std::to_string(o.world) + o.device + o.dtype + std::to_string(o.seed) +
+                             std::to_string(post) + std::to_string(o.timing.warmup) + std::to_string(o.timing.iters) +
+                             prov.dump() + (python ? "py" : "");
+  fs::path dir = o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
+  info["cache_dir"] = dir.string();
+  if (fs::exists(dir / "complete.json")) {
+    info["cached"] = true;
+    return dir;
+  }
+  info["cached"] = false;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto args = worker_args(spec, o, dir);
+  args.insert(args.end(), {"--trials", trial_list(0, post), "--precise-too"});
+  if (python) args.push_back("--save-inputs");
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult pr = launch(o, args, dir, "reference");
+  if (!pr.ok()) {
+    std::string why = pr.summary();
+    for (const auto& rec : rank_records(dir, o.world))
+      if (rec.is_object() && rec.value("status", "") == "error") why = rec.value("error", why);
+    throw Error("reference pass for " + spec.folder() + " failed: " + why);
+  }
+  if (python) {
+    std::vector<std::string> argv = {"python3", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                                     std::to_string(o.world), (repo_root() / "harness/python/run_reference.py").string(),
+                                     "--problem-dir", spec.dir.string(), "--io", dir.string(), "--trials", "0",
+                                     "--device", o.device, "--time", "--warmup", std::to_string(o.timing.warmup),
+                                     "--iters", std::to_string(o.timing.iters)};
+    ProcessOptions po;
+    po.timeout_s = o.timeout_s;
+    po.stdout_path = dir / "torchrun.stdout";
+    po.stderr_path = dir / "torchrun.stderr";
+    po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
+    ProcessResult py = run_process(argv, po);
+    if (!py.ok()) throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " +
+                              py.stderr_tail.substr(py.stderr_tail.size() > 600 ? py.stderr_tail.size() - 600 : 0));
+  }
+  write_json(dir / "complete.json", {{"seconds", since(t0)}});
+  return dir;
+}
+
+struct Failure {
+  EvalStatus status;
+  std::string message;
+  json detail;
+};
+
+// Classifies a candidate launch that did not end cleanly. Rank records come first: a rank that recorded a CUDA
+// error or a bad return code explains why its peers then hung or were killed.
+std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector<json>& records) {
+  for (size_t r = 0; r < records.size(); ++r) {
+    const json& rec = records[r];
+    if (!rec.is_object()) continue;
+    std::string st = rec.value("status", "");
+    if (st == "load_error") return Failure{EvalStatus::load_error, rec.value("error", ""), {{"rank", r}}};
+    if (st == "runtime_error" || st == "error")
+      return Failure{EvalStatus::runtime_error, "rank " + std::to_string(r) + ": " + rec.value("error", ""), {{"rank", r}}};
+  }
+  if (pr.ok()) return std::nullopt;
+  std::string tail = pr.stderr_tail.size() > 2000 ? pr.stderr_tail.substr(pr.stderr_tail.size() - 2000) : pr.stderr_tail;
+  if (pr.timed_out)
+    return Failure{EvalStatus::timeout, "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
+                                            " s (hang or deadlock); the rank group was killed", {{"stderr_tail", tail}}};
+  std::smatch m;
+  static const std::regex kSignal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
+  json detail = {{"stderr_tail", tail}};
+  std::string msg = "a rank died: " + pr.summary();
+  if (std::regex_search(pr.stderr_tail, m, kSignal)) {
+    int sig = std::stoi(m[2]);
+    detail["rank"] = std::stoi(m[1]);
+    detail["signal"] = sig;
+    msg = "rank " + std::string(m[1]) + " killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return Failure{EvalStatus::crash, msg, detail};
+}
+
+json comparison_json(const Comparison& c) {
+  return {{"pass", c.pass}, {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err}, {"rel_l2", c.rel_l2},
+          {"mismatches", c.mismatches}, {"nan_count", c.nan_count}, {"first_bad", c.first_bad}, {"error", c.error}};
+}
+
+// Compares every trial's outputs with the reference pass; returns the first failure message or "".
+std::string check_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& ref_dir,
+                          const fs::path& cand_dir, const std::vector<json>& records, json& checks) {
+  std::string first_failure;
+  bool robust_all = true, pkb_all = true;
+  json per = json::array();
+  auto note = [&](const std::string& msg) {
+    if (first_failure.empty()) first_failure = msg;
+  };
+  for (int t = 0; t <= o.trials; ++t) {
+    std::string when = t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t);
+    std::vector<NamedTensors> got;
+    for (int r = 0; r < run.world; ++r) {
+      fs::path f = cand_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors");
+      if (!fs::exists(f)) {
+        note(when + ": rank " + std::to_string(r) + " wrote no outputs");
+        robust_all = pkb_all = false;
+        got.clear();
+        break;
+      }
+      got.push_back(read_safetensors(f));
+    }
+    if (got.empty()) continue;
+    for (int r = 0; r < run.world; ++r) {
+      auto ref = read_safetensors(ref_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors"));
+      auto precise = read_safetensors(ref_dir / ("trial" + std::to_string(t)) / ("precise.rank" + std::to_string(r) + ".safetensors"));
+      for (const auto& out : spec.outputs) {
+        at::ScalarType dt = to_aten(tensor_dtype(out, run));
+        const at::Tensor& mine = got[r].get(out.name);
+        Comparison robust = compare(Policy::robust, mine, precise.get(out.name), spec.tolerance, dt);
+        Comparison paper = compare(Policy::pkb, mine, ref.get(out.name), spec.tolerance, dt);
+        std::string where = when + " rank " + std::to_string(r) + " output '" + out.name + "'";
+        if (mine.scalar_type() != dt) robust.pass = false, robust.error = "wrong dtype";
+        per.push_back({{"trial", t}, {"rank", r}, {"output", out.name}, {"robust", comparison_json(robust)},
+                       {"pkb", comparison_json(paper)}});
+        robust_all &= robust.pass;
+        pkb_all &= paper.pass;
+        if (!robust.pass) note(where + ": " + describe(robust));
+        if (out.replicated && r > 0) {
+          Comparison agree = compare(Policy::robust, mine, got[0].get(out.name), spec.tolerance, dt);
+          if (!agree.pass) {
+            robust_all = false;
+            note(where + " differs from rank 0 but must be replicated: " + describe(agree));
+          }
+        }
+      }
+    }
+  }
+  json mutated = json::array();
+  for (size_t r = 0; r < records.size(); ++r)
+    if (records[r].is_object())
+      for (const auto& tr : records[r].value("trials", json::array()))
+        for (const auto& name : tr.value("inputs_mutated", json::array())) {
+          mutated.push_back({{"rank", r}, {"trial", tr["trial"]}, {"input", name}});
+          note("rank " + std::to_string(r) + " modified input '" + name.get<std::string>() + "' (inputs are read-only)");
+        }
+  checks = {{"policy", "robust"}, {"robust_pass", robust_all}, {"pkb_pass", pkb_all}, {"inputs_mutated", mutated},
+            {"comparisons", per}};
+  if (!mutated.empty()) checks["robust_pass"] = false;
+  return first_failure;
+}
+
+}  // namespace
+
+const char* eval_status_name(EvalStatus s) {
+  switch (s) {
+    case EvalStatus::compile_error: return "compile_error";
+    case EvalStatus::lint_violation: return "lint_violation";
+    case EvalStatus::load_error: return "load_error";
+    case EvalStatus::runtime_error: return "runtime_error";
+    case EvalStatus::timeout: return "timeout";
+    case EvalStatus::crash: return "crash";
+    case EvalStatus::incorrect: return "incorrect";
+    case EvalStatus::correct: return "correct";
+  }
+  return "crash";
+}
+
+EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, const EvalOptions& o) {
+  auto t_start = std::chrono::steady_clock::now();
+  auto dtype = dtype_from_name(o.dtype);
+  if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
+  if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
+  if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
+  RunShape run = resolve_run(spec, o.world, *dtype, o.params);
+  std::string source_text = read_text(source);
+  std::string source_hash = sha256_hex(source_text);
+  json prov = provenance(o);
+
+  EvalResult res;
+  json& rec = res.record;
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  rec = {{"schema", "pkb.result/1"}, {"time", stamp},
+         {"problem", {{"id", spec.id}, {"slug", spec.slug}, {"folder", spec.folder()}, {"category", category_name(spec.category)}}},
+         {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", source_hash}}},
+         {"world", o.world}, {"device", o.device}, {"dtype", o.dtype}, {"params", run.params},
+         {"trials", o.trials}, {"seed", o.seed},
+         {"timing_settings", {{"warmup", o.timing.warmup}, {"iters", o.timing.iters}}},
+         {"provenance", prov}};
+  json wall = json::object();
+  auto finish = [&](EvalStatus s, const std::string& message) -> EvalResult {
+    res.status = s;
+    rec["status"] = eval_status_name(s);
+    rec["message"] = message;
+    wall["total_s"] = since(t_start);
+    rec["wall"] = wall;
+    fs::create_directories(o.out_dir);
+    std::ofstream(o.out_dir / "results.jsonl", std::ios::app) << rec.dump() << "\n";
+    return res;
+  };
+
+  // 1. Lint and compile.
+  CompileOptions co;
+  co.cuda = o.device == "cuda";
+  co.arch = o.arch;
+  co.timeout_s = o.compile_timeout_s;
+  co.allow_nccl = o.allow_nccl;
+  co.cache_dir = o.cache_dir / "compile";
+  co.include_dir = repo_root() / "harness/include";
+  auto t0 = std::chrono::steady_clock::now();
+  CompileResult cr = compile_candidate(source, co);
+  wall["compile_s"] = since(t0);
+  json lint = json::array();
+  for (const auto& f : cr.lint) lint.push_back({{"rule", f.rule}, {"line", f.line}, {"text", f.text}});
+  rec["compile"] = {{"status", compile_status_name(cr.status)}, {"seconds", cr.seconds}, {"cached", cr.cached},
+                    {"log", cr.log}, {"lint", lint}, {"command", cr.command}};
+  if (cr.status == CompileStatus::lint_violation)
+    return finish(EvalStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
+  if (cr.status == CompileStatus::compile_error) {
+    std::istringstream lines(cr.log);
+    std::string line, first_error;
+    while (std::getline(lines, line))
+      if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
+    return finish(EvalStatus::compile_error, first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
+  }
+
+  // 2. Reference pass and baselines (cached).
+  bool python = o.baseline == "auto" && o.device == "cuda" && python_torch_available();
+  json ref_info;
+  t0 = std::chrono::steady_clock::now();
+  fs::path ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
+  wall["reference_s"] = since(t0);
+  rec["reference"] = ref_info;
+
+  // 3. Candidate pass, in its own processes.
+  fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
+                                             std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
+  fs::remove_all(cand_dir);
+  fs::create_directories(cand_dir);
+  auto args = worker_args(spec, o, cand_dir);
+  args.insert(args.end(), {"--trials", trial_list(0, o.trials - 1), "--post-trial", std::to_string(o.trials),
+                           "--candidate", fs::absolute(cr.library).string()});
+  if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
+  t0 = std::chrono::steady_clock::now();
+  ProcessResult pr = launch(o, args, cand_dir, "candidate");
+  wall["candidate_s"] = since(t0);
+  rec["run_dir"] = cand_dir.string();
+  auto records = rank_records(cand_dir, o.world);
+  if (auto f = launch_failure(pr, records)) {
+    rec["failure"] = f->detail;
+    return finish(f->status, f->message);
+  }
+
+  // 4. Check, then time.
+  t0 = std::chrono::steady_clock::now();
+  json checks;
+  std::string bad = check_outputs(spec, run, o, ref_dir, cand_dir, records, checks);
+  wall["check_s"] = since(t0);
+  rec["checks"] = checks;
+
+  json timing;
+  json cand_t = records[0].value("timing", json());
+  json cpp_t = read_json(ref_dir / "rank0.json").value("timing", json());
+  json py_t = read_json(ref_dir / "timing.py.json");
+  timing["candidate"] = cand_t;
+  timing["baseline_libtorch_nccl"] = cpp_t;
+  timing["baseline_pytorch_eager"] = py_t;
+  bool have_py = py_t.is_object() && py_t.contains("median_us");
+  timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
+  if (!have_py) timing["baseline_note"] = python ? "reference.py timing missing" : "Python torch absent: strict C++ baseline used";
+  auto median = [](const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; };
+  double c = median(cand_t);
+  if (c > 0) {
+    if (median(cpp_t) > 0) timing["speedup_vs_libtorch_nccl"] = median(cpp_t) / c;
+    if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
+    timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
+  }
+  bool escape = false;
+  for (const auto& r : records)
+    if (r.is_object() && r.contains("timing")) escape |= r["timing"].value("stream_escape", false);
+  timing["stream_escape"] = escape;
+  rec["timing"] = timing;
+  if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
+  return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
+}
+
+std::string format_verdict(const json& r) {
+  std::ostringstream s;
+  s << r["problem"]["folder"].get<std::string>() << " W=" << r["world"] << " " << r["device"].get<std::string>()
+    << " " << r["dtype"].get<std::string>() << ": " << r["status"].get<std::string>() << "\n";
+  s << "  " << r.value("message", "") << "\n";
+  if (r.contains("failure") && r["failure"].contains("stderr_tail")) {
+    std::string tail = r["failure"]["stderr_tail"];
+    if (tail.size() > 600) tail = tail.substr(tail.size() - 600);
+    s << "  stderr (tail):\n" << tail << "\n";
+  }
+  if (r.contains("checks"))
+    s << "  checks: robust " << (r["checks"]["robust_pass"].get<bool>() ? "pass" : "FAIL") << ", pkb (allclose 1e-2) "
+      << (r["checks"]["pkb_pass"].get<bool>() ? "pass" : "FAIL") << "\n";
+  if (r.contains("timing")) {
+    const json& t = r["timing"];
+    auto us = [](const json& x) { return x.is_object() ? x.value("median_us", 0.0) : 0.0; };
+    char buf[512];
+    auto cv = [](const json& x) { return x.is_object() ? 100 * x.value("cv", 0.0) : 0.0; };
+    std::snprintf(buf, sizeof buf, "  median time: candidate %.1f us (cv %.1f%%)", us(t["candidate"]), cv(t["candidate"]));
+    s << buf;
+    if (us(t["baseline_pytorch_eager"]) > 0) {
+      std::snprintf(buf, sizeof buf, ", PyTorch eager %.1f us", us(t["baseline_pytorch_eager"]));
+      s << buf;
+    }
+    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %.2fx vs %s%s\n",
+                  us(t["baseline_libtorch_nccl"]), t.value("speedup", 0.0), t.value("baseline", "").c_str(),
+                  t.value("stream_escape", false) ? " [stream escape flagged]" : "");
+    s << buf;
+  }
+  return s.str();
+}
+
+}  // namespace pkb

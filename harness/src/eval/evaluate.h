@@ -1,0 +1,51 @@
+// Turning a candidate source into a verdict and a speedup (DESIGN.md §2, §6): lint and compile, the reference
+// pass (cached on disk), the PyTorch-eager baseline (reference.py under torchrun, where Python torch exists),
+// the candidate pass in its own processes, then the comparison in this process. Produces one result record
+// (schema pkb.result/1, docs/result-record.md) and appends it to results.jsonl.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/problem_spec.h"
+#include "worker/timing.h"
+
+namespace pkb {
+
+enum class EvalStatus { compile_error, lint_violation, load_error, runtime_error, timeout, crash, incorrect, correct };
+const char* eval_status_name(EvalStatus s);
+
+struct EvalOptions {
+  int world = 2;
+  std::string device = "cuda";  // cuda: .cu with nvcc; cpu: .cpp with the host compiler
+  std::string dtype = "bf16";
+  int trials = 5;               // checked trials before timing; one more fresh-input trial follows timing
+  uint64_t seed = 1;
+  std::map<std::string, int64_t> params;
+  TimingOptions timing{20, 100};
+  double timeout_s = 120;       // per launch
+  double compile_timeout_s = 180;
+  std::string arch = "sm_90a";
+  bool allow_nccl = false;
+  std::string baseline = "auto";  // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
+  size_t heap_mib = 0;            // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
+  std::filesystem::path out_dir = "results/eval";
+  std::filesystem::path cache_dir = "results/cache";
+};
+
+struct EvalResult {
+  EvalStatus status = EvalStatus::crash;
+  nlohmann::json record;
+};
+
+// Throws pkb::Error only for harness failures (bad options, a reference that fails); everything the candidate
+// does wrong is a status in the record.
+EvalResult evaluate_candidate(const ProblemSpec& spec, const std::filesystem::path& source, const EvalOptions& o);
+
+// One readable verdict: status, errors, times, speedup.
+std::string format_verdict(const nlohmann::json& record);
+
+}  // namespace pkb

@@ -1,0 +1,99 @@
+#include "runtime/runtime.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace pkb {
+
+void* Runtime::alloc(size_t bytes, bool require_equal) {
+  uint64_t mine = bytes;
+  std::vector<uint64_t> all(world_);
+  MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_);
+  uint64_t biggest = 0;
+  for (int q = 0; q < world_; ++q) {
+    if (require_equal && all[q] != all[0])
+      throw Error("symm_alloc is collective and needs equal sizes: rank 0 asked for " + std::to_string(all[0]) +
+                  " bytes, rank " + std::to_string(q) + " for " + std::to_string(all[q]));
+    biggest = std::max(biggest, all[q]);
+  }
+  size_t offset = (used_ + 255) / 256 * 256;
+  if (offset + biggest > heap_size_)
+    throw Error("symmetric heap exhausted: " + std::to_string(biggest) + " bytes requested, " +
+                std::to_string(heap_size_ - std::min(offset, heap_size_)) + " left of " + std::to_string(heap_size_));
+  used_ = offset + biggest;
+  return heap_base(rank_) + offset;
+}
+
+void* Runtime::peer(const void* p, int peer) const {
+  auto* c = static_cast<const char*>(p);
+  if (peer < 0 || peer >= world_ || c < heap_base(rank_) || c >= heap_base(rank_) + heap_size_) return nullptr;
+  return heap_base(peer) + (c - heap_base(rank_));
+}
+
+namespace {
+
+class CpuRuntime final : public Runtime {
+ public:
+  CpuRuntime(MPI_Comm comm, size_t bytes, const std::string& tag) : Runtime(comm) {
+    // The candidate's barriers get their own communicator, so they can never pair up with the harness's own
+    // MPI_Barrier calls on the world: a rank that skips a barrier then deadlocks visibly instead of silently
+    // desynchronizing.
+    MPI_Comm_dup(comm, &barrier_comm_);
+    heap_size_ = bytes;
+    long job = getpid();  // rank 0's pid makes the names unique to this job on this machine
+    MPI_Bcast(&job, 1, MPI_LONG, 0, comm_);
+    auto name = [&](int q) { return "/pkb-" + std::to_string(job) + "-" + tag + "-" + std::to_string(q); };
+    int fd = shm_open(name(rank_).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) throw Error("shm_open " + name(rank_) + ": " + strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) throw Error(std::string("ftruncate shm: ") + strerror(errno));
+    close(fd);
+    MPI_Barrier(comm_);
+    bases_.resize(world_);
+    for (int q = 0; q < world_; ++q) {
+      int pfd = shm_open(name(q).c_str(), O_RDWR, 0600);
+      if (pfd < 0) throw Error("shm_open peer " + name(q) + ": " + strerror(errno));
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+      close(pfd);
+      if (p == MAP_FAILED) throw Error(std::string("mmap shm: ") + strerror(errno));
+      bases_[q] = p;
+    }
+    MPI_Barrier(comm_);
+    shm_unlink(name(rank_).c_str());  // mappings stay valid; nothing is left behind if a rank crashes later
+  }
+  ~CpuRuntime() override {
+    for (void* p : bases_) munmap(p, heap_size_);
+    MPI_Comm_free(&barrier_comm_);
+  }
+  bool is_cuda() const override { return false; }
+  int device() const override { return -1; }
+  void* stream() const override { return nullptr; }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void fill(void* dst, uint8_t byte, size_t bytes) override { std::memset(dst, byte, bytes); }
+  std::string synchronize() override { return ""; }
+  std::string stream_synchronize() override { return ""; }
+  void timers_reserve(int n) override { marks_.assign(n, 0); }
+  void record(int i) override {
+    marks_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
+  void* const* heap_bases_device() const override { return bases_.data(); }
+  void barrier() override { MPI_Barrier(barrier_comm_); }
+
+ private:
+  MPI_Comm barrier_comm_ = MPI_COMM_NULL;
+  std::vector<double> marks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> make_cpu_runtime(MPI_Comm comm, size_t heap_bytes, const std::string& job_tag) {
+  return std::make_unique<CpuRuntime>(comm, heap_bytes, job_tag);
+}
+
+}  // namespace pkb

@@ -1,0 +1,80 @@
+// What a rank process needs to host a candidate: device memory operations, per-iteration timers, the
+// symmetric heap and the cross-rank barrier — one interface, a CUDA implementation (CUDA IPC over NVLink,
+// events, a flag barrier kernel) and a CPU one (POSIX shared memory, a steady clock, MPI_Barrier).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pkb {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual bool is_cuda() const = 0;
+  virtual int device() const = 0;    // CUDA device, -1 on the CPU
+  virtual void* stream() const = 0;  // cudaStream_t, nullptr on the CPU
+
+  // Memory: copies in any direction between host and device memory (heap pointers are device memory on GPUs).
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void fill(void* dst, uint8_t byte, size_t bytes) = 0;
+  // Device-wide synchronize; returns "" or the CUDA error that surfaced (illegal address, launch failure...).
+  virtual std::string synchronize() = 0;
+  virtual std::string stream_synchronize() = 0;
+
+  // Timers: record(i) marks point i on the stream; elapsed_ms(i, j) after synchronize().
+  virtual void timers_reserve(int n) = 0;
+  virtual void record(int i) = 0;
+  virtual double elapsed_ms(int i, int j) = 0;
+
+  // Symmetric heap: one region per rank, mapped into every rank of the job at the same offsets.
+  char* heap_base(int rank) const { return static_cast<char*>(bases_[rank]); }
+  size_t heap_size() const { return heap_size_; }
+  void* const* heap_bases() const { return bases_.data(); }
+  virtual void* const* heap_bases_device() const = 0;
+  // Collective bump allocation. require_equal: every rank must ask for the same size (the candidate's
+  // symm_alloc); otherwise the largest request is used (the harness's tensors, whose shapes may differ by rank).
+  // Throws pkb::Error on mismatch or exhaustion, naming the ranks and sizes.
+  void* alloc(size_t bytes, bool require_equal);
+  void* peer(const void* p, int peer) const;
+  size_t used() const { return used_; }
+
+  // Cross-rank barrier enqueued on the stream (device flag barrier on GPUs, MPI_Barrier on CPUs).
+  virtual void barrier() = 0;
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+
+ protected:
+  Runtime(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &world_);
+  }
+  MPI_Comm comm_;
+  int rank_ = 0, world_ = 1;
+  std::vector<void*> bases_;
+  size_t heap_size_ = 0, used_ = 0;
+  uint32_t* barrier_flags_ = nullptr;  // reserved at the start of the heap: 1 * world uint32
+  uint32_t barrier_epoch_ = 0;
+};
+
+// CPU: shared memory segments named after `job_tag` (unique per launch), unlinked once every rank mapped them.
+std::unique_ptr<Runtime> make_cpu_runtime(MPI_Comm comm, size_t heap_bytes, const std::string& job_tag);
+// CUDA: the current device; heap through cudaMalloc + cudaIpcGetMemHandle exchanged over MPI. Work goes on a
+// fresh non-blocking stream, or with legacy_stream on the legacy default stream (ATen's and the NCCL
+// communicator's, for timing references).
+std::unique_ptr<Runtime> make_cuda_runtime(MPI_Comm comm, size_t heap_bytes, bool legacy_stream = false);
+// L2 size of the current device in bytes (0 without CUDA).
+size_t cuda_l2_bytes();
+
+// Versions for provenance ("" where unknown): CUDA driver and runtime, NCCL, GPU name.
+struct RuntimeVersions {
+  std::string gpu, driver, cuda_runtime, nccl;
+};
+RuntimeVersions runtime_versions(int device);
+
+}  // namespace pkb

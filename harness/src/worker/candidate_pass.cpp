@@ -1,0 +1,330 @@
+// The candidate pass: hosts a candidate library through the ABI (harness/include/pkb/abi.h) on this rank.
+// Inputs and outputs live in the symmetric heap. Each trial: fresh inputs, outputs poisoned with 0xFF bytes
+// (NaN for floats), every rank ready before pkb_run and finished before anything is read back; inputs are
+// compared afterwards. Then timing over rotated input copies, then one more trial with fresh inputs to catch
+// kernels that only work once. The candidate's failures become record statuses, never exceptions.
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "runtime/runtime.h"
+#include "worker/worker.h"
+
+extern "C" {
+#include "../../include/pkb/abi.h"
+}
+
+namespace pkb {
+namespace {
+
+using SetupFn = int (*)(pkb_context*, const pkb_tensor*, int, const pkb_tensor*, int);
+using RunFn = int (*)(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int);
+using TeardownFn = void (*)(pkb_context*);
+
+// The context handed to the candidate, followed by what its callbacks need. ctx must stay the first member.
+struct Host {
+  pkb_context ctx{};
+  Runtime* rt = nullptr;
+  std::string callback_error;  // set by a callback that failed (reported after the candidate returns)
+  std::vector<std::string> param_names;
+  std::vector<const char*> param_name_ptrs;
+  std::vector<int64_t> param_values;
+  std::vector<std::vector<int>> group_members;
+  std::vector<std::string> group_names;
+  std::vector<pkb_group> groups;
+};
+
+Host* host_of(pkb_context* ctx) { return reinterpret_cast<Host*>(ctx); }
+
+void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
+  Host* h = host_of(ctx);
+  try {
+    void* p = h->rt->alloc(bytes, true);
+    h->rt->fill(p, 0, bytes);
+    h->rt->stream_synchronize();
+    return p;
+  } catch (const std::exception& e) {
+    if (h->callback_error.empty()) h->callback_error = std::string("symm_alloc: ") + e.what();
+    return nullptr;
+  }
+}
+void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) { return host_of(ctx)->rt->peer(ptr, peer); }
+int cb_barrier(pkb_context* ctx) {
+  host_of(ctx)->rt->barrier();
+  return 0;
+}
+int64_t cb_param(pkb_context* ctx, const char* name) {
+  Host* h = host_of(ctx);
+  for (size_t i = 0; i < h->param_names.size(); ++i)
+    if (h->param_names[i] == name) return h->param_values[i];
+  return -1;
+}
+
+pkb_dtype abi_dtype(DType d) {
+  switch (d) {
+    case DType::bf16: return PKB_BF16;
+    case DType::f16: return PKB_F16;
+    case DType::f32: return PKB_F32;
+    case DType::f64: return PKB_F64;
+    case DType::i8: return PKB_I8;
+    case DType::u8: return PKB_U8;
+    case DType::i16: return PKB_I16;
+    case DType::i32: return PKB_I32;
+    case DType::i64: return PKB_I64;
+    case DType::boolean: return PKB_BOOL;
+  }
+  return PKB_F32;
+}
+
+// One tensor slot in the heap: same offset on every rank, sized for the largest rank's shape.
+struct Slot {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;  // this rank's
+  size_t bytes = 0;            // this rank's
+  void* data = nullptr;
+
+  pkb_tensor view() const {
+    pkb_tensor t{};
+    t.data = data;
+    t.dtype = abi_dtype(dtype);
+    t.ndim = static_cast<int>(shape.size());
+    int64_t stride = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) t.shape[d] = shape[d], t.strides[d] = stride, stride *= shape[d];
+    t.name = name.c_str();
+    return t;
+  }
+};
+
+std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& specs, const RunShape& run, int rank) {
+  std::vector<Slot> slots;
+  for (const TensorSpec* t : specs) {
+    Slot s{t->name, tensor_dtype(*t, run), tensor_shape(*t, run, rank)};
+    s.bytes = dtype_size(s.dtype);
+    for (int64_t d : s.shape) s.bytes *= d;
+    s.data = rt.alloc(s.bytes, false);
+    slots.push_back(s);
+  }
+  return slots;
+}
+
+size_t total_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs) {
+  size_t total = 0;
+  auto add = [&](const TensorSpec& t) {
+    size_t biggest = 0;
+    for (int r = 0; r < run.world; ++r) {
+      size_t b = dtype_size(tensor_dtype(t, run));
+      for (int64_t d : tensor_shape(t, run, r)) b *= d;
+      biggest = std::max(biggest, b);
+    }
+    total += (biggest + 255) / 256 * 256;
+  };
+  if (inputs) {
+    for (const auto& in : spec.inputs)
+      if (in.tensor) add(*in.tensor);
+  } else {
+    for (const auto& out : spec.outputs) add(out);
+  }
+  return total;
+}
+
+class CandidateHost {
+ public:
+  CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) : o_(o), env_(env), record_(record) {}
+
+  void run() {
+    if (!load()) return;
+    create_runtime_and_slots();
+    fill_context();
+    record_["trials"] = nlohmann::json::array();
+    bool set_up = false;
+    for (size_t i = 0; i < o_.trials.size(); ++i) {
+      if (!check_trial(o_.trials[i], !set_up)) return;
+      set_up = true;
+    }
+    if (o_.time && !time_candidate()) return;
+    if (o_.post_trial >= 0 && !check_trial(o_.post_trial, !set_up)) return;
+    if (teardown_) teardown_(&host_.ctx);
+  }
+
+ private:
+  // All ranks agree on whether the library loaded, so none waits for a rank that gave up.
+  bool load() {
+    std::string err;
+    handle_ = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* e = dlerror();
+      err = e ? e : "dlopen failed";
+    } else {
+      run_ = reinterpret_cast<RunFn>(dlsym(handle_, "pkb_run"));
+      setup_ = reinterpret_cast<SetupFn>(dlsym(handle_, "pkb_setup"));
+      teardown_ = reinterpret_cast<TeardownFn>(dlsym(handle_, "pkb_teardown"));
+      if (!run_) err = "the library does not export pkb_run (missing, misspelled, or not extern \"C\")";
+    }
+    int ok = err.empty(), all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_ok) return true;
+    record_["status"] = "load_error";
+    record_["error"] = err.empty() ? "another rank failed to load the candidate" : err;
+    return false;
+  }
+
+  void create_runtime_and_slots() {
+    const ProblemSpec& spec = env_.spec;
+    size_t in_bytes = total_bytes(spec, env_.run, true), out_bytes = total_bytes(spec, env_.run, false);
+    copies_ = env_.cuda && o_.time ? rotation_copies(in_bytes, cuda_l2_bytes(), 64) : (o_.time ? 2 : 1);
+    size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? 256 : 16)) << 20;
+    size_t heap = copies_ * in_bytes + out_bytes + arena + (size_t{1} << 20);
+    rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap)
+                    : make_cpu_runtime(MPI_COMM_WORLD, heap, "cand");
+    std::vector<const TensorSpec*> ins, outs;
+    for (const auto& in : spec.inputs)
+      if (in.tensor) ins.push_back(&*in.tensor);
+    for (const auto& out : spec.outputs) outs.push_back(&out);
+    for (int k = 0; k < copies_; ++k) inputs_.push_back(make_slots(*rt_, ins, env_.run, env_.rank));
+    outputs_ = make_slots(*rt_, outs, env_.run, env_.rank);
+    for (auto& copy : inputs_) {
+      std::vector<pkb_tensor> views;
+      for (const auto& s : copy) views.push_back(s.view());
+      input_views_.push_back(views);
+    }
+    for (const auto& s : outputs_) output_views_.push_back(s.view());
+    record_["heap"] = {{"bytes", heap}, {"input_copies", copies_}, {"arena_bytes", arena}};
+  }
+
+  void fill_context() {
+    Host& h = host_;
+    h.rt = rt_.get();
+    pkb_context& c = h.ctx;
+    c.abi_version = PKB_ABI_VERSION;
+    c.rank = env_.rank;
+    c.world_size = env_.world;
+    c.local_rank = env_.local_rank;
+    c.device = rt_->device();
+    c.stream = rt_->stream();
+    for (const auto& [k, v] : env_.run.params) h.param_names.push_back(k), h.param_values.push_back(v);
+    for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
+    c.n_params = static_cast<int>(h.param_names.size());
+    c.param_names = h.param_name_ptrs.data();
+    c.param_values = h.param_values.data();
+    auto layout = group_layout(env_.spec, env_.run);
+    for (const auto& g : env_.spec.groups)
+      for (const auto& members : layout[g.name])
+        if (std::find(members.begin(), members.end(), env_.rank) != members.end())
+          h.group_names.push_back(g.name), h.group_members.push_back(members);
+    for (size_t i = 0; i < h.group_names.size(); ++i) {
+      const auto& m = h.group_members[i];
+      int idx = static_cast<int>(std::find(m.begin(), m.end(), env_.rank) - m.begin());
+      h.groups.push_back({h.group_names[i].c_str(), static_cast<int>(m.size()), idx, m.data()});
+    }
+    c.n_groups = static_cast<int>(h.groups.size());
+    c.groups = h.groups.data();
+    c.heap_bases = rt_->heap_bases();
+    c.heap_bases_device = rt_->heap_bases_device();
+    c.heap_size = rt_->heap_size();
+    c.symm_alloc = cb_symm_alloc;
+    c.symm_peer = cb_symm_peer;
+    c.barrier = cb_barrier;
+    c.param = cb_param;
+  }
+
+  // Records a runtime error for this trial; the rank's record carries the message. Returns false.
+  bool fail(const std::string& why) {
+    record_["status"] = "runtime_error";
+    record_["error"] = why;
+    write_rank_record(o_.out_dir, env_.rank, record_);
+    return false;
+  }
+
+  bool check_trial(int trial, bool first) {
+    RankInputs in = make_inputs(env_.spec, env_.run, env_.rank, trial, o_.seed);
+    auto& slots = inputs_[0];
+    for (size_t i = 0; i < slots.size(); ++i) rt_->copy(slots[i].data, in.tensors[i].contiguous().data_ptr(), slots[i].bytes);
+    for (const auto& s : outputs_) rt_->fill(s.data, 0xFF, s.bytes);
+    if (auto err = rt_->synchronize(); !err.empty()) return fail("before trial " + std::to_string(trial) + ": " + err);
+    if (first && setup_) {
+      int rc = setup_(&host_.ctx, input_views_[0].data(), static_cast<int>(slots.size()), output_views_.data(),
+                      static_cast<int>(outputs_.size()));
+      std::string err = rt_->synchronize();
+      if (!host_.callback_error.empty()) return fail(host_.callback_error);
+      if (rc != 0) return fail("pkb_setup returned " + std::to_string(rc));
+      if (!err.empty()) return fail("in pkb_setup: " + err);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank's inputs written and outputs poisoned before anyone runs
+    int rc = run_(&host_.ctx, input_views_[0].data(), static_cast<int>(slots.size()), output_views_.data(),
+                  static_cast<int>(outputs_.size()));
+    std::string err = rt_->synchronize();
+    if (!host_.callback_error.empty()) return fail(host_.callback_error);
+    if (rc != 0) return fail("pkb_run returned " + std::to_string(rc) + " in trial " + std::to_string(trial));
+    if (!err.empty()) return fail("trial " + std::to_string(trial) + ": " + err);
+    MPI_Barrier(MPI_COMM_WORLD);  // peers may write into our outputs: wait for every rank to finish
+
+    NamedTensors saved;
+    for (const auto& s : outputs_) {
+      at::Tensor t = at::empty(s.shape, at::TensorOptions().dtype(to_aten(s.dtype)));
+      rt_->copy(t.data_ptr(), s.data, s.bytes);
+      saved.names.push_back(s.name);
+      saved.tensors.push_back(t);
+    }
+    std::filesystem::create_directories(trial_dir(o_.out_dir, trial));
+    write_safetensors(rank_path(o_.out_dir, trial, "rank", env_.rank), saved);
+    nlohmann::json mutated = nlohmann::json::array();
+    for (size_t i = 0; i < slots.size(); ++i) {
+      at::Tensor now = at::empty_like(in.tensors[i]);
+      rt_->copy(now.data_ptr(), slots[i].data, slots[i].bytes);
+      if (std::memcmp(now.data_ptr(), in.tensors[i].contiguous().data_ptr(), slots[i].bytes) != 0)
+        mutated.push_back(slots[i].name);
+    }
+    record_["trials"].push_back({{"trial", trial}, {"inputs_mutated", mutated}});
+    write_rank_record(o_.out_dir, env_.rank, record_);
+    return true;
+  }
+
+  bool time_candidate() {
+    for (int k = 1; k < copies_; ++k)
+      for (size_t i = 0; i < inputs_[k].size(); ++i) rt_->copy(inputs_[k][i].data, inputs_[0][i].data, inputs_[k][i].bytes);
+    int bad_rc = 0;
+    TimingStats stats;
+    try {
+      stats = time_iterations(*rt_, copies_, [&](int k) {
+        int rc = run_(&host_.ctx, input_views_[k].data(), static_cast<int>(inputs_[k].size()), output_views_.data(),
+                      static_cast<int>(outputs_.size()));
+        if (rc != 0) bad_rc = rc;
+      }, o_.timing);
+    } catch (const Error& e) {
+      return fail(std::string("while timing: ") + e.what());
+    }
+    if (bad_rc != 0) return fail("pkb_run returned " + std::to_string(bad_rc) + " while timing");
+    if (!host_.callback_error.empty()) return fail(host_.callback_error);
+    record_["timing"] = stats.to_json();
+    write_rank_record(o_.out_dir, env_.rank, record_);
+    return true;
+  }
+
+  const WorkerOptions& o_;
+  WorkerEnv& env_;
+  nlohmann::json& record_;
+  void* handle_ = nullptr;
+  RunFn run_ = nullptr;
+  SetupFn setup_ = nullptr;
+  TeardownFn teardown_ = nullptr;
+  std::unique_ptr<Runtime> rt_;
+  Host host_;
+  int copies_ = 1;
+  std::vector<std::vector<Slot>> inputs_;
+  std::vector<Slot> outputs_;
+  std::vector<std::vector<pkb_tensor>> input_views_;
+  std::vector<pkb_tensor> output_views_;
+};
+
+}  // namespace
+
+void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+  if (env.cuda) record["gpu"] = runtime_versions(env.local_rank).gpu;
+  CandidateHost(o, env, record).run();
+}
+
+}  // namespace pkb

@@ -1,0 +1,127 @@
+// The reference pass: for each trial, this rank's inputs from the seed, the libtorch reference (and, with
+// --precise-too, the same reference on fp32-upcast inputs: the precise expected values of the robust policy),
+// outputs written as safetensors; with --time, the baseline timed exactly as candidates are.
+#include <chrono>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "reference/reference.h"
+#include "runtime/runtime.h"
+#include "worker/worker.h"
+
+namespace pkb {
+namespace {
+
+void check_outputs(const ProblemSpec& spec, const RunShape& run, int rank, const Tensors& outs) {
+  if (outs.size() != spec.outputs.size())
+    throw Error("reference returned " + std::to_string(outs.size()) + " outputs, problem.json lists " +
+                std::to_string(spec.outputs.size()));
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto want = tensor_shape(spec.outputs[i], run, rank);
+    if (outs[i].sizes().vec() != want)
+      throw Error("reference output '" + spec.outputs[i].name + "' has shape " + c10::str(outs[i].sizes()) +
+                  ", problem.json says " + c10::str(at::IntArrayRef(want)));
+  }
+}
+
+Tensors to_device(const Tensors& host, const at::Device& device, bool upcast) {
+  Tensors out;
+  for (const auto& t : host) {
+    at::Tensor d = t.to(device);
+    if (upcast && at::isFloatingType(d.scalar_type())) d = d.to(at::kFloat);
+    out.push_back(d);
+  }
+  return out;
+}
+
+void save_outputs(const ProblemSpec& spec, const Tensors& outs, const std::filesystem::path& path) {
+  NamedTensors saved;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    saved.names.push_back(spec.outputs[i].name);
+    saved.tensors.push_back(outs[i].to(at::kCPU).contiguous());
+  }
+  write_safetensors(path, saved);
+}
+
+}  // namespace
+
+void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+  const ProblemSpec& spec = env.spec;
+  const ReferenceImpl* impl = find_reference(spec.slug);
+  if (!impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
+  RankContext ctx;
+  ctx.rank = env.rank;
+  ctx.world = env.world;
+  ctx.params = env.run.params;
+  ctx.scalars = scalar_values(spec, env.run);
+  ctx.float_dtype = o.precise ? at::kFloat : to_aten(env.run.float_dtype);
+
+  std::unique_ptr<Communicator> world_comm;
+  if (env.cuda) {
+#ifndef PKB_TORCH_HAS_CUDA
+    throw Error("--device cuda: this build's libtorch has no CUDA support (CPU-only libtorch)");
+#endif
+    ctx.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+    world_comm = make_nccl_world();
+    record["gpu"] = runtime_versions(env.local_rank).gpu;
+  } else {
+    world_comm = make_mpi_world();
+  }
+  record["device"] = ctx.device.str();
+  ctx.comm = world_comm.get();
+  std::vector<std::unique_ptr<Communicator>> group_comms;
+  for (const auto& g : spec.groups) {
+    auto [color, key] = group_color_key(g, env.run, env.rank);
+    group_comms.push_back(world_comm->split(color, key));
+    ctx.groups[g.name] = group_comms.back().get();
+  }
+  RankContext precise_ctx = ctx;
+  precise_ctx.float_dtype = at::kFloat;
+
+  nlohmann::json trials = nlohmann::json::array();
+  RankInputs last_inputs;
+  for (int trial : o.trials) {
+    std::filesystem::create_directories(trial_dir(o.out_dir, trial));
+    RankInputs in = make_inputs(spec, env.run, env.rank, trial, o.seed);
+    if (o.save_inputs) {
+      NamedTensors saved{in.names, in.tensors, {}};
+      for (const auto& [k, v] : ctx.scalars) saved.metadata["scalar." + k] = std::to_string(v);
+      write_safetensors(rank_path(o.out_dir, trial, "inputs.rank", env.rank), saved);
+    }
+    Tensors device_inputs = to_device(in.tensors, ctx.device, o.precise);
+    world_comm->barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    Tensors outs = impl->reference(ctx, device_inputs);
+    world_comm->synchronize();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    check_outputs(spec, env.run, env.rank, outs);
+    save_outputs(spec, outs, rank_path(o.out_dir, trial, "rank", env.rank));
+    if (o.precise_too) {
+      Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
+      world_comm->synchronize();
+      save_outputs(spec, precise, rank_path(o.out_dir, trial, "precise.rank", env.rank));
+    }
+    trials.push_back({{"trial", trial}, {"seconds", seconds}});
+    last_inputs = std::move(in);
+  }
+  record["trials"] = trials;
+
+  if (o.time) {
+    // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
+    std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
+                                           : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20,
+                                                              "ref");
+    size_t in_bytes = 0;
+    for (const auto& t : last_inputs.tensors) in_bytes += t.numel() * t.element_size();
+    int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), 64) : 2;
+    std::vector<Tensors> rotated;
+    for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
+    TimingStats stats = time_iterations(*rt, copies, [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
+    record["timing"] = stats.to_json();
+    record["timing"]["input_copies"] = copies;
+  }
+}
+
+}  // namespace pkb

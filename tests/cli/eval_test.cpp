@@ -1,0 +1,89 @@
+// `pkb eval` on every CPU-mode fixture candidate (tests/fixtures/cpu): each must land in its status, and pkb
+// must come back promptly from crashes and hangs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/process.h"
+#include "spec/catalog.h"
+#include "../unit/test_util.h"
+
+namespace {
+
+struct Case {
+  const char* fixture;
+  const char* status;
+  const char* message;  // a fragment the verdict must contain
+};
+
+nlohmann::json eval_fixture(const std::string& fixture, double timeout_s) {
+  pkb::test::TempDir tmp;
+  pkb::ProcessOptions o;
+  o.timeout_s = 120;
+  o.stdout_path = tmp.path() / "out";
+  o.stderr_path = tmp.path() / "err";
+  auto src = pkb::repo_root() / "tests/fixtures/cpu" / (fixture + ".cpp");
+  auto r = pkb::run_process({PKB_BINARY, "eval", src.string(), "--problem", "1", "-w", "2", "--device", "cpu",
+                             "--param", "M=64", "--param", "N=48", "--trials", "2", "--warmup", "1", "--iters", "5",
+                             "--timeout", std::to_string(timeout_s), "--out", (tmp.path() / "eval").string(),
+                             "--cache", PKB_TEST_CACHE, "--json"}, o);
+  EXPECT_TRUE(r.exited) << r.summary();
+  EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
+  std::string out = pkb::file_tail(tmp.path() / "out", 1 << 24);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out << pkb::file_tail(tmp.path() / "err");
+  // The record was appended to results.jsonl too.
+  std::string jsonl = pkb::file_tail(tmp.path() / "eval/results.jsonl", 1 << 24);
+  EXPECT_NE(jsonl.find("\"schema\":\"pkb.result/1\""), std::string::npos);
+  EXPECT_EQ(r.exit_code, j.value("status", "") == "correct" ? 0 : 1);
+  return j;
+}
+
+class Fixture : public testing::TestWithParam<Case> {};
+
+TEST_P(Fixture, LandsInItsStatus) {
+  const Case& c = GetParam();
+  std::string f = c.fixture;
+  bool hangs = f == "spin_forever" || f == "barrier_deadlock";
+  auto j = eval_fixture(f, hangs ? 6 : 60);
+  EXPECT_EQ(j.value("status", ""), c.status) << j.dump(2).substr(0, 3000);
+  EXPECT_NE(j.value("message", "").find(c.message), std::string::npos) << j.value("message", "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CpuFixtures, Fixture,
+    testing::Values(Case{"correct", "correct", "correct"},
+                    Case{"wrong_value", "incorrect", "1 of 3072 mismatched"},
+                    Case{"partial_write", "incorrect", "1536 NaN"},
+                    Case{"nan_output", "incorrect", "1 NaN"},
+                    Case{"mutate_input", "incorrect", "modified input 'tensor'"},
+                    Case{"segfault", "crash", "rank 1 killed by signal 11"},
+                    Case{"spin_forever", "timeout", "hang or deadlock"},
+                    Case{"barrier_deadlock", "timeout", "hang or deadlock"},
+                    Case{"missing_run", "load_error", "does not export pkb_run"},
+                    Case{"compile_error", "compile_error", "error"},
+                    Case{"error_code", "runtime_error", "pkb_run returned 7"},
+                    Case{"first_call_only", "incorrect", "trial 1"},
+                    Case{"spawns_process", "lint_violation", "[process]"},
+                    Case{"symm_alloc_mismatch", "runtime_error", "needs equal sizes"}),
+    [](const testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
+
+TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
+  auto j = eval_fixture("correct", 60);
+  ASSERT_EQ(j.value("status", ""), "correct");
+  const auto& t = j["timing"];
+  EXPECT_GT(t["candidate"]["median_us"].get<double>(), 0);
+  EXPECT_EQ(t["candidate"]["iters"].get<int>(), 5);
+  EXPECT_GT(t["baseline_libtorch_nccl"]["median_us"].get<double>(), 0);
+  EXPECT_EQ(t["baseline"], "libtorch_nccl");
+  EXPECT_NEAR(t["speedup"].get<double>(),
+              t["baseline_libtorch_nccl"]["median_us"].get<double>() / t["candidate"]["median_us"].get<double>(), 1e-9);
+  EXPECT_TRUE(j["checks"]["robust_pass"].get<bool>());
+  EXPECT_TRUE(j["checks"]["pkb_pass"].get<bool>());
+  // Trials 0, 1 and the post-timing trial 2, on both ranks.
+  EXPECT_EQ(j["checks"]["comparisons"].size(), 6u);
+  for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
+  for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+}  // namespace
