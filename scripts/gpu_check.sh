@@ -34,8 +34,15 @@ mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x N
 step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
 step unit "$build/tests/pkb_unit_tests"
 cd "$root"
-step validate_cuda_bf16 "$build/pkb" validate all -w "$world" --device cuda --dtype bf16 --out "$out/validate"
-step validate_cuda_fp32 "$build/pkb" validate all -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
+[ "${PKB_SKIP_VALIDATE:-0}" = 1 ] || step validate_cuda_bf16 "$build/pkb" validate all -w "$world" --device cuda --dtype bf16 --out "$out/validate"
+[ "${PKB_SKIP_VALIDATE:-0}" = 1 ] || step validate_cuda_fp32 "$build/pkb" validate all -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
+# Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
+for fx in host_crash kernel_hang illegal_address stream_escape; do
+  step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
+    --timeout 30 --json --out "$out/eval_fixtures"
+done
+step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
+step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
 step topology_detect "$build/pkb" topology detect --name "detected_${world}gpu" -o "$out/topology_detected.json"
 cat "$out/topology_detected.json" 2>/dev/null
 exit $status

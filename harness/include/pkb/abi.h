@@ -62,7 +62,7 @@ struct pkb_context {
   int device;                       /* CUDA device of this rank (-1 in CPU mode) */
   void* stream;                     /* cudaStream_t all work must be ordered on (NULL in CPU mode) */
 
-  int n_params;                     /* problem parameters (M, N, ...) */
+  int n_params;                     /* problem parameters and scalar arguments (M, N, dst, ...) */
   const char* const* param_names;
   const int64_t* param_values;
   int n_groups;                     /* named process groups of the problem */

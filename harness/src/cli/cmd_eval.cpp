@@ -57,6 +57,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB");
+  cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
   cmd->add_option("--out", o->e.out_dir, "Where run directories and results.jsonl go");
   cmd->add_option("--cache", o->e.cache_dir, "Compile and reference-pass cache");
   cmd->add_flag("--json", o->json, "Print the whole record");

@@ -16,6 +16,7 @@
 #include "launch/process.h"
 #include "runtime/runtime.h"
 #include "spec/catalog.h"
+#include "spec/topology.h"
 #include "validate/validate.h"
 
 #ifndef PKB_TORCH_VERSION_STRING
@@ -247,6 +248,21 @@ std::string check_outputs(const ProblemSpec& spec, const RunShape& run, const Ev
   return first_failure;
 }
 
+// Time floor from the problem's roofline on the topology: the slowest of links, HBM and math, in microseconds.
+json roofline(const ProblemSpec& spec, const RunShape& run, const std::string& topology_name) {
+  Topology topo = find_topology(topology_name);
+  Variables v = run.vars();
+  double link = static_cast<double>(spec.roofline.at("link_bytes").eval(v));
+  double hbm = static_cast<double>(spec.roofline.at("hbm_bytes").eval(v));
+  double flops = static_cast<double>(spec.roofline.at("flops").eval(v));
+  double link_us = link / (topo.roofline_link_GBps() * 1e3);
+  double hbm_us = hbm / (topo.hbm_GBps * 1e3);
+  double math_us = flops / (topo.bf16_dense_TFLOPs * 1e6);
+  return {{"topology", topo.name}, {"link_bytes", link}, {"hbm_bytes", hbm}, {"flops", flops},
+          {"link_us", link_us}, {"hbm_us", hbm_us}, {"math_us", math_us},
+          {"floor_us", std::max({link_us, hbm_us, math_us})}};
+}
+
 }  // namespace
 
 const char* eval_status_name(EvalStatus s) {
@@ -374,6 +390,12 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
     timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
   }
+  json roof = roofline(spec, run, o.topology);
+  auto sol = [&](const json& t) { return median(t) > 0 ? json(roof["floor_us"].get<double>() / median(t)) : json(nullptr); };
+  roof["sol_candidate"] = sol(cand_t);
+  roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
+  roof["sol_baseline_pytorch_eager"] = sol(py_t);
+  rec["roofline"] = roof;
   bool escape = false;
   for (const auto& r : records)
     if (r.is_object() && r.contains("timing")) escape |= r["timing"].value("stream_escape", false);

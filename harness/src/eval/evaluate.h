@@ -32,6 +32,7 @@ struct EvalOptions {
   bool allow_nccl = false;
   std::string baseline = "auto";  // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
   size_t heap_mib = 0;            // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
+  std::string topology = "h200_2";  // for the roofline (SOL%) fields
   std::filesystem::path out_dir = "results/eval";
   std::filesystem::path cache_dir = "results/cache";
 };

@@ -5,6 +5,8 @@
 // kernels that only work once. The candidate's failures become record statuses, never exceptions.
 #include <dlfcn.h>
 
+#include <chrono>
+
 #include <cstring>
 
 #include "core/error.h"
@@ -136,17 +138,27 @@ class CandidateHost {
   CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) : o_(o), env_(env), record_(record) {}
 
   void run() {
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](const char* phase) {  // seconds per phase, for the evaluation's wall-time breakdown
+      auto now = std::chrono::steady_clock::now();
+      record_["phase_s"][phase] = std::chrono::duration<double>(now - t0).count();
+      t0 = now;
+    };
     if (!load()) return;
     create_runtime_and_slots();
     fill_context();
+    lap("load_and_heap");
     record_["trials"] = nlohmann::json::array();
     bool set_up = false;
     for (size_t i = 0; i < o_.trials.size(); ++i) {
       if (!check_trial(o_.trials[i], !set_up)) return;
       set_up = true;
     }
+    lap("trials");
     if (o_.time && !time_candidate()) return;
+    lap("timing");
     if (o_.post_trial >= 0 && !check_trial(o_.post_trial, !set_up)) return;
+    lap("post_timing_trial");
     if (teardown_) teardown_(&host_.ctx);
   }
 
@@ -206,6 +218,7 @@ class CandidateHost {
     c.device = rt_->device();
     c.stream = rt_->stream();
     for (const auto& [k, v] : env_.run.params) h.param_names.push_back(k), h.param_values.push_back(v);
+    for (const auto& [k, v] : scalar_values(env_.spec, env_.run)) h.param_names.push_back(k), h.param_values.push_back(v);
     for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
     c.n_params = static_cast<int>(h.param_names.size());
     c.param_names = h.param_name_ptrs.data();

@@ -1,0 +1,54 @@
+// Expert scatter: rank r pulls slice r of rank 0's (W, M, N) tensor over NVLink into its output.
+#include <cuda_bf16.h>
+#include <pkb/abi.h>
+#include <pkb/device.cuh>
+
+namespace {
+
+constexpr int kBlocks = 132, kThreads = 512;
+
+struct State {
+  uint32_t* flags;  // symmetric: kBlocks * world barrier slots
+  uint32_t epoch;   // barriers used so far; each call uses two
+};
+
+[[maybe_unused]] __device__ __forceinline__ void copy_bytes(void* dst, const void* src, size_t bytes) {
+  pkb_copy16(dst, src, bytes / 16);
+  if (blockIdx.x == 0)  // a tail shorter than one 16-byte word
+    for (size_t i = bytes / 16 * 16 + threadIdx.x; i < bytes; i += blockDim.x)
+      static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
+}
+
+size_t bytes_of(const pkb_tensor& t) {
+  size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
+             : t.dtype == PKB_F64 || t.dtype == PKB_I64                     ? 8
+             : t.dtype == PKB_F32 || t.dtype == PKB_I32                     ? 4
+                                                                            : 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+
+__global__ void __launch_bounds__(kThreads) scatter_pull(const void* in, void* out, void* const* bases,
+                                                         uint32_t* flags, int rank, int world, uint32_t epoch,
+                                                         size_t bytes) {
+  pkb_barrier(flags, bases, rank, world, epoch);
+  copy_bytes(out, static_cast<const char*>(pkb_peer_ptr(bases, rank, 0, in)) + rank * bytes, bytes);
+  pkb_barrier(flags, bases, rank, world, epoch + 1);
+}
+
+}  // namespace
+
+extern "C" int pkb_setup(pkb_context* ctx, const pkb_tensor*, int, const pkb_tensor*, int) {
+  auto* s = new State{static_cast<uint32_t*>(ctx->symm_alloc(ctx, kBlocks * ctx->world_size * sizeof(uint32_t))), 0};
+  ctx->user = s;
+  return s->flags ? 0 : 1;
+}
+
+extern "C" void pkb_teardown(pkb_context* ctx) { delete static_cast<State*>(ctx->user); }
+
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  auto* s = static_cast<State*>(ctx->user);
+  scatter_pull<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(out[0]));
+  s->epoch += 2;
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): wall-time breakdown of one evaluation and the spread of the same candidate's time over
+# repeated evaluations. Usage: scripts/bench_eval.sh CANDIDATE PROBLEM [repeats=3] [extra pkb eval options]
+# The first evaluation fills the compile and reference caches; all are reported.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkb=${PKB:-${PKB_BUILD_DIR:-$root/build}/pkb}
+cand=$1 problem=$2 repeats=${3:-3}
+shift 3 2>/dev/null || shift $#
+out=${OUT:-$root/results/bench_eval}
+mkdir -p "$out"
+for i in $(seq 1 "$repeats"); do
+  "$pkb" eval "$cand" --problem "$problem" --json --out "$out/eval" "$@" >"$out/run$i.json" || true
+done
+python3 - "$out" "$repeats" <<'PY'
+import json, statistics, sys
+out, n = sys.argv[1], int(sys.argv[2])
+runs = [json.load(open(f"{out}/run{i}.json")) for i in range(1, n + 1)]
+print("| run | status | compile s | reference pass s | candidate pass s | (load+heap / trials / timing / post) | check s | total s | beyond compile s | candidate median us |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+medians = []
+for i, r in enumerate(runs, 1):
+    w = r.get("wall", {})
+    t = r.get("timing", {}).get("candidate") or {}
+    med = t.get("median_us")
+    if med:
+        medians.append(med)
+    total, comp = w.get("total_s", 0), w.get("compile_s", 0)
+    ph = "-"
+    try:
+        rec = json.load(open(r["run_dir"] + "/rank0.json"))
+        p = rec.get("phase_s", {})
+        ph = " / ".join(f"{p.get(k, 0):.2f}" for k in ("load_and_heap", "trials", "timing", "post_timing_trial"))
+    except (OSError, KeyError, ValueError):
+        pass
+    print(f"| {i} | {r.get('status')} | {comp:.2f} | {w.get('reference_s', 0):.2f} | {w.get('candidate_s', 0):.2f} | {ph} | "
+          f"{w.get('check_s', 0):.2f} | {total:.2f} | {total - comp:.2f} | {med if med else '-'} |")
+if len(medians) >= 2:
+    mean = statistics.mean(medians)
+    print(f"\ncandidate median over {len(medians)} evaluations: mean {mean:.2f} us, CV {100 * statistics.stdev(medians) / mean:.2f}%")
+PY
