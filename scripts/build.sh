@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds pkb into build/ with every core. Extra arguments go to cmake's configure step.
+# Configures and builds pkb into build/ with every core. Extra arguments go to cmake's configure step;
+# PKB_BUILD_TARGETS limits the build to some targets.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PKB_BUILD_DIR:-$root/build}
@@ -7,4 +8,6 @@ jobs=$(nproc)
 if [ ! -f "$build/CMakeCache.txt" ] || [ $# -gt 0 ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 fi
-cmake --build "$build" -j "$jobs"
+targets=()
+for t in ${PKB_BUILD_TARGETS:-}; do targets+=(--target "$t"); done  # e.g. "pkb pkb-rank": skip the tests
+cmake --build "$build" -j "$jobs" "${targets[@]}"

@@ -2,6 +2,7 @@
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
+# PKB_VALIDATE=SELECTION|none (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu_check}
@@ -29,17 +30,19 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, 
   nvcc --version | tail -1; mpirun --version | head -1; } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 "$root/scripts/setup.sh" || true
-step build env PKB_BUILD_DIR="$build" "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
+step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="pkb pkb-rank comm_test pkb_unit_tests" \
+  "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
 step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
 step unit "$build/tests/pkb_unit_tests"
 cd "$root"
-[ "${PKB_SKIP_VALIDATE:-0}" = 1 ] || step validate_cuda_bf16 "$build/pkb" validate all -w "$world" --device cuda --dtype bf16 --out "$out/validate"
-[ "${PKB_SKIP_VALIDATE:-0}" = 1 ] || step validate_cuda_fp32 "$build/pkb" validate all -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
+selection=${PKB_VALIDATE:-all}
+[ "$selection" = none ] || step validate_cuda_bf16 "$build/pkb" validate "$selection" -w "$world" --device cuda --dtype bf16 --out "$out/validate"
+[ "$selection" = none ] || [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step validate_cuda_fp32 "$build/pkb" validate "$selection" -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
 # Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
 for fx in host_crash kernel_hang illegal_address stream_escape; do
   step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
-    --timeout 30 --json --out "$out/eval_fixtures"
+    --timeout 20 --json --out "$out/eval_fixtures"
 done
 step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
 step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"

@@ -160,7 +160,9 @@ class MpiCommunicator final : public Communicator {
                   const std::vector<int64_t>& recv_rows) override {
     require_cpu_contiguous(in, "all_to_all");
     require_cpu_contiguous(out, "all_to_all");
-    int64_t row = in.dim() == 0 ? 1 : in.numel() / std::max<int64_t>(in.size(0), 1);
+    // Elements per row from the trailing dims, so a rank that sends no rows still knows the row size.
+    int64_t row = 1;
+    for (int64_t d = 1; d < in.dim(); ++d) row *= in.size(d);
     std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
     check_splits(send_rows, in, "send");
     check_splits(recv_rows, out, "recv");

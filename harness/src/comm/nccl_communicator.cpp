@@ -154,7 +154,9 @@ class NcclCommunicator final : public Communicator {
     require_cuda_contiguous(out, "all_to_all");
     if (static_cast<int>(send_rows.size()) != size_ || static_cast<int>(recv_rows.size()) != size_)
       throw Error("all_to_all: splits need one entry per rank");
-    int64_t row = in.dim() == 0 ? 1 : in.numel() / std::max<int64_t>(in.size(0), 1);
+    // Elements per row from the trailing dims, so a rank that sends no rows still knows the row size.
+    int64_t row = 1;
+    for (int64_t d = 1; d < in.dim(); ++d) row *= in.size(d);
     size_t esize = in.element_size();
     int64_t so = 0, ro = 0;
     for (int q = 0; q < size_; ++q) so += send_rows[q], ro += recv_rows[q];

@@ -103,7 +103,8 @@ const std::string& compiler_version(bool cuda) {
 }
 
 std::vector<std::string> compile_command(const CompileOptions& o, const std::string& src, const std::string& lib) {
-  std::string inc = "-I" + o.include_dir.string(), local = "-iquote" + o.source_dir.string();
+  // The candidate's own folder comes after pkb's headers, so it cannot shadow pkb/abi.h.
+  std::string inc = "-I" + o.include_dir.string(), local = "-I" + o.source_dir.string();
   if (!o.cuda) return {"c++", "-std=c++17", "-O2", "-shared", "-fPIC", inc, local, "-o", lib, src};
   std::string arch = o.arch;  // sm_90a -> compute_90a / sm_90a
   std::string compute = "compute_" + arch.substr(arch.find('_') + 1);

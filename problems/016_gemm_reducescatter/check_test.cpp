@@ -1,0 +1,68 @@
+// Problem 16 is bf16-order fragile under PKB's check: each rank's partial product (std ~22.6/sqrt(W)) is rounded
+// to bf16 and NCCL reduce-scatters the partials in bf16. Our check compares with a float64 oracle under the robust
+// policy; these tests show it accepts a kernel that accumulates all of K in fp32 (PKB's check fails about 4% of
+// its elements even at W = 2) and rejects wrong ones.
+#include <gtest/gtest.h>
+
+#include "check/compare.h"
+#include "inputs/inputs.h"
+#include "reference/reference.h"
+#include "spec/catalog.h"
+
+namespace {
+
+struct Case {
+  pkb::ProblemSpec spec;
+  std::vector<pkb::Tensors> inputs;    // [rank] = {A_local, B_local}
+  std::vector<pkb::Tensors> expected;  // [rank] = {out}, from the oracle
+};
+
+Case make_case(int world, int trial) {
+  Case c;
+  c.spec = pkb::load_problem(pkb::repo_root() / "problems/016_gemm_reducescatter");
+  pkb::RunShape run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
+  for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, run, r, trial, 1).tensors);
+  c.expected = pkb::find_reference(c.spec.slug)->oracle(pkb::oracle_context(c.spec, run), c.inputs);
+  return c;
+}
+
+bool passes(const Case& c, int rank, const at::Tensor& out) {
+  return pkb::compare(pkb::Policy::robust, out, c.expected[rank][0], c.spec.tolerance, at::kBFloat16).pass;
+}
+
+// Row block `block` of the sum over `ranks` of A_q B_q, accumulated in fp32 (a GEMM over the gathered K).
+at::Tensor fp32_rows(const Case& c, const std::vector<int>& ranks, int block) {
+  int64_t rows = c.inputs[0][0].size(0) / static_cast<int64_t>(c.inputs.size());
+  at::Tensor sum;
+  for (int q : ranks) {
+    at::Tensor p = at::mm(c.inputs[q][0].slice(0, block * rows, (block + 1) * rows).to(at::kFloat),
+                          c.inputs[q][1].to(at::kFloat));
+    sum = sum.defined() ? sum + p : p;
+  }
+  return sum.to(at::kBFloat16);
+}
+
+TEST(GemmReducescatterCheck, Fp32AccumulatingKernelPasses) {
+  for (int world : {2, 4}) {
+    Case c = make_case(world, 0);
+    std::vector<int> all;
+    for (int q = 0; q < world; ++q) all.push_back(q);
+    for (int r = 0; r < world; ++r) EXPECT_TRUE(passes(c, r, fp32_rows(c, all, r))) << "W=" << world << " rank " << r;
+  }
+}
+
+TEST(GemmReducescatterCheck, WrongKernelsFail) {
+  for (int world : {2, 4}) {
+    Case c = make_case(world, 0);
+    std::vector<int> all, missing;
+    for (int q = 0; q < world; ++q) all.push_back(q);
+    for (int q = 0; q + 1 < world; ++q) missing.push_back(q);
+    for (int r = 0; r < world; ++r) {
+      EXPECT_FALSE(passes(c, r, fp32_rows(c, all, (r + 1) % world))) << "another rank's row block, W=" << world;
+      EXPECT_FALSE(passes(c, r, fp32_rows(c, missing, r))) << "one rank's partial missing, W=" << world;
+      EXPECT_FALSE(passes(c, r, fp32_rows(c, {r}, r))) << "no reduction, W=" << world;
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+// The compile stage with the real compilers: nvcc for .cu (GPU candidates build here even without a GPU) and
+// the host compiler for CPU-mode .cpp; plus the lint rules.
+#include <gtest/gtest.h>
+
+#include "compile/compiler.h"
+#include "spec/catalog.h"
+#include "test_util.h"
+
+namespace {
+
+pkb::CompileOptions options(const pkb::test::TempDir& tmp, bool cuda) {
+  pkb::CompileOptions o;
+  o.cuda = cuda;
+  o.cache_dir = tmp.path() / "cache";
+  o.include_dir = pkb::repo_root() / "harness/include";
+  return o;
+}
+
+}  // namespace
+
+TEST(Compiler, ExpertKernelsBuildWithNvcc) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, true);
+  for (const char* p : {"001_allreduce", "004_reduce"}) {
+    auto r = pkb::compile_candidate(pkb::repo_root() / "problems" / p / "solution.cu", o);
+    EXPECT_EQ(r.status, pkb::CompileStatus::ok) << p << ": " << r.log;
+    EXPECT_TRUE(std::filesystem::exists(r.library));
+    EXPECT_FALSE(r.cached);
+  }
+  // Same source, flags and compiler: served from the cache, no compiler run.
+  auto again = pkb::compile_candidate(pkb::repo_root() / "problems/001_allreduce/solution.cu", o);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.status, pkb::CompileStatus::ok);
+}
+
+TEST(Compiler, CompileErrorsAreKeptAndCached) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, false);
+  auto src = pkb::repo_root() / "tests/fixtures/cpu/compile_error.cpp";
+  auto r = pkb::compile_candidate(src, o);
+  EXPECT_EQ(r.status, pkb::CompileStatus::compile_error);
+  EXPECT_NE(r.log.find("error"), std::string::npos) << r.log;
+  auto again = pkb::compile_candidate(src, o);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.log, r.log);
+  // The fixture's shared header beside it is found (-I of the candidate's folder).
+  EXPECT_EQ(pkb::compile_candidate(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", o).status, pkb::CompileStatus::ok);
+}
+
+TEST(Compiler, CudaCompileErrorIsReported) {
+  pkb::test::TempDir tmp;
+  pkb::test::write_file(tmp.path() / "bad.cu", "#include <pkb/abi.h>\nextern \"C\" int pkb_run(pkb_context* c) { return undefined_name; }\n");
+  auto r = pkb::compile_candidate(tmp.path() / "bad.cu", options(tmp, true));
+  EXPECT_EQ(r.status, pkb::CompileStatus::compile_error);
+  EXPECT_NE(r.log.find("undefined_name"), std::string::npos) << r.log;
+}
+
+TEST(Lint, FlagsForbiddenConstructsButNotCommentsOrStrings) {
+  auto rules = [](const std::string& code, bool allow_nccl = false) {
+    std::vector<std::string> out;
+    for (const auto& f : pkb::lint_source(code, allow_nccl)) out.push_back(f.rule);
+    return out;
+  };
+  EXPECT_EQ(rules("int x = fork();"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("system(\"ls\");"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("#include <sys/socket.h>"), std::vector<std::string>{"socket"});
+  EXPECT_EQ(rules("void* h = dlopen(0, 0);"), std::vector<std::string>{"dynamic_loading"});
+  EXPECT_EQ(rules("ncclAllReduce(a, b, n, t, op, c, s);"), std::vector<std::string>{"nccl"});
+  EXPECT_TRUE(rules("ncclAllReduce(a, b, n, t, op, c, s);", true).empty()) << "policy may allow NCCL";
+  EXPECT_EQ(rules("MPI_Barrier(MPI_COMM_WORLD);"), std::vector<std::string>{"mpi"});
+  EXPECT_EQ(rules("cudaDeviceReset();"), std::vector<std::string>{"device_reset"});
+  EXPECT_EQ(rules("cudaSetDevice(1);"), std::vector<std::string>{"device_switch"});
+  EXPECT_EQ(rules("setenv(\"X\", \"1\", 1);"), std::vector<std::string>{"timing"});
+  // Mentions in comments and strings are not calls.
+  EXPECT_TRUE(rules("// we do not fork() here\n/* dlopen */ const char* s = \"system(x)\";").empty());
+  EXPECT_TRUE(rules("int my_system_count = 0; cudaStreamSynchronize(s);").empty());
+  auto f = pkb::lint_source("int a;\n  int b = fork();\n", false);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].line, 2);
+  EXPECT_EQ(f[0].text, "int b = fork();");
+}
