@@ -42,7 +42,7 @@ selection=${PKB_VALIDATE:-all}
 # Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
 for fx in host_crash kernel_hang illegal_address stream_escape; do
   step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
-    --timeout 20 --json --out "$out/eval_fixtures"
+    --timeout 20 --out "$out/eval_fixtures"
 done
 step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
 step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
