@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   pkb::cli::add_topology_command(app, action);
   pkb::cli::add_validate_command(app, action);
   pkb::cli::add_eval_command(app, action);
+  pkb::cli::add_prompt_command(app, action);
+  pkb::cli::add_generate_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,36 @@
+#include "cli/prompt_options.h"
+
+#include "core/error.h"
+
+namespace pkb::cli {
+
+void add_prompt_options(CLI::App* cmd, PromptCliOptions& o) {
+  cmd->add_option("-w,--world", o.world, "World size (ranks) the prompt describes")->check(CLI::PositiveNumber);
+  cmd->add_option("--topology", o.topology, "Machine from topologies/ (default: the smallest with >= W GPUs)");
+  cmd->add_option("--variant", o.variant, "zero-shot or one-shot (adds the worked example)")
+      ->check(CLI::IsMember({"zero-shot", "one-shot"}));
+  cmd->add_option("--param", o.params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_option("--dtype", o.dtype, "Float dtype of the run")->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd->add_option("--prompts", o.prompts_dir, "Template directory (default: prompts/ in the repository)");
+}
+
+prompt::PromptOptions to_prompt_options(const PromptCliOptions& o) {
+  prompt::PromptOptions p;
+  p.world = o.world;
+  p.topology = o.topology;
+  p.variant = *prompt::variant_from_name(o.variant);  // CLI11 checked the name
+  p.dtype = *dtype_from_name(o.dtype);
+  p.prompts_dir = o.prompts_dir.empty() ? std::filesystem::path() : std::filesystem::absolute(o.prompts_dir);
+  for (const auto& kv : o.params) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--param '" + kv + "': expected NAME=VALUE");
+    try {
+      p.params[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw Error("--param '" + kv + "': value is not an integer");
+    }
+  }
+  return p;
+}
+
+}  // namespace pkb::cli

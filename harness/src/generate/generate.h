@@ -1,0 +1,75 @@
+// pkb generate: prompts for a selection of problems, K samples each, sent to a model (through the reply cache,
+// so a rerun makes no request it already paid for) or taken from an offline source, with the code extracted
+// and written out. Layout under OUT (docs: README.md "Asking models for kernels"):
+//   candidates/NNN_slug/sample_K.cu   the extracted kernel, only for status ok
+//   raw/NNN_slug/sample_K.txt         the model's answer as received (reasoning in sample_K.reasoning.txt)
+//   prompts/NNN_slug.json             the request sent (system, user, limits)
+//   generations.jsonl                 one record per (problem, sample), in selection order
+//   generation.json                   the run's options and counts
+//   cache/                            replies (models::ReplyCache)
+// Files are rewritten on every run; a sample whose status is no longer ok loses its stale candidate file.
+// Samples are numbered from 0, like Request::sample_index.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/provider.h"
+#include "models/types.h"
+#include "prompt/prompt.h"
+#include "spec/catalog.h"
+
+namespace pkb::generate {
+
+/// What became of one sample. ok: code extracted (or copied); no_code / truncated: the model answered without
+/// a usable kernel; error: no answer after the retries; skipped: the problem forbids this W (nothing sent);
+/// no_solution: `expert` and the problem has no solution.cu; missing: `replay:DIR` has no file for it.
+enum class SampleStatus { ok, no_code, truncated, error, skipped, no_solution, missing };
+const char* sample_status_name(SampleStatus s);
+
+struct GenerateOptions {
+  std::string model;  ///< "provider:model", "compat:URL@model", "expert" or "replay:DIR"
+  std::string problems = "all";
+  int samples = 1;
+  prompt::PromptOptions prompt;
+  int concurrency = 4;     ///< requests in flight
+  int max_tokens = 32768;  ///< output cap per request, reasoning included (tokens)
+  std::optional<double> temperature;
+  std::filesystem::path out_dir;     ///< "" = ./results/generate/<model, made file-name safe>
+  models::ProviderOptions provider;  ///< timeouts and retry policy
+  bool progress = true;              ///< a progress line on stderr
+};
+
+struct SampleRecord {
+  std::string problem;  ///< NNN_slug
+  int problem_id = 0;
+  int sample = 0;
+  std::string model;
+  SampleStatus status = SampleStatus::error;
+  std::optional<models::Reply> reply;  ///< absent for offline models and skipped problems
+  std::optional<double> cost_usd;      ///< estimate from pricing/prices.json; absent when unknown
+  std::string message;                 ///< why, for every status but ok
+  std::string candidate, raw;          ///< paths relative to OUT; "" when not written
+
+  nlohmann::ordered_json to_json() const;  ///< one generations.jsonl line, fields in a readable order
+};
+
+struct GenerateResult {
+  std::filesystem::path out_dir;
+  std::vector<SampleRecord> records;  ///< selection order, then sample order
+  std::string topology;               ///< the topology the prompts described ("" for offline models)
+  size_t count(SampleStatus s) const;
+};
+
+/// The request for one sample of a prompt.
+models::Request make_request(const prompt::Prompt& p, int max_tokens, std::optional<double> temperature, int sample);
+
+/// Throws pkb::Error for usage and input errors (unknown model or problem, no API key, bad topology); every
+/// failure of a request is a record instead.
+GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o);
+
+}  // namespace pkb::generate
