@@ -84,6 +84,22 @@ std::vector<json> rank_records(const fs::path& dir, int world) {
   return out;
 }
 
+// The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
+// runtime would initialize every GPU in this (driver) process.
+std::pair<std::string, std::string> nvidia_proc_info() {
+  std::string gpu, driver;
+  std::ifstream v("/proc/driver/nvidia/version");
+  std::getline(v, driver);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream info(e.path() / "information");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("Model:", 0) == 0) gpu = line.substr(line.find_first_not_of(" \t", 6));
+    if (!gpu.empty()) break;
+  }
+  return {gpu, driver};
+}
+
 json provenance(const EvalOptions& o) {
   ProcessOptions po;
   po.timeout_s = 10;
@@ -93,21 +109,33 @@ json provenance(const EvalOptions& o) {
   std::string rev = file_tail(tmp, 64);
   fs::remove(tmp);
   if (!rev.empty() && rev.back() == '\n') rev.pop_back();
-  RuntimeVersions v = o.device == "cuda" ? runtime_versions(0) : RuntimeVersions{};
-  return {{"pkb_git", rev.empty() ? "unknown" : rev}, {"gpu", v.gpu}, {"cuda_driver_api", v.driver},
-          {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl}, {"libtorch", PKB_TORCH_VERSION_STRING}};
+  RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
+  auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
+  return {{"pkb_git", rev.empty() ? "unknown" : rev}, {"gpu", gpu}, {"driver", driver},
+          {"cuda_driver_api", v.driver}, {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl},
+          {"libtorch", PKB_TORCH_VERSION_STRING}};
+}
+
+// What the machine and software are, without pkb's own revision: a new commit keeps cached baselines.
+std::string fingerprint(json prov) {
+  prov.erase("pkb_git");
+  return prov.dump();
+}
+
+fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
+  std::string key_material = read_text(spec.dir / "problem.json") + read_text(spec.dir / "reference.cpp") +
+                             read_text(spec.dir / "reference.py") + json(run.params).dump() +
+                             std::to_string(o.world) + o.device + o.dtype + std::to_string(o.seed) +
+                             std::to_string(o.trials) + std::to_string(o.timing.warmup) +
+                             std::to_string(o.timing.iters) + fingerprint(prov) + (python ? "py" : "");
+  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
 }
 
 // The reference pass, cached by everything that determines its outputs and timing.
 fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
                         bool python, json& info) {
   int post = o.trials;
-  std::string key_material = read_text(spec.dir / "problem.json") + read_text(spec.dir / "reference.cpp") +
-                             read_text(spec.dir / "reference.py") + json(run.params).dump() +
-                             std::to_string(o.world) + o.device + o.dtype + std::to_string(o.seed) +
-                             std::to_string(post) + std::to_string(o.timing.warmup) + std::to_string(o.timing.iters) +
-                             prov.dump() + (python ? "py" : "");
-  fs::path dir = o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
+  fs::path dir = reference_dir(spec, run, o, prov, python);
   info["cache_dir"] = dir.string();
   if (fs::exists(dir / "complete.json")) {
     info["cached"] = true;
@@ -340,7 +368,10 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   }
 
   // 2. Reference pass and baselines (cached).
-  bool python = o.baseline == "auto" && o.device == "cuda" && python_torch_available();
+  // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
+  // already has it answers the question for free.
+  bool python = o.baseline == "auto" && o.device == "cuda" &&
+                (fs::exists(reference_dir(spec, run, o, prov, true) / "complete.json") || python_torch_available());
   json ref_info;
   t0 = std::chrono::steady_clock::now();
   fs::path ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
