@@ -17,5 +17,6 @@ void add_validate_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_prompt_command(CLI::App& app, Action& action);
 void add_generate_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
 
 }  // namespace pkb::cli

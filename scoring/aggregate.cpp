@@ -1,0 +1,108 @@
+#include "scoring/aggregate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "scoring/estimators.h"
+
+namespace pkb::scoring {
+namespace {
+
+std::optional<double> exp_of(const Mean& logs) {
+  auto m = logs.value();
+  return m ? std::optional<double>(std::exp(*m)) : std::nullopt;
+}
+
+// pass@k at each requested k, clipped to n; 0 for a problem without samples.
+std::vector<AtK> estimates(int n, int c, const std::vector<int>& ks) {
+  std::vector<AtK> out;
+  for (int k : ks) {
+    int used = std::min(k, n);
+    out.push_back({k, used, used ? pass_at_k(n, c, used) : 0.0});
+  }
+  return out;
+}
+
+void add_correct_sample(ProblemScore& ps, const Sample& s) {
+  // A speedup of 0 or less is a broken timing, not a slow kernel: it cannot enter a geometric mean.
+  if (s.speedup && *s.speedup > 0) {
+    ps.log_speedup.add(std::log(*s.speedup));
+    ps.best_speedup = std::max(ps.best_speedup.value_or(0.0), *s.speedup);
+  }
+  if (s.sol_candidate) ps.sol_candidate.add(*s.sol_candidate);
+  if (s.sol_baseline) ps.sol_baseline.add(*s.sol_baseline);
+}
+
+ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
+  ProblemScore ps;
+  ps.id = p.id, ps.slug = p.slug, ps.folder = p.folder, ps.category = p.category;
+  ps.n = static_cast<int>(p.samples.size());
+  for (const Sample& s : p.samples) {
+    ps.c_robust += s.correct(Policy::robust);
+    ps.c_pkb += s.correct(Policy::pkb);
+    if (s.correct(Policy::robust)) add_correct_sample(ps, s);
+  }
+  ps.c_fast = count_fast(p.samples, st.headline_p);
+  ps.pass_robust = estimates(ps.n, ps.c_robust, st.ks);
+  ps.pass_pkb = estimates(ps.n, ps.c_pkb, st.ks);
+  ps.fast = estimates(ps.n, ps.c_fast, st.ks);
+  return ps;
+}
+
+void add_values(std::vector<double>& sums, const std::vector<AtK>& xs) {
+  sums.resize(xs.size(), 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) sums[i] += xs[i].value;
+}
+
+void add_problem(Aggregate& a, const ProblemScore& ps) {
+  ++a.problems;
+  a.without_samples += ps.n == 0;
+  a.samples += ps.n;
+  a.correct += ps.c_robust;
+  add_values(a.pass_robust, ps.pass_robust);
+  add_values(a.pass_pkb, ps.pass_pkb);
+  add_values(a.fast, ps.fast);
+  a.log_speedup.merge(ps.log_speedup);
+  a.sol_candidate.merge(ps.sol_candidate);
+  a.sol_baseline.merge(ps.sol_baseline);
+}
+
+std::vector<CurvePoint> curve(const LoadedResults& loaded, const ScoreSettings& st) {
+  std::vector<CurvePoint> out;
+  for (double p : st.thresholds)
+    for (int k : st.ks) {
+      double sum = 0;
+      for (const auto& prob : loaded.problems) {
+        int n = static_cast<int>(prob.samples.size());
+        if (n) sum += fast_p_at_k(prob.samples, p, std::min(k, n));
+      }
+      out.push_back({p, k, loaded.problems.empty() ? 0.0 : sum / loaded.problems.size()});
+    }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_speedup); }
+std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
+
+Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
+  for (int k : settings.ks)
+    if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
+  Scores s;
+  s.settings = settings;
+  // Sized up front so that an empty problem set still reports a 0 per k.
+  s.overall.pass_robust = s.overall.pass_pkb = s.overall.fast = std::vector<double>(settings.ks.size(), 0.0);
+  for (const auto& p : loaded.problems) {
+    s.problems.push_back(score_problem(p, settings));
+    const ProblemScore& ps = s.problems.back();
+    if (ps.n == 0) s.without_samples.push_back(ps.folder);
+    add_problem(s.overall, ps);
+    add_problem(s.by_category[ps.category.empty() ? "unknown" : ps.category], ps);
+  }
+  s.curve = curve(loaded, settings);
+  return s;
+}
+
+}  // namespace pkb::scoring

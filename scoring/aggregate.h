@@ -1,0 +1,72 @@
+// Per-problem estimates and their aggregation over the problem set, by category, and as the speedup-threshold
+// curve. Reporters read a Scores; nothing here formats text. Definitions: docs/metrics.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scoring/records.h"
+
+namespace pkb::scoring {
+
+struct ScoreSettings {
+  std::vector<int> ks = {1, 3};  // pass@k and fast_p@k for each k (clipped to n per problem)
+  std::vector<double> thresholds = {0, 0.5, 0.8, 1.0, 1.25, 1.5, 2, 3, 4};  // p grid of the curve (x baseline)
+  double headline_p = 1.0;       // the p of the per-problem fast_p@k columns: fast_1@k
+};
+
+// With fewer than k samples the estimator is evaluated at k_used = n, a lower bound on pass@k.
+struct AtK {
+  int k = 0, k_used = 0;
+  double value = 0;
+};
+
+// A sum and a count, so that per-problem values pool into aggregates without revisiting samples.
+struct Mean {
+  double sum = 0;
+  int count = 0;
+  void add(double x) { sum += x, ++count; }
+  void merge(const Mean& o) { sum += o.sum, count += o.count; }
+  std::optional<double> value() const { return count ? std::optional<double>(sum / count) : std::nullopt; }
+};
+
+struct ProblemScore {
+  int id = 0;
+  std::string slug, folder, category;
+  int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
+  std::vector<AtK> pass_robust, pass_pkb, fast;    // one per ScoreSettings::ks
+  std::optional<double> best_speedup;              // over robust-correct samples (x)
+  Mean log_speedup;                                // ln(speedup) over robust-correct samples
+  Mean sol_candidate, sol_baseline;                // SOL fractions over robust-correct samples
+  std::optional<double> geomean_speedup() const;
+};
+
+struct Aggregate {
+  int problems = 0, without_samples = 0, samples = 0, correct = 0;
+  std::vector<double> pass_robust, pass_pkb, fast;  // sums of per-problem estimates: "count out of N problems"
+  Mean log_speedup, sol_candidate, sol_baseline;    // pooled over every robust-correct sample
+  double mean(double sum) const { return problems ? sum / problems : 0.0; }
+  std::optional<double> geomean_speedup() const;
+};
+
+struct CurvePoint {
+  double p = 0;
+  int k = 0;
+  double value = 0;  // fast_p@k averaged over the problem set
+};
+
+struct Scores {
+  ScoreSettings settings;
+  std::vector<ProblemScore> problems;
+  std::vector<std::string> without_samples;  // folders that count as 0
+  Aggregate overall;
+  std::map<std::string, Aggregate> by_category;
+  std::vector<CurvePoint> curve;
+};
+
+// Problems in `loaded` with no samples count as 0 in every mean and are listed in without_samples.
+Scores score(const LoadedResults& loaded, const ScoreSettings& settings);
+
+}  // namespace pkb::scoring

@@ -1,0 +1,55 @@
+// Result records as scoring sees them: one Sample per `pkb eval` record (schema "pkb.result/1"), grouped per
+// problem. Loading never aborts on a bad line: it is skipped, counted and named in a warning, because one
+// truncated line (a run killed mid-write) must not hide a whole run's results.
+// Limit: records are grouped by problem only; runs at different W/dtype/device in one file are flagged in
+// `configurations` and a warning, not separated.
+#pragma once
+
+#include <filesystem>
+#include <istream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pkb::scoring {
+
+// Which check decides that a sample is correct (docs/metrics.md).
+enum class Policy { robust, pkb };
+const char* policy_name(Policy p);
+
+struct Sample {
+  std::string sha256, path, status;
+  int index = -1;            // K of .../sample_K.cu; -1 when the path does not say
+  bool robust_pass = false;  // status == "correct": every trial and the post-timing check passed
+  bool pkb_pass = false;     // checks.pkb_pass: the paper's allclose (atol = rtol = 1e-2)
+  std::optional<double> speedup;        // timing.speedup: baseline median / candidate median (x)
+  std::optional<double> sol_candidate;  // roofline.sol_candidate: floor_us / candidate median (fraction)
+  std::optional<double> sol_baseline;   // the same for the baseline timing.baseline names (fraction)
+
+  bool correct(Policy p) const { return p == Policy::robust ? robust_pass : pkb_pass; }
+};
+
+struct ProblemSamples {
+  int id = 0;
+  std::string slug, folder, category;
+  std::vector<Sample> samples;  // one per distinct candidate sha256, the latest record kept
+};
+
+struct LoadedResults {
+  std::vector<ProblemSamples> problems;  // ordered by id, then folder
+  std::vector<std::string> warnings;     // "where: why", one per skipped line or oddity
+  int records = 0;                       // well-formed records read
+  int malformed = 0;                     // lines skipped
+  int duplicates = 0;                    // records replaced by a later one for the same candidate
+  nlohmann::json fingerprint = nlohmann::json::object();  // provenance field -> distinct values seen
+  nlohmann::json configurations = nlohmann::json::array();  // distinct {world, device, dtype}
+};
+
+// Reads PATH/results.jsonl (PATH a directory) or PATH itself. Throws pkb::Error only when the file cannot be
+// opened; malformed lines become warnings.
+LoadedResults load_results(const std::filesystem::path& dir_or_jsonl);
+LoadedResults parse_results(std::istream& in, const std::string& name);
+
+}  // namespace pkb::scoring

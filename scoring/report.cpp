@@ -1,0 +1,180 @@
+#include "scoring/report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace pkb::scoring {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+// Thresholds print as written in the settings (1, 1.25), not as 1.000000.
+std::string short_number(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+std::string or_dash(const std::optional<double>& x, int digits, const std::string& suffix = "") {
+  return x ? fixed(*x, digits) + suffix : "-";
+}
+
+std::optional<double> percent(const Mean& fraction) {
+  auto v = fraction.value();
+  return v ? std::optional<double>(100 * *v) : std::nullopt;
+}
+
+ojson null_or(const std::optional<double>& x) { return x ? ojson(*x) : ojson(nullptr); }
+
+std::string fast_name(const ScoreSettings& st) { return "fast_" + short_number(st.headline_p); }
+
+// ---- report.json
+
+ojson at_k_json(const std::vector<AtK>& xs) {
+  ojson out = ojson::array();
+  for (const AtK& x : xs) out.push_back({{"k", x.k}, {"k_used", x.k_used}, {"value", x.value}});
+  return out;
+}
+
+ojson sums_json(const Aggregate& a, const std::vector<double>& sums, const std::vector<int>& ks) {
+  ojson out = ojson::array();
+  for (size_t i = 0; i < ks.size(); ++i)
+    out.push_back({{"k", ks[i]}, {"mean", a.mean(sums[i])}, {"count", sums[i]}, {"out_of", a.problems}});
+  return out;
+}
+
+ojson problem_json(const ProblemScore& p) {
+  return {{"id", p.id}, {"slug", p.slug}, {"folder", p.folder}, {"category", p.category}, {"n", p.n},
+          {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"pass_at_k", at_k_json(p.pass_robust)},
+          {"pkb_pass_at_k", at_k_json(p.pass_pkb)}, {"fast_p_at_k", at_k_json(p.fast)},
+          {"best_speedup", null_or(p.best_speedup)}, {"geomean_speedup", null_or(p.geomean_speedup())},
+          {"sol_candidate_pct", null_or(percent(p.sol_candidate))},
+          {"sol_baseline_pct", null_or(percent(p.sol_baseline))}};
+}
+
+ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
+  return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
+          {"correct", a.correct}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
+          {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
+          {"geomean_speedup", null_or(a.geomean_speedup())},
+          {"sol_candidate_pct", null_or(percent(a.sol_candidate))},
+          {"sol_baseline_pct", null_or(percent(a.sol_baseline))}};
+}
+
+// ---- summary.md
+
+std::string estimate_cell(const AtK& x) { return fixed(x.value, 3) + (x.k_used < x.k && x.k_used ? "*" : ""); }
+
+std::string aggregate_cell(const Aggregate& a, double sum) {
+  return fixed(a.mean(sum), 3) + " (" + fixed(sum, 2) + "/" + std::to_string(a.problems) + ")";
+}
+
+// The metric columns shared by both tables, in order: pass@k, pkb pass@k, fast_p@k per k.
+std::string metric_headers(const ScoreSettings& st) {
+  std::string h;
+  for (const char* prefix : {"pass", "pkb pass"})
+    for (int k : st.ks) h += std::string(" ") + prefix + "@" + std::to_string(k) + " |";
+  for (int k : st.ks) h += " " + fast_name(st) + "@" + std::to_string(k) + " |";
+  return h;
+}
+
+std::string tail_cells(const std::optional<double>& geomean, const Mean& cand, const Mean& base) {
+  return " " + or_dash(geomean, 2, "x") + " | " + or_dash(percent(cand), 1) + " | " + or_dash(percent(base), 1) + " |";
+}
+
+std::string problem_row(const ProblemScore& p) {
+  std::string row = "| " + p.folder + " | " + p.category + " | " + std::to_string(p.n) + " | " +
+                    std::to_string(p.c_robust) + " |";
+  for (const auto* xs : {&p.pass_robust, &p.pass_pkb, &p.fast})
+    for (const AtK& x : *xs) row += " " + estimate_cell(x) + " |";
+  return row + " " + or_dash(p.best_speedup, 2, "x") + " |" +
+         tail_cells(p.geomean_speedup(), p.sol_candidate, p.sol_baseline);
+}
+
+std::string aggregate_row(const std::string& name, const Aggregate& a) {
+  std::string row = "| " + name + " | " + std::to_string(a.problems) + " | " + std::to_string(a.samples) + " | " +
+                    std::to_string(a.correct) + " |";
+  for (const auto* sums : {&a.pass_robust, &a.pass_pkb, &a.fast})
+    for (double sum : *sums) row += " " + aggregate_cell(a, sum) + " |";
+  return row + tail_cells(a.geomean_speedup(), a.sol_candidate, a.sol_baseline);
+}
+
+std::string separator(size_t text_columns, size_t number_columns) {
+  std::string s = "|";
+  for (size_t i = 0; i < text_columns; ++i) s += "---|";
+  for (size_t i = 0; i < number_columns; ++i) s += "--:|";
+  return s;
+}
+
+}  // namespace
+
+ojson report_json(const Scores& s, const LoadedResults& loaded) {
+  const auto& st = s.settings;
+  ojson j = {{"schema", "pkb.report/1"},
+             {"settings", {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p},
+                           {"policies", {"robust", "pkb"}}}},
+             {"input", {{"records", loaded.records}, {"malformed", loaded.malformed},
+                        {"duplicates", loaded.duplicates}, {"warnings", loaded.warnings}}},
+             {"fingerprint", loaded.fingerprint}, {"configurations", loaded.configurations}};
+  j["problems"] = ojson::array();
+  for (const auto& p : s.problems) j["problems"].push_back(problem_json(p));
+  j["without_samples"] = s.without_samples;
+  j["aggregate"] = aggregate_json(s.overall, st.ks);
+  j["by_category"] = ojson::object();
+  for (const auto& [name, a] : s.by_category) j["by_category"][name] = aggregate_json(a, st.ks);
+  j["curves"] = ojson::array();
+  for (const auto& c : s.curve) j["curves"].push_back({{"p", c.p}, {"k", c.k}, {"fast_p_at_k", c.value}});
+  return j;
+}
+
+std::string summary_md(const Scores& s) {
+  const auto& st = s.settings;
+  size_t metrics = 3 * st.ks.size();
+  std::ostringstream o;
+  o << "# pkb scores\n\n"
+    << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
+    << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
+    << "robust-correct samples. Definitions: docs/metrics.md.\n\n";
+  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base |\n"
+    << separator(2, 2 + metrics + 4) << "\n";
+  for (const auto& p : s.problems) o << problem_row(p) << "\n";
+  o << "\n| set | problems | samples | correct |" << metric_headers(st) << " geomean | SOL% cand | SOL% base |\n"
+    << separator(1, 3 + metrics + 3) << "\n" << aggregate_row("all", s.overall) << "\n";
+  for (const auto& [name, a] : s.by_category) o << aggregate_row(name, a) << "\n";
+  o << "\nAggregates: mean over problems (sum of per-problem estimates / problems). "
+    << "* estimated at k = n (fewer than k samples): a lower bound.\n";
+  if (!s.without_samples.empty()) {
+    o << "Problems without samples (count as 0):";
+    for (const auto& f : s.without_samples) o << " " << f;
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string curves_csv(const Scores& s) {
+  std::string out = "p,k,fast_p_at_k\n";
+  for (const auto& c : s.curve) out += short_number(c.p) + "," + std::to_string(c.k) + "," + fixed(c.value, 6) + "\n";
+  return out;
+}
+
+void write_report(const Scores& s, const LoadedResults& loaded, const std::filesystem::path& out_dir) {
+  std::filesystem::create_directories(out_dir);
+  auto write = [&](const char* name, const std::string& text) {
+    std::ofstream out(out_dir / name);
+    if (!(out << text)) throw Error((out_dir / name).string() + ": cannot write");
+  };
+  write("report.json", report_json(s, loaded).dump(2) + "\n");
+  write("summary.md", summary_md(s));
+  write("curves.csv", curves_csv(s));
+}
+
+}  // namespace pkb::scoring

@@ -1,0 +1,89 @@
+// Loading results.jsonl (malformed lines, duplicates) and aggregating over problems.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "scoring/aggregate.h"
+
+using namespace pkb::scoring;
+
+namespace {
+
+const std::string kFixture = std::string(PKB_SCORING_FIXTURES) + "/fixtures/results.jsonl";
+
+Sample sample(const std::string& sha, bool robust, bool pkb, std::optional<double> speedup) {
+  Sample s;
+  s.sha256 = sha;
+  s.robust_pass = robust;
+  s.pkb_pass = pkb;
+  s.speedup = speedup;
+  return s;
+}
+
+}  // namespace
+
+TEST(Load, SkipsAndCountsMalformedLines) {
+  LoadedResults r = load_results(kFixture);
+  EXPECT_EQ(r.records, 7);
+  EXPECT_EQ(r.malformed, 3);  // truncated JSON, unknown status, foreign schema
+  EXPECT_EQ(r.duplicates, 1);
+  ASSERT_EQ(r.warnings.size(), 3u);
+  EXPECT_NE(r.warnings[0].find("results.jsonl:3: skipped: not valid JSON"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find(":10: skipped: unknown status 'bogus_status'"), std::string::npos) << r.warnings[1];
+  EXPECT_NE(r.warnings[2].find(":11: skipped: schema"), std::string::npos) << r.warnings[2];
+  EXPECT_EQ(r.fingerprint["gpu"], nlohmann::json::array({"NVIDIA H200"}));
+}
+
+TEST(Load, GroupsPerProblemAndKeepsTheLatestRecordOfACandidate) {
+  LoadedResults r = load_results(kFixture);
+  ASSERT_EQ(r.problems.size(), 3u);
+  EXPECT_EQ(r.problems[0].folder, "001_allreduce");
+  EXPECT_EQ(r.problems[0].samples.size(), 3u);
+  EXPECT_EQ(r.problems[0].samples[2].index, 2);
+  const auto& gather = r.problems[1];
+  ASSERT_EQ(gather.samples.size(), 2u);
+  EXPECT_EQ(gather.samples[0].status, "timeout");  // the later record for sha g0 replaced compile_error
+  EXPECT_EQ(gather.samples[1].sol_baseline, 0.2);  // libtorch baseline named by timing.baseline
+  EXPECT_EQ(r.problems[2].category, "tensor_parallel");
+}
+
+TEST(Load, EmptyInputAndUnreadableFile) {
+  std::istringstream in("\n\n");
+  LoadedResults r = parse_results(in, "empty");
+  EXPECT_EQ(r.records, 0);
+  EXPECT_EQ(r.malformed, 0);
+  EXPECT_THROW(load_results("/nonexistent/results.jsonl"), pkb::Error);
+}
+
+TEST(Aggregate, MeansCountsPoliciesAndEmptyProblems) {
+  LoadedResults r;
+  r.problems = {{1, "a", "001_a", "collective", {sample("1", true, true, 2.0), sample("2", false, true, 4.0)}},
+                {2, "b", "002_b", "collective", {sample("3", true, true, 0.5)}},
+                {3, "c", "003_c", "graph", {}}};
+  ScoreSettings st;
+  st.ks = {1, 2};
+  st.thresholds = {1.0};
+  Scores s = score(r, st);
+  ASSERT_EQ(s.problems.size(), 3u);
+  EXPECT_NEAR(s.problems[0].pass_robust[0].value, 0.5, 1e-12);
+  EXPECT_EQ(s.problems[0].pass_pkb[0].value, 1.0);  // the pkb policy accepts sample 2
+  EXPECT_EQ(s.problems[1].pass_robust[1].k_used, 1);  // one sample: k = 2 clipped to n
+  EXPECT_EQ(s.without_samples, std::vector<std::string>{"003_c"});
+  EXPECT_EQ(s.overall.problems, 3);
+  EXPECT_NEAR(s.overall.pass_robust[0], 1.5, 1e-12);  // 0.5 + 1 + 0: "1.5 out of 3"
+  EXPECT_NEAR(s.overall.mean(s.overall.pass_robust[0]), 0.5, 1e-12);
+  EXPECT_NEAR(s.overall.fast[0], 0.5, 1e-12);  // only 001_a's 2.0x is correct and > 1
+  EXPECT_NEAR(*s.overall.geomean_speedup(), 1.0, 1e-12);  // sqrt(2.0 * 0.5): the incorrect 4.0x is left out
+  EXPECT_EQ(s.by_category.at("graph").problems, 1);
+  EXPECT_EQ(s.by_category.at("graph").pass_robust[0], 0.0);
+  ASSERT_EQ(s.curve.size(), 2u);
+  EXPECT_NEAR(s.curve[0].value, 0.5 / 3, 1e-12);  // fast_1@1 over 3 problems
+}
+
+TEST(Aggregate, RejectsKBelowOne) {
+  ScoreSettings st;
+  st.ks = {0};
+  EXPECT_THROW(score(LoadedResults{}, st), pkb::Error);
+}
