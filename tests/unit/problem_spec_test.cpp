@@ -193,3 +193,15 @@ TEST(Catalog, ShippedProblemsAllLoad) {
   EXPECT_GE(c.problems.size(), 8u);
   for (int id = 1; id <= 8; ++id) EXPECT_NE(c.find(id), nullptr) << "problem " << id;
 }
+
+TEST(ProblemSpec, ParamOverridesParseOrSayWhich) {
+  EXPECT_EQ(pkb::parse_param_overrides({"M=64", "N=-3"}), (std::map<std::string, int64_t>{{"M", 64}, {"N", -3}}));
+  for (const char* bad : {"M", "=4", "M=", "M=abc", "M=12x"}) {
+    try {
+      pkb::parse_param_overrides({bad});
+      ADD_FAILURE() << bad;
+    } catch (const pkb::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}

@@ -19,11 +19,7 @@ struct EvalCliOptions {
 };
 
 int run_eval(EvalCliOptions& o) {
-  for (const auto& kv : o.params) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("--param '" + kv + "': expected NAME=VALUE");
-    o.e.params[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-  }
+  o.e.params = parse_param_overrides(o.params);
   o.e.out_dir = std::filesystem::absolute(o.e.out_dir);
   o.e.cache_dir = std::filesystem::absolute(o.e.cache_dir);
   Catalog c = load_catalog(repo_root() / "problems");

@@ -20,11 +20,7 @@ struct ValidateCliOptions {
 };
 
 int run_validate(ValidateCliOptions& o) {
-  for (const auto& kv : o.params) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("--param '" + kv + "': expected NAME=VALUE");
-    o.v.params[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-  }
+  o.v.params = parse_param_overrides(o.params);
   o.v.python = o.python == "on" ? PythonCheck::on : o.python == "off" ? PythonCheck::off : PythonCheck::auto_detect;
   o.v.out_dir = std::filesystem::absolute(o.out);
   Catalog c = load_catalog(repo_root() / "problems");

@@ -26,5 +26,8 @@ int main(int argc, char** argv) {
   } catch (const pkb::Error& e) {
     std::cerr << "pkb: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {  // a library's exception that no layer translated: still one clear line
+    std::cerr << "pkb: unexpected error: " << e.what() << "\n";
+    return 2;
   }
 }

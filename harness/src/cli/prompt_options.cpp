@@ -21,15 +21,7 @@ prompt::PromptOptions to_prompt_options(const PromptCliOptions& o) {
   p.variant = *prompt::variant_from_name(o.variant);  // CLI11 checked the name
   p.dtype = *dtype_from_name(o.dtype);
   p.prompts_dir = o.prompts_dir.empty() ? std::filesystem::path() : std::filesystem::absolute(o.prompts_dir);
-  for (const auto& kv : o.params) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--param '" + kv + "': expected NAME=VALUE");
-    try {
-      p.params[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw Error("--param '" + kv + "': value is not an integer");
-    }
-  }
+  p.params = parse_param_overrides(o.params);
   return p;
 }
 

@@ -402,6 +402,22 @@ std::vector<int64_t> tensor_shape(const TensorSpec& t, const RunShape& run, int 
   throw Error("tensor '" + t.name + "': no shape case matches rank " + std::to_string(rank));
 }
 
+std::map<std::string, int64_t> parse_param_overrides(const std::vector<std::string>& name_values) {
+  std::map<std::string, int64_t> out;
+  for (const auto& kv : name_values) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--param '" + kv + "': expected NAME=VALUE");
+    size_t used = 0;
+    try {
+      out[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != kv.size() - eq - 1) throw Error("--param '" + kv + "': value is not an integer");
+  }
+  return out;
+}
+
 DType tensor_dtype(const TensorSpec& t, const RunShape& run) { return t.dtype.value_or(run.float_dtype); }
 
 }  // namespace pkb

@@ -115,6 +115,9 @@ RunShape resolve_run(const ProblemSpec& spec, int world, DType float_dtype,
 std::optional<std::string> world_size_violation(const ProblemSpec& spec, int world,
                                                 const std::map<std::string, int64_t>& params);
 
+// "NAME=VALUE" strings (the --param options) as overrides. Throws pkb::Error naming the bad one.
+std::map<std::string, int64_t> parse_param_overrides(const std::vector<std::string>& name_values);
+
 // Shape and dtype of a tensor on a rank.
 std::vector<int64_t> tensor_shape(const TensorSpec& t, const RunShape& run, int rank);
 DType tensor_dtype(const TensorSpec& t, const RunShape& run);

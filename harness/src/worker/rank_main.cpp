@@ -37,13 +37,7 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   env.spec = load_problem(o.problem_dir);
   auto dtype = dtype_from_name(o.dtype);
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32, got '" + o.dtype + "'");
-  std::map<std::string, int64_t> overrides;
-  for (const auto& kv : o.params) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("--param '" + kv + "': expected NAME=VALUE");
-    overrides[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-  }
-  env.run = resolve_run(env.spec, world, *dtype, overrides);
+  env.run = resolve_run(env.spec, world, *dtype, parse_param_overrides(o.params));
   const char* lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   env.local_rank = lr ? std::atoi(lr) : rank;
   if (o.device == "cuda") {
