@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/sha256.h"
 #include "launch/process.h"
 
@@ -78,25 +79,11 @@ std::string strip_comments_and_strings(const std::string& s) {
   return out;
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + ": cannot read the candidate source");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 const std::string& compiler_version(bool cuda) {
   static std::string versions[2];
   std::string& v = versions[cuda];
   if (v.empty()) {
-    fs::path out = fs::temp_directory_path() / ("pkb-compiler-version-" + std::to_string(getpid()));
-    ProcessOptions po;
-    po.timeout_s = 60;
-    po.stdout_path = out;
-    run_process({cuda ? "nvcc" : "c++", "--version"}, po);
-    v = file_tail(out, 4096);
-    fs::remove(out);
+    v = capture_stdout({cuda ? "nvcc" : "c++", "--version"}, 60);
     if (v.empty()) v = "unknown";
   }
   return v;
@@ -165,7 +152,7 @@ std::string local_headers(const fs::path& dir) {
     if (e.path().extension() == ".h" || e.path().extension() == ".cuh") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::string all;
-  for (const auto& f : files) all += f.filename().string() + "\n" + read_text(f);
+  for (const auto& f : files) all += f.filename().string() + "\n" + read_text_file(f);
   return all;
 }
 
@@ -173,7 +160,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   CompileOptions o = opts;
   o.source_dir = fs::absolute(source).parent_path();
   CompileResult r;
-  std::string code = read_text(source);
+  std::string code = read_text_file(source);
   r.lint = lint_source(code, o.allow_nccl);
   if (!r.lint.empty()) {
     r.status = CompileStatus::lint_violation;
@@ -184,7 +171,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   std::vector<std::string> cmd = compile_command(o, "candidate" + ext, "candidate.so");
   r.command = join(cmd);
   r.hash = sha256_hex(code + "\n--\n" + local_headers(o.source_dir) + "\n--\n" + r.command + "\n--\n" + compiler_version(o.cuda) + "\n--\n" +
-                      read_text(o.include_dir / "pkb/abi.h") + (o.cuda ? read_text(o.include_dir / "pkb/device.cuh") : ""));
+                      read_text_file(o.include_dir / "pkb/abi.h") + (o.cuda ? read_text_file(o.include_dir / "pkb/device.cuh") : ""));
   fs::path entry = o.cache_dir / r.hash;
   r.library = entry / "candidate.so";
   if (fs::exists(entry / "result.json")) {

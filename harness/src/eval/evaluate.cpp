@@ -12,8 +12,8 @@
 #include "core/sha256.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
-#include "launch/mpirun.h"
-#include "launch/process.h"
+#include "core/files.h"
+#include "launch/jobs.h"
 #include "runtime/runtime.h"
 #include "spec/catalog.h"
 #include "spec/topology.h"
@@ -33,13 +33,6 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 json read_json(const fs::path& p) {
   std::ifstream in(p);
   if (!in) return nullptr;
@@ -52,14 +45,8 @@ void write_json(const fs::path& p, const json& j) {
   fs::rename(p.string() + ".tmp", p);
 }
 
-std::string trial_list(int first, int last) {
-  std::string s;
-  for (int t = first; t <= last; ++t) s += (t > first ? "," : "") + std::to_string(t);
-  return s;
-}
-
 std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
-  std::vector<std::string> a = {(executable_dir() / "pkb-rank").string(), "--problem-dir", spec.dir.string(),
+  std::vector<std::string> a = {"--problem-dir", spec.dir.string(),
                                 "--device", o.device, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
                                 "--out", dir.string(), "--time", "--warmup", std::to_string(o.timing.warmup),
                                 "--iters", std::to_string(o.timing.iters)};
@@ -67,21 +54,9 @@ std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions&
   return a;
 }
 
-ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& program, const fs::path& dir,
+ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
                      const std::string& tag) {
-  MpirunJob job = mpirun_job({o.world, o.device == "cuda"}, program);
-  ProcessOptions po;
-  po.timeout_s = o.timeout_s;
-  po.stdout_path = dir / (tag + ".stdout");
-  po.stderr_path = dir / (tag + ".stderr");
-  po.env = job.env;
-  return run_process(job.argv, po);
-}
-
-std::vector<json> rank_records(const fs::path& dir, int world) {
-  std::vector<json> out;
-  for (int r = 0; r < world; ++r) out.push_back(read_json(dir / ("rank" + std::to_string(r) + ".json")));
-  return out;
+  return run_rank_job({o.world, o.device == "cuda", args, dir, tag, o.timeout_s});
 }
 
 // The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
@@ -101,13 +76,7 @@ std::pair<std::string, std::string> nvidia_proc_info() {
 }
 
 json provenance(const EvalOptions& o) {
-  ProcessOptions po;
-  po.timeout_s = 10;
-  fs::path tmp = fs::temp_directory_path() / ("pkb-git-" + std::to_string(getpid()));
-  po.stdout_path = tmp;
-  run_process({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, po);
-  std::string rev = file_tail(tmp, 64);
-  fs::remove(tmp);
+  std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
   if (!rev.empty() && rev.back() == '\n') rev.pop_back();
   RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
   auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
@@ -123,8 +92,8 @@ std::string fingerprint(json prov) {
 }
 
 fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
-  std::string key_material = read_text(spec.dir / "problem.json") + read_text(spec.dir / "reference.cpp") +
-                             read_text(spec.dir / "reference.py") + json(run.params).dump() +
+  std::string key_material = read_text_file(spec.dir / "problem.json") + read_text_file(spec.dir / "reference.cpp") +
+                             read_text_file(spec.dir / "reference.py") + json(run.params).dump() +
                              std::to_string(o.world) + o.device + o.dtype + std::to_string(o.seed) +
                              std::to_string(o.trials) + std::to_string(o.timing.warmup) +
                              std::to_string(o.timing.iters) + fingerprint(prov) + (python ? "py" : "");
@@ -151,24 +120,16 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   ProcessResult pr = launch(o, args, dir, "reference");
   if (!pr.ok()) {
     std::string why = pr.summary();
-    for (const auto& rec : rank_records(dir, o.world))
-      if (rec.is_object() && rec.value("status", "") == "error") why = rec.value("error", why);
+    if (auto e = first_rank_error(read_rank_records(dir, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
     throw Error("reference pass for " + spec.folder() + " failed: " + why);
   }
   if (python) {
-    std::vector<std::string> argv = {"python3", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-                                     std::to_string(o.world), (repo_root() / "harness/python/run_reference.py").string(),
-                                     "--problem-dir", spec.dir.string(), "--io", dir.string(), "--trials", "0",
-                                     "--device", o.device, "--time", "--warmup", std::to_string(o.timing.warmup),
-                                     "--iters", std::to_string(o.timing.iters)};
-    ProcessOptions po;
-    po.timeout_s = o.timeout_s;
-    po.stdout_path = dir / "torchrun.stdout";
-    po.stderr_path = dir / "torchrun.stderr";
-    po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
-    ProcessResult py = run_process(argv, po);
-    if (!py.ok()) throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " +
-                              py.stderr_tail.substr(py.stderr_tail.size() > 600 ? py.stderr_tail.size() - 600 : 0));
+    ProcessResult py = run_python_runner({o.world, o.device, spec.dir, dir, "0",
+                                          {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
+                                           std::to_string(o.timing.iters)},
+                                          o.timeout_s});
+    if (!py.ok())
+      throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
   write_json(dir / "complete.json", {{"seconds", since(t0)}});
   return dir;
@@ -183,16 +144,12 @@ struct Failure {
 // Classifies a candidate launch that did not end cleanly. Rank records come first: a rank that recorded a CUDA
 // error or a bad return code explains why its peers then hung or were killed.
 std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector<json>& records) {
-  for (size_t r = 0; r < records.size(); ++r) {
-    const json& rec = records[r];
-    if (!rec.is_object()) continue;
-    std::string st = rec.value("status", "");
-    if (st == "load_error") return Failure{EvalStatus::load_error, rec.value("error", ""), {{"rank", r}}};
-    if (st == "runtime_error" || st == "error")
-      return Failure{EvalStatus::runtime_error, "rank " + std::to_string(r) + ": " + rec.value("error", ""), {{"rank", r}}};
+  if (auto e = first_rank_error(records)) {
+    if (e->status == "load_error") return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
+    return Failure{EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
   }
   if (pr.ok()) return std::nullopt;
-  std::string tail = pr.stderr_tail.size() > 2000 ? pr.stderr_tail.substr(pr.stderr_tail.size() - 2000) : pr.stderr_tail;
+  std::string tail = stderr_tail(pr, 2000);
   if (pr.timed_out)
     return Failure{EvalStatus::timeout, "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
                                             " s (hang or deadlock); the rank group was killed", {{"stderr_tail", tail}}};
@@ -314,7 +271,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
   RunShape run = resolve_run(spec, o.world, *dtype, o.params);
-  std::string source_text = read_text(source);
+  std::string source_text = read_text_file(source);
   std::string source_hash = sha256_hex(source_text);
   json prov = provenance(o);
 
@@ -391,7 +348,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   ProcessResult pr = launch(o, args, cand_dir, "candidate");
   wall["candidate_s"] = since(t0);
   rec["run_dir"] = cand_dir.string();
-  auto records = rank_records(cand_dir, o.world);
+  auto records = read_rank_records(cand_dir, o.world);
   if (auto f = launch_failure(pr, records)) {
     rec["failure"] = f->detail;
     return finish(f->status, f->message);

@@ -116,3 +116,20 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 }
 
 }  // namespace pkb
+
+namespace pkb {
+
+std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s) {
+  static int counter = 0;
+  std::filesystem::path out = std::filesystem::temp_directory_path() /
+                              ("pkb-capture-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  ProcessOptions po;
+  po.timeout_s = timeout_s;
+  po.stdout_path = out;
+  ProcessResult r = run_process(argv, po);
+  std::string text = r.ok() ? file_tail(out, 1 << 16) : "";
+  std::filesystem::remove(out);
+  return text;
+}
+
+}  // namespace pkb

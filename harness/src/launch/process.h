@@ -33,6 +33,9 @@ struct ProcessResult {
 // Throws pkb::Error only if the child cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
 
+// Runs a short command and returns its standard output ("" if it failed or printed nothing).
+std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s = 30);
+
 // Last `max_bytes` of a file (whole lines where possible); "" if missing.
 std::string file_tail(const std::filesystem::path& p, size_t max_bytes = 4096);
 

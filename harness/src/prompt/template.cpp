@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace pkb::prompt {
 namespace {
@@ -87,13 +88,7 @@ std::vector<std::string> placeholders(std::string_view text, const std::string& 
   return names;
 }
 
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file.string() + ": cannot read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text(const std::filesystem::path& file) { return read_text_file(file); }
 
 std::string render_file(const std::filesystem::path& file, const Vars& vars) {
   return render(read_text(file), vars, file.string());

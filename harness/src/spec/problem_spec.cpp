@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace pkb {
 namespace {
@@ -190,13 +191,6 @@ TensorSpec parse_tensor(const Fields& f, bool is_input, const std::set<std::stri
   return t;
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  if (!in) throw Error(p.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void parse_into(ProblemSpec& s, const json& j) {
   Fields f(j, "");
@@ -335,7 +329,7 @@ ProblemSpec load_problem(const std::filesystem::path& dir) {
   s.dir = dir;
   json j;
   try {
-    j = json::parse(read_file(file));
+    j = json::parse(read_text_file(file));
   } catch (const json::parse_error& e) {
     throw Error(file.string() + ": invalid JSON: " + e.what());
   }

@@ -8,8 +8,7 @@
 #include "core/error.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
-#include "launch/mpirun.h"
-#include "launch/process.h"
+#include "launch/jobs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
@@ -19,56 +18,29 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string trial_list(int trials) {
-  std::string s;
-  for (int t = 0; t < trials; ++t) s += (t ? "," : "") + std::to_string(t);
-  return s;
-}
-
 fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, int rank) {
   return dir / ("trial" + std::to_string(trial)) / (prefix + std::to_string(rank) + ".safetensors");
 }
 
 // First error any rank recorded, else the process summary with the tail of stderr.
 std::string launch_failure(const ProcessResult& pr, const fs::path& dir, int world) {
-  for (int r = 0; r < world; ++r) {
-    std::ifstream in(dir / ("rank" + std::to_string(r) + ".json"));
-    if (!in) continue;
-    json rec = json::parse(in, nullptr, false);
-    if (!rec.is_discarded() && rec.value("status", "") == "error")
-      return "rank " + std::to_string(r) + ": " + rec.value("error", "unknown error");
-  }
-  std::string tail = pr.stderr_tail.size() > 600 ? pr.stderr_tail.substr(pr.stderr_tail.size() - 600) : pr.stderr_tail;
+  if (auto e = first_rank_error(read_rank_records(dir, world))) return "rank " + std::to_string(e->rank) + ": " + e->message;
+  std::string tail = stderr_tail(pr, 600);
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
 }
 
 ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir, bool save_inputs) {
-  std::vector<std::string> prog = {(executable_dir() / "pkb-rank").string(), "--problem-dir", spec.dir.string(),
-                                   "--device", o.device, "--dtype", o.dtype, "--trials", trial_list(o.trials),
-                                   "--seed", std::to_string(o.seed), "--out", dir.string()};
-  for (const auto& [k, v] : o.params) prog.insert(prog.end(), {"--param", k + "=" + std::to_string(v)});
-  if (save_inputs) prog.push_back("--save-inputs");
-  MpirunJob job = mpirun_job({o.world, o.device == "cuda"}, prog);
-  ProcessOptions po;
-  po.timeout_s = o.timeout_s;
-  po.stdout_path = dir / "mpirun.stdout";
-  po.stderr_path = dir / "mpirun.stderr";
-  po.env = job.env;
-  return run_process(job.argv, po);
+  RankJob job{o.world, o.device == "cuda",
+              {"--problem-dir", spec.dir.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
+               trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed), "--out", dir.string()},
+              dir, "mpirun", o.timeout_s};
+  for (const auto& [k, v] : o.params) job.args.insert(job.args.end(), {"--param", k + "=" + std::to_string(v)});
+  if (save_inputs) job.args.push_back("--save-inputs");
+  return run_rank_job(job);
 }
 
 ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
-  std::vector<std::string> argv = {"python3", "-m", "torch.distributed.run", "--standalone",
-                                   "--nproc-per-node", std::to_string(o.world),
-                                   (repo_root() / "harness/python/run_reference.py").string(),
-                                   "--problem-dir", spec.dir.string(), "--io", dir.string(),
-                                   "--trials", trial_list(o.trials), "--device", o.device};
-  ProcessOptions po;
-  po.timeout_s = o.timeout_s;
-  po.stdout_path = dir / "torchrun.stdout";
-  po.stderr_path = dir / "torchrun.stderr";
-  po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
-  return run_process(argv, po);
+  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), {}, o.timeout_s});
 }
 
 struct Tally {

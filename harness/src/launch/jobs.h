@@ -1,0 +1,54 @@
+// The two kinds of job the driver launches, shared by `pkb validate` and `pkb eval`: pkb-rank under mpirun and
+// reference.py under torchrun, each with a deadline, its output in the job directory, and the GPU safety settings
+// (NVLink multicast off) in its environment. Plus reading what the ranks recorded.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/process.h"
+
+namespace pkb {
+
+// "first,first+1,...,last" for --trials.
+std::string trial_list(int first, int last);
+
+struct RankJob {
+  int world = 1;
+  bool cuda = false;
+  std::vector<std::string> args;  // pkb-rank's arguments (the program itself is added)
+  std::filesystem::path dir;      // TAG.stdout / TAG.stderr go here
+  std::string tag = "mpirun";
+  double timeout_s = 120;
+};
+ProcessResult run_rank_job(const RankJob& job);
+
+struct PythonRunnerJob {
+  int world = 1;
+  std::string device = "cuda";
+  std::filesystem::path problem_dir, io_dir;  // io_dir holds trialT/inputs.rankR.safetensors
+  std::string trials = "0";
+  std::vector<std::string> extra_args;        // e.g. --time --warmup N --iters N
+  double timeout_s = 120;
+};
+// harness/python/run_reference.py under `python3 -m torch.distributed.run`.
+ProcessResult run_python_runner(const PythonRunnerJob& job);
+
+// dir/rankR.json for every rank (null where a rank wrote none or it does not parse).
+std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world);
+
+struct RankError {
+  int rank;
+  std::string status, message;
+};
+// The first rank record whose status is not "ok".
+std::optional<RankError> first_rank_error(const std::vector<nlohmann::json>& records);
+
+// The end of a process's stderr, for one-line messages.
+std::string stderr_tail(const ProcessResult& pr, size_t max_bytes);
+
+}  // namespace pkb
