@@ -1,4 +1,6 @@
 // pkb validate PROBLEMS [-w W] [--device cpu|cuda] [--dtype bf16|fp32] [--trials T] [--python auto|on|off]
+// [--time [--warmup N] [--iters N] [--topology NAME]]
+// With --time, each problem also gets its baselines timed and a closing table of times and SOL%.
 // Exit 0 only when every selected problem passed (skips for a W the problem forbids are not failures).
 #include <cstdio>
 #include <iostream>
@@ -19,6 +21,34 @@ struct ValidateCliOptions {
   std::string out = "results/validate";
 };
 
+std::string cell(const nlohmann::json& j, const char* key, double scale, const char* fmt) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number() || j[key].get<double>() <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, scale * j[key].get<double>());
+  return buf;
+}
+
+// The markdown table of baseline times against the roofline, for notes and docs/results.
+void print_timing_table(const std::vector<ValidationResult>& results, const ValidateOptions& v) {
+  std::printf("\n| problem | libtorch+NCCL us | PyTorch eager us | roofline floor us | bound | SOL%% libtorch+NCCL | SOL%% eager |\n"
+              "|---|---|---|---|---|---|---|\n");
+  int below_half = 0, timed = 0;
+  for (const auto& r : results) {
+    if (r.verdict == Verdict::skip || !r.record.contains("roofline")) continue;
+    const auto& t = r.record["timing"];
+    const auto& roof = r.record["roofline"];
+    std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.problem.c_str(),
+                cell(t["libtorch_nccl"], "median_us", 1, "%.1f").c_str(), cell(t["pytorch_eager"], "median_us", 1, "%.1f").c_str(),
+                cell(roof, "floor_us", 1, "%.2f").c_str(), roof.value("bound", "").c_str(),
+                cell(roof, "sol_libtorch_nccl", 100, "%.0f").c_str(), cell(roof, "sol_pytorch_eager", 100, "%.0f").c_str());
+    const auto& sol = roof.contains("sol_pytorch_eager") && roof["sol_pytorch_eager"].is_number()
+                          ? roof["sol_pytorch_eager"] : roof["sol_libtorch_nccl"];
+    if (sol.is_number()) ++timed, below_half += sol.get<double>() < 0.5;
+  }
+  std::printf("\n%d of %d timed baselines are below 50%% of the roofline (W=%d, %s, topology %s; PyTorch eager "
+              "where measured, else libtorch+NCCL)\n", below_half, timed, v.world, v.dtype.c_str(), v.topology.c_str());
+}
+
 int run_validate(ValidateCliOptions& o) {
   o.v.params = parse_param_overrides(o.params);
   o.v.python = o.python == "on" ? PythonCheck::on : o.python == "off" ? PythonCheck::off : PythonCheck::auto_detect;
@@ -27,6 +57,7 @@ int run_validate(ValidateCliOptions& o) {
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   auto selected = c.select(o.selection);
   int passed = 0, failed = 0, skipped = 0;
+  std::vector<ValidationResult> results;
   for (const ProblemSpec* p : selected) {
     ValidationResult r;
     try {
@@ -39,9 +70,12 @@ int run_validate(ValidateCliOptions& o) {
     std::printf("%s %-28s W=%d %s %s %5.1fs  %s\n", verdict_name(r.verdict), r.problem.c_str(), o.v.world,
                 o.v.device.c_str(), o.v.dtype.c_str(), r.wall_s, r.detail.c_str());
     if (o.v.device == "cuda" && !r.python.empty()) std::printf("     %-28s python: %s\n", "", r.python.c_str());
+    if (!r.timing.empty()) std::printf("     %-28s time: %s\n", "", r.timing.c_str());
     std::fflush(stdout);
+    results.push_back(r);
     (r.verdict == Verdict::pass ? passed : r.verdict == Verdict::skip ? skipped : failed)++;
   }
+  if (o.v.time) print_timing_table(results, o.v);
   std::printf("validate: %d passed, %d failed, %d skipped (W=%d, %s, %s)\n", passed, failed, skipped, o.v.world,
               o.v.device.c_str(), o.v.dtype.c_str());
   if (!c.errors.empty()) return 2;
@@ -63,6 +97,10 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--python", o->python, "Cross-check reference.py under torchrun")->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
+  cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
+  cmd->add_option("--warmup", o->v.timing.warmup, "Untimed iterations before timing (--time)");
+  cmd->add_option("--iters", o->v.timing.iters, "Timed iterations (--time)")->check(CLI::PositiveNumber);
+  cmd->add_option("--topology", o->v.topology, "Topology of the roofline (--time)");
   cmd->callback([o, &action] { action = [o] { return run_validate(*o); }; });
 }
 

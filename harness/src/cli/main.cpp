@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "launch/process.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
@@ -15,12 +16,14 @@ int main(int argc, char** argv) {
   pkb::cli::add_prompt_command(app, action);
   pkb::cli::add_generate_command(app, action);
   pkb::cli::add_report_command(app, action);
+  pkb::cli::add_run_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  pkb::kill_children_on_termination();
   try {
     return action ? action() : 2;
   } catch (const pkb::Error& e) {

@@ -1,5 +1,10 @@
 #include "core/files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +18,35 @@ std::string read_text_file(const std::filesystem::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void append_line(const std::filesystem::path& path, const std::string& line) {
+  std::string bytes = line + "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(path.string() + ": cannot open for appending: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(path.string() + ": append failed: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+size_t repair_jsonl_tail(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return 0;
+  std::string text = read_text_file(path);
+  if (text.empty() || text.back() == '\n') return 0;
+  size_t keep = text.rfind('\n');
+  keep = keep == std::string::npos ? 0 : keep + 1;
+  std::filesystem::resize_file(path, keep);
+  return text.size() - keep;
 }
 
 }  // namespace pkb

@@ -1,4 +1,4 @@
-// Whole-file reads, in one place: every caller wants the same thing and the same error.
+// Whole-file reads and JSONL appends, in one place: every caller wants the same thing and the same error.
 #pragma once
 
 #include <filesystem>
@@ -8,5 +8,13 @@ namespace pkb {
 
 // The file's bytes. Throws pkb::Error "<path>: cannot open" if it cannot be opened.
 std::string read_text_file(const std::filesystem::path& path);
+
+// Appends `line` and a newline with one write(2) on an O_APPEND descriptor, so that concurrent appenders never
+// interleave and a killed process leaves at most one incomplete line. Throws pkb::Error when it cannot.
+void append_line(const std::filesystem::path& path, const std::string& line);
+
+// Cuts an incomplete last line (no trailing newline: its writer was killed) off a JSONL file; returns the
+// number of bytes removed (0 when the file is whole or absent).
+size_t repair_jsonl_tail(const std::filesystem::path& path);
 
 }  // namespace pkb

@@ -16,6 +16,7 @@
 #include "launch/jobs.h"
 #include "runtime/runtime.h"
 #include "spec/catalog.h"
+#include "spec/roofline.h"
 #include "spec/topology.h"
 #include "validate/validate.h"
 
@@ -56,7 +57,9 @@ std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions&
 
 ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
                      const std::string& tag) {
-  return run_rank_job({o.world, o.device == "cuda", args, dir, tag, o.timeout_s});
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s};
+  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  return run_rank_job(job);
 }
 
 // The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
@@ -124,10 +127,11 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     throw Error("reference pass for " + spec.folder() + " failed: " + why);
   }
   if (python) {
-    ProcessResult py = run_python_runner({o.world, o.device, spec.dir, dir, "0",
-                                          {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
-                                           std::to_string(o.timing.iters)},
-                                          o.timeout_s});
+    PythonRunnerJob job{o.world, o.device, spec.dir, dir, "0",
+                        {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)},
+                        o.timeout_s};
+    if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+    ProcessResult py = run_python_runner(job);
     if (!py.ok())
       throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
@@ -233,22 +237,18 @@ std::string check_outputs(const ProblemSpec& spec, const RunShape& run, const Ev
   return first_failure;
 }
 
-// Time floor from the problem's roofline on the topology: the slowest of links, HBM and math, in microseconds.
-json roofline(const ProblemSpec& spec, const RunShape& run, const std::string& topology_name) {
-  Topology topo = find_topology(topology_name);
-  Variables v = run.vars();
-  double link = static_cast<double>(spec.roofline.at("link_bytes").eval(v));
-  double hbm = static_cast<double>(spec.roofline.at("hbm_bytes").eval(v));
-  double flops = static_cast<double>(spec.roofline.at("flops").eval(v));
-  double link_us = link / (topo.roofline_link_GBps() * 1e3);
-  double hbm_us = hbm / (topo.hbm_GBps * 1e3);
-  double math_us = flops / (topo.bf16_dense_TFLOPs * 1e6);
-  return {{"topology", topo.name}, {"link_bytes", link}, {"hbm_bytes", hbm}, {"flops", flops},
-          {"link_us", link_us}, {"hbm_us", hbm_us}, {"math_us", math_us},
-          {"floor_us", std::max({link_us, hbm_us, math_us})}};
-}
-
 }  // namespace
+
+CompileOptions eval_compile_options(const EvalOptions& o) {
+  CompileOptions co;
+  co.cuda = o.device == "cuda";
+  co.arch = o.arch;
+  co.timeout_s = o.compile_timeout_s;
+  co.allow_nccl = o.allow_nccl;
+  co.cache_dir = o.cache_dir / "compile";
+  co.include_dir = repo_root() / "harness/include";
+  return co;
+}
 
 const char* eval_status_name(EvalStatus s) {
   switch (s) {
@@ -260,6 +260,7 @@ const char* eval_status_name(EvalStatus s) {
     case EvalStatus::crash: return "crash";
     case EvalStatus::incorrect: return "incorrect";
     case EvalStatus::correct: return "correct";
+    case EvalStatus::not_evaluated: return "not_evaluated";
   }
   return "crash";
 }
@@ -295,18 +296,12 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     wall["total_s"] = since(t_start);
     rec["wall"] = wall;
     fs::create_directories(o.out_dir);
-    std::ofstream(o.out_dir / "results.jsonl", std::ios::app) << rec.dump() << "\n";
+    append_line(o.out_dir / "results.jsonl", rec.dump());
     return res;
   };
 
   // 1. Lint and compile.
-  CompileOptions co;
-  co.cuda = o.device == "cuda";
-  co.arch = o.arch;
-  co.timeout_s = o.compile_timeout_s;
-  co.allow_nccl = o.allow_nccl;
-  co.cache_dir = o.cache_dir / "compile";
-  co.include_dir = repo_root() / "harness/include";
+  CompileOptions co = eval_compile_options(o);
   auto t0 = std::chrono::steady_clock::now();
   CompileResult cr = compile_candidate(source, co);
   wall["compile_s"] = since(t0);
@@ -323,6 +318,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
       if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
     return finish(EvalStatus::compile_error, first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
   }
+  if (!o.not_evaluated_reason.empty()) return finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + o.not_evaluated_reason);
 
   // 2. Reference pass and baselines (cached).
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
@@ -378,8 +374,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
     timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
   }
-  json roof = roofline(spec, run, o.topology);
-  auto sol = [&](const json& t) { return median(t) > 0 ? json(roof["floor_us"].get<double>() / median(t)) : json(nullptr); };
+  json roof = roofline_floor(spec, run, o.topology);
+  auto sol = [&](const json& t) { return speed_of_light(roof, median(t)); };
   roof["sol_candidate"] = sol(cand_t);
   roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
   roof["sol_baseline_pytorch_eager"] = sol(py_t);

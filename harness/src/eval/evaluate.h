@@ -10,12 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile/compiler.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
 namespace pkb {
 
-enum class EvalStatus { compile_error, lint_violation, load_error, runtime_error, timeout, crash, incorrect, correct };
+// not_evaluated: compiled (or failed to), but EvalOptions::not_evaluated_reason stopped it before any rank ran
+// (`pkb run` on a machine without GPUs). Not a sample for scoring.
+enum class EvalStatus { compile_error, lint_violation, load_error, runtime_error, timeout, crash, incorrect, correct,
+                        not_evaluated };
 const char* eval_status_name(EvalStatus s);
 
 struct EvalOptions {
@@ -35,6 +39,8 @@ struct EvalOptions {
   std::string topology = "h200_2";  // for the roofline (SOL%) fields
   std::filesystem::path out_dir = "results/eval";
   std::filesystem::path cache_dir = "results/cache";
+  std::string visible_devices;        // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
+  std::string not_evaluated_reason;   // non-empty: lint and compile only, then record not_evaluated with this
 };
 
 struct EvalResult {
@@ -45,6 +51,9 @@ struct EvalResult {
 // Throws pkb::Error only for harness failures (bad options, a reference that fails); everything the candidate
 // does wrong is a status in the record.
 EvalResult evaluate_candidate(const ProblemSpec& spec, const std::filesystem::path& source, const EvalOptions& o);
+
+// How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
+CompileOptions eval_compile_options(const EvalOptions& o);
 
 // One readable verdict: status, errors, times, speedup.
 std::string format_verdict(const nlohmann::json& record);

@@ -16,7 +16,7 @@ std::string trial_list(int first, int last) {
 ProcessResult run_rank_job(const RankJob& job) {
   std::vector<std::string> program = {(executable_dir() / "pkb-rank").string()};
   program.insert(program.end(), job.args.begin(), job.args.end());
-  MpirunJob mpi = mpirun_job({job.world, job.cuda}, program);
+  MpirunJob mpi = mpirun_job({job.world, job.cuda, job.env}, program);
   ProcessOptions po;
   po.timeout_s = job.timeout_s;
   po.stdout_path = job.dir / (job.tag + ".stdout");
@@ -36,6 +36,7 @@ ProcessResult run_python_runner(const PythonRunnerJob& job) {
   po.stdout_path = job.io_dir / "torchrun.stdout";
   po.stderr_path = job.io_dir / "torchrun.stderr";
   po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
+  po.env.insert(job.env.begin(), job.env.end());
   return run_process(argv, po);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct RankJob {
   std::filesystem::path dir;      // TAG.stdout / TAG.stderr go here
   std::string tag = "mpirun";
   double timeout_s = 120;
+  std::map<std::string, std::string> env;  // extra variables for every rank, e.g. CUDA_VISIBLE_DEVICES
 };
 ProcessResult run_rank_job(const RankJob& job);
 
@@ -34,6 +36,7 @@ struct PythonRunnerJob {
   std::string trials = "0";
   std::vector<std::string> extra_args;        // e.g. --time --warmup N --iters N
   double timeout_s = 120;
+  std::map<std::string, std::string> env;     // extra variables, e.g. CUDA_VISIBLE_DEVICES
 };
 // harness/python/run_reference.py under `python3 -m torch.distributed.run`.
 ProcessResult run_python_runner(const PythonRunnerJob& job);

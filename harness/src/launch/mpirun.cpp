@@ -18,6 +18,7 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // More ranks than cores: waiting ranks must yield or they starve the ones doing work.
   bool oversubscribed = static_cast<unsigned>(opts.world) > std::thread::hardware_concurrency();
   job.env["OMPI_MCA_mpi_yield_when_idle"] = (!opts.cuda && oversubscribed) ? "1" : "0";
+  for (const auto& [k, v] : opts.env) job.env[k] = v;
 
   job.argv = {PKB_MPIRUN};
   if (geteuid() == 0) job.argv.push_back("--allow-run-as-root");
@@ -25,7 +26,7 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // Ranks never leave the node: shared memory only, so no time goes into probing network interfaces.
   job.argv.insert(job.argv.end(), {"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"});
   for (const auto& [k, v] : job.env) job.argv.insert(job.argv.end(), {"-x", k});
-  if (getenv("CUDA_VISIBLE_DEVICES")) job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
+  if (getenv("CUDA_VISIBLE_DEVICES") && !job.env.count("CUDA_VISIBLE_DEVICES")) job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
   job.argv.insert(job.argv.end(), program.begin(), program.end());
   return job;
 }

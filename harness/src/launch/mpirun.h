@@ -11,6 +11,7 @@ namespace pkb {
 struct MpirunOptions {
   int world = 1;
   bool cuda = false;
+  std::map<std::string, std::string> env;  // extra variables forwarded to every rank
 };
 
 struct MpirunJob {

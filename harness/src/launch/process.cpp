@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -19,6 +21,31 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Live children's process groups, for the termination handler (lock-free: it runs in a signal handler).
+constexpr int kMaxChildren = 256;
+std::atomic<pid_t> g_children[kMaxChildren];
+
+void track_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pid)) return;
+  }
+}
+
+void untrack_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+extern "C" void kill_children_and_die(int sig) {
+  for (auto& slot : g_children)
+    if (pid_t pid = slot.load()) kill(-pid, SIGKILL);
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 int open_sink(const std::filesystem::path& p) {
@@ -73,6 +100,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
     if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
@@ -81,6 +109,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     _exit(127);
   }
   setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+  track_child(pid);
   close(out_fd);
   close(err_fd);
 
@@ -103,6 +132,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   // Reap stragglers the leader left behind (ranks of a crashed mpirun).
   kill(-pid, SIGKILL);
+  untrack_child(pid);
   r.wall_s = now_s() - start;
   if (WIFEXITED(status)) {
     r.exited = true;
@@ -113,6 +143,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (!opts.stdout_path.empty()) r.stdout_tail = file_tail(opts.stdout_path);
   if (!opts.stderr_path.empty()) r.stderr_tail = file_tail(opts.stderr_path);
   return r;
+}
+
+void kill_children_on_termination() {
+  struct sigaction sa = {};
+  sa.sa_handler = kill_children_and_die;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace pkb

@@ -33,6 +33,11 @@ struct ProcessResult {
 // Throws pkb::Error only if the child cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
 
+// Makes SIGINT, SIGTERM and SIGHUP kill every child process group still running before this process dies of the
+// signal: children lead their own groups, so a Ctrl-C or a `kill` aimed at pkb would otherwise leave mpirun and
+// its ranks (a spinning candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed.
+void kill_children_on_termination();
+
 // Runs a short command and returns its standard output ("" if it failed or printed nothing).
 std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s = 30);
 

@@ -11,6 +11,7 @@
 #include "launch/jobs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
+#include "spec/roofline.h"
 
 namespace pkb {
 namespace {
@@ -36,11 +37,17 @@ ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& 
               dir, "mpirun", o.timeout_s};
   for (const auto& [k, v] : o.params) job.args.insert(job.args.end(), {"--param", k + "=" + std::to_string(v)});
   if (save_inputs) job.args.push_back("--save-inputs");
+  if (o.time)
+    job.args.insert(job.args.end(), {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
+                                     std::to_string(o.timing.iters)});
   return run_rank_job(job);
 }
 
 ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
-  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), {}, o.timeout_s});
+  std::vector<std::string> extra;
+  if (o.time)
+    extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
+  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra, o.timeout_s});
 }
 
 struct Tally {
@@ -97,6 +104,39 @@ std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, 
     out.push_back(ts);
   }
   return out;
+}
+
+nlohmann::json read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  json j = json::parse(in, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }
+
+// The baselines' times and their fraction of the roofline, into the record and one printable line.
+std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o,
+                            const fs::path& dir, bool python_ran, json& record) {
+  json cpp = read_json_file(dir / "rank0.json").value("timing", json());
+  json py = python_ran ? read_json_file(dir / "timing.py.json") : json();
+  json roof = roofline_floor(spec, run, o.topology);
+  roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
+  roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
+  record["timing"] = {{"libtorch_nccl", cpp}, {"pytorch_eager", py}};
+  record["roofline"] = roof;
+  if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
+  char buf[256];
+  double floor = roof["floor_us"].get<double>();
+  const char* name = o.device == "cuda" ? "libtorch+NCCL" : "libtorch+MPI on CPU";
+  int n = std::snprintf(buf, sizeof buf, "%s %.1f us (cv %.1f%%, SOL %.0f%%)", name, median_us(cpp),
+                        100 * cpp.value("cv", 0.0), 100 * floor / median_us(cpp));
+  if (median_us(py) > 0)
+    n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%)", median_us(py),
+                       100 * floor / median_us(py));
+  std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.2f us (%s-bound, %s)", floor,
+                roof["bound"].get<std::string>().c_str(), o.topology.c_str());
+  return buf;
 }
 
 }  // namespace
@@ -187,6 +227,7 @@ ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions
       }
     }
   }
+  if (o.time) res.timing = baseline_timing(spec, run, o, dir, want_python && res.python != "failed to run", res.record);
   std::ofstream(dir / "validation.json") << res.record.dump(2) << "\n";
   if (!tally.pass) return finish(Verdict::fail, tally.first_failure);
   char buf[160];

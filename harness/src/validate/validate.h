@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spec/problem_spec.h"
+#include "worker/timing.h"
 
 namespace pkb {
 
@@ -27,6 +28,11 @@ struct ValidateOptions {
   PythonCheck python = PythonCheck::auto_detect;
   std::filesystem::path out_dir;  // per-problem working files go under it
   double timeout_s = 180;         // per launch
+  // --time: also time the baselines (libtorch+NCCL reference, and reference.py where it runs) on trial 0's
+  // inputs, as `pkb eval` times them, and relate them to the roofline of `topology`.
+  bool time = false;
+  TimingOptions timing{20, 100};
+  std::string topology = "h200_2";
 };
 
 enum class Verdict { pass, fail, skip };
@@ -38,6 +44,7 @@ struct ValidationResult {
   std::string detail;   // one line: why it failed or was skipped, or a summary of errors when it passed
   std::string python;   // "agrees", "skipped: ...", or the disagreement
   double wall_s = 0;
+  std::string timing;     // with --time: one line of baseline times and SOL%, or why they are missing
   nlohmann::json record;  // everything measured, written to validation.json
 };
 

@@ -1,0 +1,80 @@
+// pkb run [--model M] [--problems SPEC] [--samples K] [-w W] [--device auto|cuda|cpu] [--topology NAME] [--out DIR]
+// The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
+// the expert kernels of every problem that has one, on every local GPU.
+// Exit codes: 0 the run finished (whatever the candidates did; also without a GPU, where evaluations are
+// skipped), 1 the harness failed on some samples (they stay unrecorded; rerun to retry), 2 usage or input error.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/prompt_options.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "run/run.h"
+#include "spec/catalog.h"
+
+namespace pkb::cli {
+namespace {
+
+struct RunCliOptions {
+  run::RunOptions r;
+  std::vector<std::string> params;
+  std::string variant = "one-shot";
+  double temperature = -1;
+  bool quiet = false;
+};
+
+int run_run(RunCliOptions& o) {
+  o.r.eval.params = parse_param_overrides(o.params);
+  o.r.generate.prompt.variant = o.variant == "zero-shot" ? prompt::Variant::zero_shot : prompt::Variant::one_shot;
+  if (o.temperature >= 0) o.r.generate.temperature = o.temperature;
+  o.r.progress = !o.quiet;
+  Catalog c = load_catalog(repo_root() / "problems");
+  for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
+  run::RunSummary s = run::run_benchmark(c, o.r);
+  std::filesystem::path summary = s.dir / "summary.md";
+  if (std::filesystem::exists(summary)) std::cout << read_text_file(summary) << "\n";
+  std::printf("run: %d samples, %d recorded now, %d from earlier invocations", s.samples, s.recorded, s.resumed);
+  if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
+  std::printf("\nreports: %s/{report.html,report.json,summary.md,curves.csv}\n", s.dir.c_str());
+  if (!s.gpu_evaluation)
+    std::printf("no GPU on this machine: GPU evaluations were skipped (candidates compiled, references validated on "
+                "CPU ranks). The same command on a GPU machine evaluates them.\n");
+  if (!c.errors.empty()) return 2;
+  return s.harness_errors ? 1 : 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<RunCliOptions>();
+  run::RunOptions& r = o->r;
+  CLI::App* cmd = app.add_subcommand("run", "The benchmark end to end: generate, compile, evaluate, score, report");
+  cmd->add_option("--model", r.model,
+                  "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
+  cmd->add_option("--problems", r.problems, "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
+  cmd->add_option("--samples", r.samples, "Samples per problem")->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", r.world, "Ranks per evaluation (default: every visible GPU, at least 2)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("--dtype", r.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd->add_option("--topology", r.topology, "Hardware described in prompts and used for rooflines");
+  cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
+  cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
+  cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", r.eval.timing.warmup, "Untimed iterations before timing");
+  cmd->add_option("--iters", r.eval.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--arch", r.eval.arch, "nvcc target, e.g. sm_90a");
+  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default: one per core)");
+  cmd->add_option("--variant", o->variant, "Prompt variant")->check(CLI::IsMember({"one-shot", "zero-shot"}));
+  cmd->add_option("--concurrency", r.generate.concurrency, "Model requests in flight")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress lines");
+  cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
+}
+
+}  // namespace pkb::cli

@@ -1,0 +1,407 @@
+#include "run/run.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sha256.h"
+#include "launch/process.h"
+#include "scoring/report.h"
+#include "validate/validate.h"
+
+namespace pkb::run {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return stamp;
+}
+
+std::string file_safe(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return out;
+}
+
+// CUDA_VISIBLE_DEVICES' entries, or 0..N-1 for the N GPUs the driver lists.
+std::vector<std::string> visible_gpus() {
+  std::error_code ec;
+  int listed = 0;
+  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) (void)e, ++listed;
+  std::vector<std::string> ids;
+  if (const char* env = getenv("CUDA_VISIBLE_DEVICES")) {
+    std::stringstream ss(env);
+    for (std::string id; std::getline(ss, id, ',');) {
+      if (id.empty() || id == "-1") break;  // CUDA stops at the first invalid entry
+      ids.push_back(id);
+    }
+    if (static_cast<int>(ids.size()) > listed) ids.resize(listed);
+    return ids;
+  }
+  for (int i = 0; i < listed; ++i) ids.push_back(std::to_string(i));
+  return ids;
+}
+
+// What makes two invocations the same run; `samples` may grow between them.
+json run_key(const RunOptions& o, const std::string& selection) {
+  return {{"model", o.model}, {"problems", selection}, {"world", o.world}, {"device", o.eval.device},
+          {"dtype", o.eval.dtype}, {"topology", o.topology}, {"trials", o.eval.trials}, {"seed", o.eval.seed},
+          {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters}, {"params", o.eval.params}};
+}
+
+json read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  json j = json::parse(in, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+void write_json_file(const fs::path& p, const json& j) {
+  std::ofstream(p.string() + ".tmp") << j.dump(2) << "\n";
+  fs::rename(p.string() + ".tmp", p);
+}
+
+// Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
+// of two runs' records.
+void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string& selection, bool gpu) {
+  fs::path path = dir / "manifest.json";
+  json key = run_key(o, selection);
+  json m = read_json_file(path);
+  if (m.is_object()) {
+    for (const auto& [field, value] : key.items())
+      if (m.value("settings", json::object()).value(field, json()) != value)
+        throw Error(path.string() + " was written with " + field + " = " + m["settings"].value(field, json()).dump() +
+                    ", this run has " + value.dump() + ": pass another --out, or remove the directory to start over");
+    m["invocations"] = m.value("invocations", 1) + 1;
+  } else {
+    m = {{"schema", "pkb.run/1"}, {"created", utc_now()}, {"invocations", 1}};
+  }
+  m["settings"] = key;
+  m["model"] = o.model;
+  m["problems"] = selection;
+  m["world"] = o.world;
+  m["topology"] = o.topology;
+  m["samples"] = std::max(o.samples, m.value("samples", 0));
+  m["gpu_evaluation"] = gpu;
+  m["updated"] = utc_now();
+  std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
+  if (!rev.empty() && rev.back() == '\n') rev.pop_back();
+  m["pkb_git"] = rev.empty() ? "unknown" : rev;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  m["host"] = host;
+  write_json_file(path, m);
+}
+
+// One sample the run must account for: an evaluation (source set) or a failed generation (failure set).
+struct Task {
+  const ProblemSpec* spec = nullptr;
+  int sample = 0;
+  fs::path source;
+  std::string sha256;           // of the source, or "generation:<folder>:<sample>"
+  std::string failure_status;   // no_code | truncated | error, for failed generations
+  std::string failure_message;
+  std::string key() const { return spec->folder() + "|" + sha256; }
+};
+
+struct Recorded {
+  std::string status;
+  double speedup = 0;
+};
+
+// What earlier invocations recorded, by sample key (the last record wins, as in scoring).
+std::map<std::string, Recorded> recorded(const fs::path& results) {
+  std::map<std::string, Recorded> out;
+  std::ifstream in(results);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    try {
+      Recorded r{j.at("status").get<std::string>()};
+      if (j.contains("timing") && j["timing"].is_object()) r.speedup = j["timing"].value("speedup", 0.0);
+      out[j.at("problem").at("folder").get<std::string>() + "|" + j.at("candidate").at("sha256").get<std::string>()] = r;
+    } catch (const json::exception&) {
+    }
+  }
+  return out;
+}
+
+json generation_failed_record(const Task& t, const RunOptions& o) {
+  return {{"schema", "pkb.result/1"}, {"time", utc_now()},
+          {"problem", {{"id", t.spec->id}, {"slug", t.spec->slug}, {"folder", t.spec->folder()},
+                       {"category", category_name(t.spec->category)}}},
+          {"candidate", {{"path", ""}, {"sha256", t.sha256}}}, {"sample", t.sample},
+          {"generation", {{"status", t.failure_status}, {"message", t.failure_message}}},
+          {"model", o.model}, {"world", o.world}, {"device", o.eval.device}, {"dtype", o.eval.dtype},
+          {"status", "generation_failed"}, {"message", "no kernel to evaluate: " + t.failure_status +
+                                                           (t.failure_message.empty() ? "" : ": " + t.failure_message)}};
+}
+
+// done/total with pass and fast counts and an ETA, one line per finished sample on stderr.
+class Progress {
+ public:
+  Progress(int total, int done, int pass, int fast, bool enabled)
+      : total_(total), done_(done), pass_(pass), fast_(fast), enabled_(enabled), start_(Clock::now()) {}
+
+  void finished(const Task& t, const std::string& status, double speedup) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++done_, ++this_run_;
+    if (status == "correct") ++pass_;
+    if (status == "correct" && speedup > 1.0) ++fast_;
+    if (!enabled_) return;
+    double per = std::chrono::duration<double>(Clock::now() - start_).count() / this_run_;
+    int eta = static_cast<int>(per * (total_ - done_));
+    char speed[32] = "";
+    if (speedup > 0) std::snprintf(speed, sizeof speed, " %.2fx", speedup);
+    std::fprintf(stderr, "[%d/%d] %s sample %d: %s%s | pass %d, fast %d | ETA %d:%02d\n", done_, total_,
+                 t.spec->folder().c_str(), t.sample, status.c_str(), speed, pass_, fast_, eta / 60, eta % 60);
+  }
+
+ private:
+  std::mutex mu_;
+  int total_, done_, pass_, fast_, this_run_ = 0;
+  bool enabled_;
+  Clock::time_point start_;
+};
+
+void compile_ahead(const std::vector<Task>& tasks, const EvalOptions& eval, int jobs, bool progress) {
+  std::vector<fs::path> sources;
+  std::set<std::string> seen;
+  for (const Task& t : tasks)
+    if (!t.source.empty() && seen.insert(t.sha256).second) sources.push_back(t.source);
+  if (sources.empty()) return;
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(sources.size())));
+  if (progress) std::fprintf(stderr, "compiling %zu candidates, %d at a time\n", sources.size(), jobs);
+  CompileOptions co = eval_compile_options(eval);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < sources.size();) compile_candidate(sources[i], co);  // the result lands in the cache
+    });
+  for (auto& th : pool) th.join();
+}
+
+// References on CPU ranks when no GPU can evaluate: the run still proves its problems' references sound.
+void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunOptions& o, const fs::path& dir) {
+  json out = json::object();
+  for (const ProblemSpec* p : problems) {
+    ValidateOptions v;
+    v.world = o.world;
+    v.device = "cpu";
+    v.dtype = o.eval.dtype;
+    v.trials = 1;
+    v.seed = o.eval.seed;
+    v.params = o.eval.params;
+    v.python = PythonCheck::off;
+    v.out_dir = dir / "validate";
+    ValidationResult r;
+    try {
+      r = validate_problem(*p, v);
+    } catch (const Error& e) {
+      r.verdict = Verdict::fail, r.detail = e.what();
+    }
+    if (o.progress)
+      std::fprintf(stderr, "reference %s W=%d on CPU ranks: %s %s\n", p->folder().c_str(), o.world,
+                   verdict_name(r.verdict), r.detail.c_str());
+    out[p->folder()] = {{"verdict", verdict_name(r.verdict)}, {"detail", r.detail}};
+  }
+  write_json_file(dir / "references_cpu.json", out);
+}
+
+}  // namespace
+
+int visible_gpu_count() { return static_cast<int>(visible_gpus().size()); }
+
+RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
+  RunSummary sum;
+  // 1. Resolve the settings.
+  std::vector<std::string> gpus = visible_gpus();
+  if (o.device == "cuda" && gpus.empty()) throw Error("--device cuda: no GPU is visible on this machine");
+  sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
+  o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
+  if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
+  if (o.eval.device == "cuda" && sum.gpu_evaluation && static_cast<int>(gpus.size()) < o.world)
+    throw Error("-w " + std::to_string(o.world) + " needs " + std::to_string(o.world) + " GPUs; " +
+                std::to_string(gpus.size()) + " visible");
+  o.eval.world = o.world;
+  o.eval.topology = o.topology;
+  std::string selection = o.problems;
+  if (selection.empty() && o.model == "expert") {
+    for (const ProblemSpec& p : catalog.problems)
+      if (fs::exists(p.dir / "solution.cu")) selection += (selection.empty() ? "" : ",") + std::to_string(p.id);
+    if (selection.empty()) throw Error("no problem has a solution.cu for --model expert");
+  }
+  if (selection.empty()) selection = "all";
+  std::vector<const ProblemSpec*> problems = catalog.select(selection);
+  if (o.out_dir.empty())
+    o.out_dir = fs::path("results/runs") / (file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
+                                             "-" + o.eval.dtype);
+  sum.dir = fs::absolute(o.out_dir);
+  fs::create_directories(sum.dir);
+  o.eval.out_dir = sum.dir;
+  o.eval.cache_dir = fs::absolute(o.eval.cache_dir);
+  settle_manifest(sum.dir, o, selection, sum.gpu_evaluation);
+  if (o.progress)
+    std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
+                 problems.size(), o.samples, o.world,
+                 o.eval.device == "cpu" ? "CPU ranks" : sum.gpu_evaluation ? "GPUs" : "no GPU", sum.dir.c_str());
+
+  // 2. Generate (cached replies: a resumed run sends nothing it already paid for).
+  generate::GenerateOptions g = o.generate;
+  g.model = o.model;
+  g.problems = selection;
+  g.samples = o.samples;
+  g.prompt.world = o.world;
+  g.prompt.topology = o.topology;
+  g.prompt.params = o.eval.params;
+  g.prompt.dtype = o.eval.dtype == "fp32" ? DType::f32 : DType::bf16;
+  g.out_dir = sum.dir;
+  g.progress = o.progress;
+  generate::GenerateResult gen = generate::run_generate(catalog, g);
+
+  // 3. The samples still to account for.
+  fs::path results = sum.dir / "results.jsonl";
+  if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
+    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n", cut);
+  auto done = recorded(results);
+  std::vector<Task> todo;
+  int pass = 0, fast = 0;
+  for (const auto& r : gen.records) {
+    const ProblemSpec* spec = nullptr;
+    for (const ProblemSpec* p : problems)
+      if (p->folder() == r.problem) spec = p;
+    if (!spec) continue;
+    Task t{spec, r.sample};
+    if (r.status == generate::SampleStatus::ok) {
+      t.source = sum.dir / r.candidate;
+      t.sha256 = sha256_hex(read_text_file(t.source));
+    } else if (r.status == generate::SampleStatus::no_code || r.status == generate::SampleStatus::truncated ||
+               r.status == generate::SampleStatus::error) {
+      t.sha256 = "generation:" + spec->folder() + ":" + std::to_string(r.sample);
+      t.failure_status = generate::sample_status_name(r.status);
+      t.failure_message = r.message;
+    } else {
+      continue;  // skipped (W forbidden), no_solution, missing: not samples of this run
+    }
+    ++sum.samples;
+    auto it = done.find(t.key());
+    bool finished = it != done.end() && (it->second.status != "not_evaluated" || !sum.gpu_evaluation);
+    if (finished) {
+      ++sum.resumed;
+      pass += it->second.status == "correct";
+      fast += it->second.status == "correct" && it->second.speedup > 1.0;
+      continue;
+    }
+    todo.push_back(t);
+  }
+  if (o.progress && sum.resumed)
+    std::fprintf(stderr, "resuming: %d of %d samples already recorded\n", sum.resumed, sum.samples);
+
+  // 4. Failed generations are failed samples: recorded now, nothing to run.
+  Progress progress(sum.samples, sum.resumed, pass, fast, o.progress);
+  std::vector<Task> evals;
+  for (const Task& t : todo) {
+    if (t.source.empty()) {
+      append_line(results, generation_failed_record(t, o).dump());
+      ++sum.recorded;
+      progress.finished(t, "generation_failed", 0);
+    } else {
+      evals.push_back(t);
+    }
+  }
+
+  // 5. Compile ahead on every core, then evaluate (or, without GPUs, record what compiled).
+  int jobs = o.compile_jobs > 0 ? o.compile_jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  compile_ahead(evals, o.eval, jobs, o.progress);
+  if (!sum.gpu_evaluation) {
+    std::fprintf(stderr,
+                 "pkb run: no GPU on this machine: GPU evaluations are skipped; candidates are compiled and the "
+                 "references validated on CPU ranks\n");
+    validate_on_cpu(problems, o, sum.dir);
+    o.eval.not_evaluated_reason = "no GPU on this machine";
+  }
+
+  // One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
+  // whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
+  std::vector<std::string> slots;
+  if (o.eval.device == "cuda" && sum.gpu_evaluation) {
+    for (size_t first = 0; first + o.world <= gpus.size(); first += o.world) {
+      std::string ids;
+      for (int i = 0; i < o.world; ++i) ids += (i ? "," : "") + gpus[first + i];
+      slots.push_back(ids);
+    }
+  } else {
+    slots.push_back("");
+  }
+  std::deque<std::vector<Task>> groups;
+  for (const Task& t : evals) {
+    if (groups.empty() || groups.back().front().spec != t.spec) groups.emplace_back();
+    groups.back().push_back(t);
+  }
+  std::mutex mu;
+  std::atomic<int> recorded_count{0}, harness_errors{0};
+  auto worker = [&](const std::string& devices) {
+    EvalOptions e = o.eval;
+    e.visible_devices = devices;
+    for (;;) {
+      std::vector<Task> group;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (groups.empty()) return;
+        group = std::move(groups.front());
+        groups.pop_front();
+      }
+      for (size_t i = 0; i < group.size(); ++i) {
+        const Task& t = group[i];
+        try {
+          EvalResult r = evaluate_candidate(*t.spec, t.source, e);
+          ++recorded_count;
+          double speedup = r.record.contains("timing") ? r.record["timing"].value("speedup", 0.0) : 0.0;
+          progress.finished(t, eval_status_name(r.status), speedup);
+        } catch (const Error& err) {
+          // The harness, not the candidate, failed (e.g. the reference pass): nothing is recorded, so the next
+          // invocation retries; the problem's other samples would fail the same way.
+          harness_errors += static_cast<int>(group.size() - i);
+          std::fprintf(stderr, "pkb run: %s: harness error, %zu samples left unrecorded: %s\n",
+                       t.spec->folder().c_str(), group.size() - i, err.what());
+          break;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (const auto& s : slots) threads.emplace_back(worker, s);
+  for (auto& th : threads) th.join();
+  sum.recorded += recorded_count;
+  sum.harness_errors = harness_errors;
+
+  // 6. Score and report, from the records alone.
+  scoring::LoadedResults loaded = scoring::load_results(sum.dir);
+  for (const auto& w : loaded.warnings) std::fprintf(stderr, "pkb: warning: %s\n", w.c_str());
+  if (loaded.records > 0) {
+    scoring::Scores scores = scoring::score(loaded, scoring::ScoreSettings{});
+    scoring::write_report(scores, loaded, sum.dir);
+  }
+  return sum;
+}
+
+}  // namespace pkb::run

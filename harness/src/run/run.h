@@ -1,0 +1,54 @@
+// `pkb run`: the whole benchmark as one resumable job over a run directory (docs/architecture.md "Runs"):
+// generate K samples per problem -> compile every candidate ahead, in parallel on the CPU cores -> evaluate
+// them on a queue of GPU slots (W GPUs each, disjoint, so timing runs never share a GPU) -> score -> report.
+//
+// RUN/ holds manifest.json (resolved settings and provenance), what `pkb generate` writes (candidates/, raw/,
+// prompts/, generations.jsonl), results.jsonl (one pkb.result/1 record per sample, appended as each finishes)
+// and the reports. Every finished sample is one appended line, so a run killed at any point loses only what was
+// in flight; the same command again skips every sample that already has its record.
+//
+// Without a GPU (and without --device cpu), a run still generates, compiles and validates the references on CPU
+// ranks, and records each compiled candidate as not_evaluated: the report says the GPU evaluations were skipped.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "eval/evaluate.h"
+#include "generate/generate.h"
+#include "spec/catalog.h"
+
+namespace pkb::run {
+
+struct RunOptions {
+  std::string model = "expert";
+  std::string problems;          // "" = every problem with a solution.cu for `expert`, else all
+  int samples = 1;
+  int world = 0;                 // 0 = every visible GPU (at least 2); 2 without GPUs
+  std::string device = "auto";   // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
+  std::string topology = "h200_2";
+  std::filesystem::path out_dir;  // "" = results/runs/<model>-w<W>-<device>-<dtype>
+  int compile_jobs = 0;           // 0 = one per core
+  bool progress = true;
+  EvalOptions eval;               // dtype, trials, timing, deadlines, cache (world/device/topology set from above)
+  generate::GenerateOptions generate;  // concurrency, token limits, provider settings (model/problems set from above)
+};
+
+struct RunSummary {
+  std::filesystem::path dir;
+  bool gpu_evaluation = false;  // false: no GPU, candidates were compiled and recorded not_evaluated
+  int samples = 0;              // (problem, sample) pairs generated
+  int resumed = 0;              // already recorded by an earlier invocation
+  int recorded = 0;             // records appended by this invocation
+  int harness_errors = 0;       // samples left unrecorded because the harness itself failed (retried next time)
+};
+
+// Number of GPUs this process may use, from the driver's /proc files and CUDA_VISIBLE_DEVICES, without
+// initializing CUDA (which would hold every GPU for the driver process's lifetime).
+int visible_gpu_count();
+
+// Throws pkb::Error for usage errors (unknown model or problem, a run directory made with other settings).
+RunSummary run_benchmark(const Catalog& catalog, RunOptions o);
+
+}  // namespace pkb::run

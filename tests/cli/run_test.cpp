@@ -1,0 +1,167 @@
+// `pkb run` as users run it, on CPU ranks: a replayed mix of good, wrong and hanging kernels lands in the right
+// counts; a second invocation redoes nothing; failed generations (a model answering without code) count as failed
+// samples; a run directory made with other settings is refused; without a GPU the run still exits 0 with a
+// report that says the GPU evaluations were skipped. Killing a run midway is tests/cli/run_kill_resume.sh.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "launch/process.h"
+#include "loopback_server.h"
+#include "test_util.h"
+#include "spec/catalog.h"
+#include "../unit/test_util.h"
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using test::TempDir;
+using test::write_file;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CliRun pkb_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  TempDir tmp;
+  ProcessOptions o;
+  o.timeout_s = 400;
+  o.stdout_path = tmp.path() / "out";
+  o.stderr_path = tmp.path() / "err";
+  o.env = env;
+  std::vector<std::string> argv = {PKB_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, o);
+  return {r.exited ? r.exit_code : -1, file_tail(tmp.path() / "out", 1 << 22), file_tail(tmp.path() / "err", 1 << 22)};
+}
+
+// A CPU fixture as one self-contained file: generated candidates land in a folder without fixture.h.
+std::string cpu_fixture(const std::string& name) {
+  fs::path dir = repo_root() / "tests/fixtures/cpu";
+  std::string code = read_text_file(dir / (name + ".cpp"));
+  return std::regex_replace(code, std::regex("#include \"fixture.h\""), read_text_file(dir / "fixture.h"));
+}
+
+std::vector<json> result_lines(const fs::path& run) {
+  std::vector<json> v;
+  std::ifstream in(run / "results.jsonl");
+  for (std::string line; std::getline(in, line);) v.push_back(json::parse(line));
+  return v;
+}
+
+std::map<std::string, int> status_counts(const std::vector<json>& lines) {
+  std::map<std::string, int> m;
+  for (const auto& j : lines) ++m[j.value("status", "")];
+  return m;
+}
+
+json report(const fs::path& run) { return json::parse(read_text_file(run / "report.json")); }
+
+// Problem 1 at a small size on two CPU ranks, quick timing: the run's own settings, not the defaults.
+std::vector<std::string> cpu_run_args(const std::string& model, const fs::path& out, int samples) {
+  return {"run", "--model", model, "--problems", "1", "--samples", std::to_string(samples), "--device", "cpu",
+          "-w", "2", "--param", "M=64", "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "3",
+          "--timeout", "8", "--out", out.string(), "--cache", PKB_TEST_CACHE};
+}
+
+TEST(Run, ReplayedMixLandsInTheRightCountsAndASecondRunRedoesNothing) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";
+  write_file(replay / "001_allreduce/sample_0.cu", cpu_fixture("correct"));
+  write_file(replay / "001_allreduce/sample_1.cu", cpu_fixture("wrong_value"));
+  write_file(replay / "001_allreduce/sample_2.cu", cpu_fixture("spin_forever"));
+  CliRun r = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 3));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 3u) << r.err;
+  auto counts = status_counts(lines);
+  EXPECT_EQ(counts["correct"], 1);
+  EXPECT_EQ(counts["incorrect"], 1);
+  EXPECT_EQ(counts["timeout"], 1);
+  json p = report(run)["problems"][0];
+  EXPECT_EQ(p["n"], 3);
+  EXPECT_EQ(p["c"], 1);
+  EXPECT_NEAR(p["pass_at_k"][0]["value"].get<double>(), 1.0 / 3, 1e-9);
+  EXPECT_TRUE(fs::exists(run / "summary.md"));
+  EXPECT_TRUE(fs::exists(run / "report.html"));
+  EXPECT_NE(r.err.find("[3/3] 001_allreduce"), std::string::npos) << r.err;  // the progress display
+  EXPECT_NE(r.err.find("pass 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ETA"), std::string::npos) << r.err;
+  json manifest = json::parse(read_text_file(run / "manifest.json"));
+  EXPECT_EQ(manifest["model"], "replay:" + replay.string());
+  EXPECT_EQ(manifest["settings"]["world"], 2);
+
+  CliRun again = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 3));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("resuming: 3 of 3 samples already recorded"), std::string::npos) << again.err;
+  EXPECT_EQ(result_lines(run).size(), 3u);
+  EXPECT_EQ(json::parse(read_text_file(run / "manifest.json"))["invocations"], 2);
+}
+
+TEST(Run, AnswersWithoutCodeAreFailedSamples) {
+  testing::LoopbackServer server;
+  std::string good = "Here:\n```cuda\n" + cpu_fixture("correct") + "\n```\n";
+  server.push(testing::json_response(200, testing::chat_body(good)));
+  server.push(testing::json_response(200, testing::chat_body("I would rather explain the algorithm in prose.")));
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 2);
+  args.insert(args.end(), {"--concurrency", "1"});
+  CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto counts = status_counts(result_lines(run));
+  EXPECT_EQ(counts["correct"], 1) << r.err;
+  EXPECT_EQ(counts["generation_failed"], 1) << r.err;
+  json p = report(run)["problems"][0];
+  EXPECT_EQ(p["n"], 2);  // the answer without code is a sample, and a failed one
+  EXPECT_EQ(p["c"], 1);
+  EXPECT_EQ(server.request_count(), 2);
+  // Resuming sends no request (the replies are cached) and appends nothing.
+  CliRun again = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server.request_count(), 2);
+  EXPECT_EQ(result_lines(run).size(), 2u);
+}
+
+TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";
+  write_file(replay / "001_allreduce.cu", cpu_fixture("correct"));
+  ASSERT_EQ(pkb_cli(cpu_run_args("replay:" + replay.string(), run, 1)).exit_code, 0);
+  auto args = cpu_run_args("replay:" + replay.string(), run, 1);
+  args.insert(args.end(), {"--dtype", "fp32"});
+  CliRun r = pkb_cli(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("manifest.json was written with dtype = \"bf16\""), std::string::npos) << r.err;
+  EXPECT_EQ(result_lines(run).size(), 1u);
+}
+
+TEST(Run, WithoutAGpuCompilesValidatesAndReportsTheEvaluationsSkipped) {
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  // CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on GPU machines too.
+  CliRun r = pkb_cli({"run", "--problems", "1", "--out", run.string(), "--cache", PKB_TEST_CACHE},
+                     {{"CUDA_VISIBLE_DEVICES", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no GPU on this machine: GPU evaluations were skipped"), std::string::npos) << r.out;
+  auto lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["status"], "not_evaluated") << lines[0].dump(2);  // the expert kernel compiled with nvcc
+  EXPECT_EQ(lines[0]["compile"]["status"], "ok");
+  json rep = report(run);
+  EXPECT_EQ(rep["aggregate"]["not_evaluated"], 1);
+  EXPECT_NE(read_text_file(run / "summary.md").find("skipped"), std::string::npos);
+  json refs = json::parse(read_text_file(run / "references_cpu.json"));
+  EXPECT_EQ(refs["001_allreduce"]["verdict"], "PASS");
+}
+
+}  // namespace
+}  // namespace pkb
