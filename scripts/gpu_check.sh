@@ -2,7 +2,9 @@
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
-# PKB_VALIDATE=SELECTION|none (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32.
+# PKB_STEPS picks steps (default: all of comm unit validate fixtures experts bench run replay topology);
+# PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
+# PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu_check}
@@ -12,6 +14,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 world=${PKB_WORLD:-$gpus}
+steps=" ${PKB_STEPS:-comm unit validate fixtures experts bench run replay topology} "
+want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
   local name=$1; shift
@@ -30,22 +34,53 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, 
   nvcc --version | tail -1; mpirun --version | head -1; } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 "$root/scripts/setup.sh" || true
-step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="pkb pkb-rank comm_test pkb_unit_tests" \
+targets="pkb pkb-rank"
+want comm && targets+=" comm_test"
+want unit && targets+=" pkb_unit_tests"
+step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
-step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
-step unit "$build/tests/pkb_unit_tests"
+want comm && step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
+want unit && step unit "$build/tests/pkb_unit_tests"
 cd "$root"
 selection=${PKB_VALIDATE:-all}
-[ "$selection" = none ] || step validate_cuda_bf16 "$build/pkb" validate "$selection" -w "$world" --device cuda --dtype bf16 --out "$out/validate"
-[ "$selection" = none ] || [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step validate_cuda_fp32 "$build/pkb" validate "$selection" -w "$world" --device cuda --dtype fp32 --python off --out "$out/validate"
+timing=(); [ "${PKB_TIME:-0}" = 1 ] && timing=(--time --warmup 10 --iters 50)
+if want validate; then
+  TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step validate_cuda_bf16 "$build/pkb" validate "$selection" -w "$world" \
+    --device cuda --dtype bf16 "${timing[@]}" --out "$out/validate"
+  [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step validate_cuda_fp32 "$build/pkb" validate "$selection" -w "$world" \
+    --device cuda --dtype fp32 --python off --out "$out/validate"
+fi
 # Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
-for fx in host_crash kernel_hang illegal_address stream_escape; do
-  step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
-    --timeout 20 --out "$out/eval_fixtures"
-done
-step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
-step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
-step topology_detect "$build/pkb" topology detect --name "detected_${world}gpu" -o "$out/topology_detected.json"
-cat "$out/topology_detected.json" 2>/dev/null
+if want fixtures; then
+  for fx in host_crash kernel_hang illegal_address stream_escape wrong_value; do
+    step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
+      --timeout 20 --out "$out/eval_fixtures"
+  done
+fi
+want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
+want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
+# pkb run as the main job (no arguments: every expert kernel on every GPU), then over a replayed mix of good, wrong,
+# hanging and faulting kernels, whose counts must come out 4 samples, 1 correct.
+copy_reports() { mkdir -p "$2"; cp "$1"/{report.json,report.html,summary.md,curves.csv,manifest.json,results.jsonl} "$2"/ 2>/dev/null; }
+if want run; then
+  TAIL_LINES=40 step run_experts "$build/pkb" run
+  copy_reports "results/runs/expert-w$world-cuda-bf16" "$out/run_experts"
+fi
+if want replay; then
+  replay=$(mktemp -d)
+  mkdir -p "$replay/001_allreduce"
+  cp problems/001_allreduce/solution.cu "$replay/001_allreduce/sample_0.cu"
+  cp tests/fixtures/cuda/wrong_value.cu "$replay/001_allreduce/sample_1.cu"
+  cp tests/fixtures/cuda/kernel_hang.cu "$replay/001_allreduce/sample_2.cu"
+  cp tests/fixtures/cuda/illegal_address.cu "$replay/001_allreduce/sample_3.cu"
+  TAIL_LINES=30 step run_replay "$build/pkb" run --model "replay:$replay" --problems 1 --samples 4 --timeout 20 \
+    --out "$out/run_replay_dir"
+  copy_reports "$out/run_replay_dir" "$out/run_replay"
+  rm -rf "$out/run_replay_dir/runs" "$out/run_replay_dir/cache"
+fi
+if want topology; then
+  step topology_detect "$build/pkb" topology detect --name "detected_${world}gpu" -o "$out/topology_detected.json"
+  cat "$out/topology_detected.json" 2>/dev/null
+fi
 exit $status

@@ -165,3 +165,65 @@ TEST(Run, WithoutAGpuCompilesValidatesAndReportsTheEvaluationsSkipped) {
 
 }  // namespace
 }  // namespace pkb
+
+namespace pkb {
+namespace {
+
+// A baseline report.json as `pkb report` writes it, reduced to what regress reads.
+void write_baseline(const fs::path& path, double best_speedup) {
+  json base = {{"schema", "pkb.report/1"},
+               {"problems", {{{"folder", "001_allreduce"}, {"c", 1}, {"best_speedup", best_speedup}},
+                             {{"folder", "002_allgather"}, {"c", 1}, {"best_speedup", 2.0}}}}};
+  write_file(path, base.dump(2));
+}
+
+CliRun regress(const fs::path& baseline, const fs::path& candidates, const fs::path& out) {
+  auto args = cpu_run_args("unused", out, 1);
+  args.erase(args.begin(), args.begin() + 7);  // drop run --model M --problems 1 --samples K
+  args.insert(args.begin(), {"regress", "--baseline", baseline.string(), "--candidates", candidates.string(),
+                             "--slowdown", "10%"});
+  return pkb_cli(args);
+}
+
+TEST(Regress, PassesAKeptKernelAndFailsAWrongOrSlowerOneInJUnit) {
+  TempDir tmp;
+  write_file(tmp.path() / "ok/001_allreduce.cu", cpu_fixture("correct"));
+  write_file(tmp.path() / "wrong/001_allreduce.cu", cpu_fixture("wrong_value"));
+  write_file(tmp.path() / "slow/001_allreduce.cu", cpu_fixture("correct_but_slow"));
+  write_baseline(tmp.path() / "lenient.json", 1e-9);
+
+  CliRun ok = regress(tmp.path() / "lenient.json", tmp.path() / "ok", tmp.path() / "run_ok");
+  ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  std::string junit = read_text_file(tmp.path() / "run_ok/junit.xml");
+  EXPECT_NE(junit.find("tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("name=\"002_allgather\" time=\"0.000\"><skipped message=\"no candidate submitted\"/>"),
+            std::string::npos) << junit;
+  auto lines = result_lines(tmp.path() / "run_ok");
+  ASSERT_EQ(lines.size(), 1u);
+  double speedup = lines[0]["timing"]["speedup"].get<double>();
+
+  CliRun wrong = regress(tmp.path() / "lenient.json", tmp.path() / "wrong", tmp.path() / "run_wrong");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
+  junit = read_text_file(tmp.path() / "run_wrong/junit.xml");
+  EXPECT_NE(junit.find("failures=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("type=\"regression\">was correct in the baseline, now incorrect"), std::string::npos) << junit;
+
+  // Baseline: the correct kernel's own speedup. The 20 ms nap costs far more than the 10% allowed.
+  write_baseline(tmp.path() / "measured.json", speedup);
+  CliRun slow = regress(tmp.path() / "measured.json", tmp.path() / "slow", tmp.path() / "run_slow");
+  EXPECT_EQ(slow.exit_code, 1) << slow.out << slow.err;
+  EXPECT_NE(slow.out.find("slower: "), std::string::npos) << slow.out;
+  EXPECT_NE(read_text_file(tmp.path() / "run_slow/junit.xml").find("type=\"regression\">slower"), std::string::npos);
+}
+
+TEST(Regress, RejectsABaselineThatIsNotAReport) {
+  TempDir tmp;
+  write_file(tmp.path() / "bogus.json", "{\"schema\": \"something else\"}");
+  write_file(tmp.path() / "c/001_allreduce.cu", cpu_fixture("correct"));
+  CliRun r = regress(tmp.path() / "bogus.json", tmp.path() / "c", tmp.path() / "run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a pkb.report/1 report.json"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pkb

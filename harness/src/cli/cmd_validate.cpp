@@ -39,7 +39,7 @@ void print_timing_table(const std::vector<ValidationResult>& results, const Vali
     const auto& roof = r.record["roofline"];
     std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.problem.c_str(),
                 cell(t["libtorch_nccl"], "median_us", 1, "%.1f").c_str(), cell(t["pytorch_eager"], "median_us", 1, "%.1f").c_str(),
-                cell(roof, "floor_us", 1, "%.2f").c_str(), roof.value("bound", "").c_str(),
+                cell(roof, "floor_us", 1, "%.3g").c_str(), roof.value("bound", "").c_str(),
                 cell(roof, "sol_libtorch_nccl", 100, "%.0f").c_str(), cell(roof, "sol_pytorch_eager", 100, "%.0f").c_str());
     const auto& sol = roof.contains("sol_pytorch_eager") && roof["sol_pytorch_eager"].is_number()
                           ? roof["sol_pytorch_eager"] : roof["sol_libtorch_nccl"];

@@ -134,7 +134,7 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   if (median_us(py) > 0)
     n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%)", median_us(py),
                        100 * floor / median_us(py));
-  std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.2f us (%s-bound, %s)", floor,
+  std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.3g us (%s-bound, %s)", floor,
                 roof["bound"].get<std::string>().c_str(), o.topology.c_str());
   return buf;
 }
