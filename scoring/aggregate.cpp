@@ -38,7 +38,9 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
   ProblemScore ps;
   ps.id = p.id, ps.slug = p.slug, ps.folder = p.folder, ps.category = p.category;
   ps.n = static_cast<int>(p.samples.size());
+  ps.not_evaluated = static_cast<int>(p.not_evaluated.size());
   for (const Sample& s : p.samples) {
+    ps.generation_failed += s.status == "generation_failed";
     ps.c_robust += s.correct(Policy::robust);
     ps.c_pkb += s.correct(Policy::pkb);
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
@@ -56,7 +58,13 @@ void add_values(std::vector<double>& sums, const std::vector<AtK>& xs) {
 }
 
 void add_problem(Aggregate& a, const ProblemScore& ps) {
+  a.not_evaluated += ps.not_evaluated;
+  if (!ps.fully_evaluated()) {
+    ++a.not_fully_evaluated;
+    return;
+  }
   ++a.problems;
+  a.generation_failed += ps.generation_failed;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
   a.correct += ps.c_robust;
@@ -68,18 +76,29 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
   a.sol_baseline.merge(ps.sol_baseline);
 }
 
+// Over the same problems as the aggregates: those without a skipped evaluation.
 std::vector<CurvePoint> curve(const LoadedResults& loaded, const ScoreSettings& st) {
+  std::vector<const ProblemSamples*> scored;
+  for (const auto& prob : loaded.problems)
+    if (prob.not_evaluated.empty()) scored.push_back(&prob);
   std::vector<CurvePoint> out;
   for (double p : st.thresholds)
     for (int k : st.ks) {
       double sum = 0;
-      for (const auto& prob : loaded.problems) {
-        int n = static_cast<int>(prob.samples.size());
-        if (n) sum += fast_p_at_k(prob.samples, p, std::min(k, n));
+      for (const ProblemSamples* prob : scored) {
+        int n = static_cast<int>(prob->samples.size());
+        if (n) sum += fast_p_at_k(prob->samples, p, std::min(k, n));
       }
-      out.push_back({p, k, loaded.problems.empty() ? 0.0 : sum / loaded.problems.size()});
+      out.push_back({p, k, scored.empty() ? 0.0 : sum / scored.size()});
     }
   return out;
+}
+
+// Sized per k up front so that an empty set (or one whose problems were all left out) still reports a 0 per k.
+Aggregate empty_aggregate(size_t ks) {
+  Aggregate a;
+  a.pass_robust = a.pass_pkb = a.fast = std::vector<double>(ks, 0.0);
+  return a;
 }
 
 }  // namespace
@@ -92,14 +111,17 @@ Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
     if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
   Scores s;
   s.settings = settings;
-  // Sized up front so that an empty problem set still reports a 0 per k.
-  s.overall.pass_robust = s.overall.pass_pkb = s.overall.fast = std::vector<double>(settings.ks.size(), 0.0);
+  s.overall = empty_aggregate(settings.ks.size());
   for (const auto& p : loaded.problems) {
     s.problems.push_back(score_problem(p, settings));
     const ProblemScore& ps = s.problems.back();
-    if (ps.n == 0) s.without_samples.push_back(ps.folder);
+    if (!ps.fully_evaluated())
+      s.not_fully_evaluated.push_back(ps.folder);
+    else if (ps.n == 0)
+      s.without_samples.push_back(ps.folder);
     add_problem(s.overall, ps);
-    add_problem(s.by_category[ps.category.empty() ? "unknown" : ps.category], ps);
+    std::string category = ps.category.empty() ? "unknown" : ps.category;
+    add_problem(s.by_category.try_emplace(category, empty_aggregate(settings.ks.size())).first->second, ps);
   }
   s.curve = curve(loaded, settings);
   return s;

@@ -36,15 +36,23 @@ struct ProblemScore {
   int id = 0;
   std::string slug, folder, category;
   int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
+  int generation_failed = 0;                       // of the n samples, those the model never produced
+  int not_evaluated = 0;                           // candidates compiled but not run: not in n
   std::vector<AtK> pass_robust, pass_pkb, fast;    // one per ScoreSettings::ks
   std::optional<double> best_speedup;              // over robust-correct samples (x)
   Mean log_speedup;                                // ln(speedup) over robust-correct samples
   Mean sol_candidate, sol_baseline;                // SOL fractions over robust-correct samples
   std::optional<double> geomean_speedup() const;
+  // A skipped evaluation leaves the estimates over a biased subset (generation failures are always "evaluated"),
+  // so such a problem is listed but kept out of every aggregate.
+  bool fully_evaluated() const { return not_evaluated == 0; }
 };
 
 struct Aggregate {
-  int problems = 0, without_samples = 0, samples = 0, correct = 0;
+  int problems = 0, without_samples = 0, samples = 0, correct = 0;  // over the problems in the means
+  int generation_failed = 0;     // samples (in `samples`) the model never produced
+  int not_evaluated = 0;         // candidates compiled but not evaluated, over every problem
+  int not_fully_evaluated = 0;   // problems left out of the means because some evaluation was skipped
   std::vector<double> pass_robust, pass_pkb, fast;  // sums of per-problem estimates: "count out of N problems"
   Mean log_speedup, sol_candidate, sol_baseline;    // pooled over every robust-correct sample
   double mean(double sum) const { return problems ? sum / problems : 0.0; }
@@ -60,13 +68,16 @@ struct CurvePoint {
 struct Scores {
   ScoreSettings settings;
   std::vector<ProblemScore> problems;
-  std::vector<std::string> without_samples;  // folders that count as 0
+  std::vector<std::string> without_samples;      // folders that count as 0
+  std::vector<std::string> not_fully_evaluated;  // folders left out of the aggregates and the curve
   Aggregate overall;
   std::map<std::string, Aggregate> by_category;
   std::vector<CurvePoint> curve;
 };
 
-// Problems in `loaded` with no samples count as 0 in every mean and are listed in without_samples.
+// Problems in `loaded` with no samples (and nothing left unevaluated) count as 0 in every mean and are listed in
+// without_samples; problems with a skipped evaluation are scored on their own but listed in not_fully_evaluated
+// and left out of the aggregates and the curve.
 Scores score(const LoadedResults& loaded, const ScoreSettings& settings);
 
 }  // namespace pkb::scoring

@@ -13,8 +13,10 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<const char*, 8> kStatuses = {"compile_error", "lint_violation", "load_error", "runtime_error",
-                                                  "timeout",       "crash",          "incorrect",  "correct"};
+// `pkb eval`'s outcomes, then `pkb run`'s: a sample the model never produced, a candidate left unevaluated.
+constexpr std::array<const char*, 10> kStatuses = {
+    "compile_error", "lint_violation", "load_error", "runtime_error", "timeout", "crash", "incorrect", "correct",
+    "generation_failed", "not_evaluated"};
 
 // The value at j[k0][k1]..., or nullptr when any step is missing or not an object.
 const json* find(const json& j, std::initializer_list<const char*> keys) {
@@ -48,13 +50,17 @@ Sample parse_sample(const json& j) {
   Sample s;
   s.sha256 = text(j, {"candidate", "sha256"}, true);
   s.path = text(j, {"candidate", "path"}, false);
-  s.index = sample_index(s.path);
+  const json* index = find(j, {"sample"});
+  s.index = index && index->is_number_integer() ? index->get<int>() : sample_index(s.path);
   s.status = text(j, {"status"}, true);
   if (std::find(kStatuses.begin(), kStatuses.end(), s.status) == kStatuses.end())
     throw Error("unknown status '" + s.status + "'");
+  s.generation_status = text(j, {"generation", "status"}, false);
   s.robust_pass = s.status == "correct";
   const json* pkb = find(j, {"checks", "pkb_pass"});
-  s.pkb_pass = pkb && pkb->is_boolean() && pkb->get<bool>();
+  // Only an evaluated candidate can pass; a stray checks object on a placeholder record must not count.
+  bool evaluated = s.status != "generation_failed" && s.status != "not_evaluated";
+  s.pkb_pass = evaluated && pkb && pkb->is_boolean() && pkb->get<bool>();
   s.speedup = number(j, {"timing", "speedup"});
   s.sol_candidate = number(j, {"roofline", "sol_candidate"});
   // The baseline the speedup was measured against is the one whose SOL% we report.
@@ -67,7 +73,7 @@ ProblemSamples parse_problem(const json& j) {
   const json* id = find(j, {"problem", "id"});
   if (!id || !id->is_number_integer()) throw Error("missing integer field problem.id");
   return {id->get<int>(), text(j, {"problem", "slug"}, false), text(j, {"problem", "folder"}, true),
-          text(j, {"problem", "category"}, false), {}};
+          text(j, {"problem", "category"}, false), {}, {}};
 }
 
 void add_distinct(json& array, const json& value) {
@@ -82,18 +88,40 @@ void note_provenance(LoadedResults& r, const json& j) {
                                   {"dtype", j.value("dtype", json())}});
 }
 
-// Adds the record's sample to its problem; a candidate seen before is replaced (the later record wins).
+std::vector<Sample>::iterator find_candidate(std::vector<Sample>& list, const std::string& sha256) {
+  return std::find_if(list.begin(), list.end(), [&](const Sample& x) { return x.sha256 == sha256; });
+}
+
+// Adds the record's candidate to its problem. A candidate seen before is replaced wherever it was (the later
+// record wins), so a GPU evaluation appended later supersedes the candidate's not_evaluated placeholder.
 void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, ProblemSamples p, Sample s) {
   auto [it, fresh] = problem_at.emplace(p.folder, r.problems.size());
   if (fresh) r.problems.push_back(std::move(p));
-  auto& samples = r.problems[it->second].samples;
-  auto same = std::find_if(samples.begin(), samples.end(), [&](const Sample& x) { return x.sha256 == s.sha256; });
-  if (same == samples.end()) {
-    samples.push_back(std::move(s));
-  } else {
-    *same = std::move(s);
+  ProblemSamples& problem = r.problems[it->second];
+  bool skipped = s.status == "not_evaluated";
+  auto& target = skipped ? problem.not_evaluated : problem.samples;
+  auto& other = skipped ? problem.samples : problem.not_evaluated;
+  if (auto same = find_candidate(target, s.sha256); same != target.end()) {
+    *same = std::move(s);  // in place: the sample keeps its position
+    ++r.duplicates;
+    return;
+  }
+  if (auto stale = find_candidate(other, s.sha256); stale != other.end()) {
+    other.erase(stale);
     ++r.duplicates;
   }
+  target.push_back(std::move(s));
+}
+
+// manifest.json as `pkb run` wrote it, copied verbatim into reports; null (with a warning if it is unusable)
+// when absent or not an object.
+json read_manifest(const std::filesystem::path& file, std::vector<std::string>& warnings) {
+  std::ifstream in(file);
+  if (!in) return nullptr;
+  json j = json::parse(in, nullptr, false);
+  if (j.is_object()) return j;
+  warnings.push_back(file.string() + ": ignored: not a JSON object");
+  return nullptr;
 }
 
 }  // namespace
@@ -102,6 +130,7 @@ const char* policy_name(Policy p) { return p == Policy::robust ? "robust" : "pkb
 
 LoadedResults parse_results(std::istream& in, const std::string& name) {
   LoadedResults r;
+  r.source = name;
   std::map<std::string, size_t> problem_at;
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
@@ -127,10 +156,15 @@ LoadedResults parse_results(std::istream& in, const std::string& name) {
 }
 
 LoadedResults load_results(const std::filesystem::path& dir_or_jsonl) {
-  auto file = std::filesystem::is_directory(dir_or_jsonl) ? dir_or_jsonl / "results.jsonl" : dir_or_jsonl;
+  namespace fs = std::filesystem;
+  fs::path file = fs::is_directory(dir_or_jsonl) ? dir_or_jsonl / "results.jsonl" : dir_or_jsonl;
   std::ifstream in(file);
   if (!in) throw Error(file.string() + ": cannot open");
-  return parse_results(in, file.string());
+  LoadedResults r = parse_results(in, file.string());
+  fs::path dir = fs::absolute(file).lexically_normal().parent_path();
+  r.source = (dir.filename() / file.filename()).string();
+  r.run = read_manifest(dir / "manifest.json", r.warnings);
+  return r;
 }
 
 }  // namespace pkb::scoring

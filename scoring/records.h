@@ -1,6 +1,8 @@
-// Result records as scoring sees them: one Sample per `pkb eval` record (schema "pkb.result/1"), grouped per
-// problem. Loading never aborts on a bad line: it is skipped, counted and named in a warning, because one
-// truncated line (a run killed mid-write) must not hide a whole run's results.
+// Result records as scoring sees them: one Sample per record (schema "pkb.result/1"), grouped per problem.
+// `pkb eval` writes evaluated candidates; `pkb run` adds generation failures (samples that are never correct)
+// and, without a GPU, candidates that were compiled but not evaluated (not samples: kept apart and counted).
+// Loading never aborts on a bad line: it is skipped, counted and named in a warning, because one truncated
+// line (a run killed mid-write) must not hide a whole run's results.
 // Limit: records are grouped by problem only; runs at different W/dtype/device in one file are flagged in
 // `configurations` and a warning, not separated.
 #pragma once
@@ -21,7 +23,8 @@ const char* policy_name(Policy p);
 
 struct Sample {
   std::string sha256, path, status;
-  int index = -1;            // K of .../sample_K.cu; -1 when the path does not say
+  std::string generation_status;  // for status "generation_failed": no_code, truncated or error
+  int index = -1;            // the record's `sample`, else K of .../sample_K.cu; -1 when neither says
   bool robust_pass = false;  // status == "correct": every trial and the post-timing check passed
   bool pkb_pass = false;     // checks.pkb_pass: the paper's allclose (atol = rtol = 1e-2)
   std::optional<double> speedup;        // timing.speedup: baseline median / candidate median (x)
@@ -34,10 +37,13 @@ struct Sample {
 struct ProblemSamples {
   int id = 0;
   std::string slug, folder, category;
-  std::vector<Sample> samples;  // one per distinct candidate sha256, the latest record kept
+  std::vector<Sample> samples;        // one per distinct candidate sha256, the latest record kept
+  std::vector<Sample> not_evaluated;  // status "not_evaluated": compiled, never run; not samples
 };
 
 struct LoadedResults {
+  std::string source;                    // "dir/results.jsonl": names the results in titles when no manifest does
+  nlohmann::json run;                    // manifest.json beside the results (written by `pkb run`); null if none
   std::vector<ProblemSamples> problems;  // ordered by id, then folder
   std::vector<std::string> warnings;     // "where: why", one per skipped line or oddity
   int records = 0;                       // well-formed records read
@@ -47,8 +53,8 @@ struct LoadedResults {
   nlohmann::json configurations = nlohmann::json::array();  // distinct {world, device, dtype}
 };
 
-// Reads PATH/results.jsonl (PATH a directory) or PATH itself. Throws pkb::Error only when the file cannot be
-// opened; malformed lines become warnings.
+// Reads PATH/results.jsonl (PATH a directory) or PATH itself, and manifest.json beside it when present. Throws
+// pkb::Error only when the results file cannot be opened; malformed lines and a bad manifest become warnings.
 LoadedResults load_results(const std::filesystem::path& dir_or_jsonl);
 LoadedResults parse_results(std::istream& in, const std::string& name);
 

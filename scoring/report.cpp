@@ -1,47 +1,25 @@
 #include "scoring/report.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
+#include "scoring/format.h"
 
 namespace pkb::scoring {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
-// Thresholds print as written in the settings (1, 1.25), not as 1.000000.
-std::string short_number(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
-std::string or_dash(const std::optional<double>& x, int digits, const std::string& suffix = "") {
-  return x ? fixed(*x, digits) + suffix : "-";
-}
-
-std::optional<double> percent(const Mean& fraction) {
-  auto v = fraction.value();
-  return v ? std::optional<double>(100 * *v) : std::nullopt;
-}
-
 ojson null_or(const std::optional<double>& x) { return x ? ojson(*x) : ojson(nullptr); }
-
-std::string fast_name(const ScoreSettings& st) { return "fast_" + short_number(st.headline_p); }
 
 // ---- report.json
 
-ojson at_k_json(const std::vector<AtK>& xs) {
+// A problem with no sample because its evaluations were skipped has no estimate (null), not a 0.
+ojson at_k_json(const std::vector<AtK>& xs, bool unknown) {
   ojson out = ojson::array();
-  for (const AtK& x : xs) out.push_back({{"k", x.k}, {"k_used", x.k_used}, {"value", x.value}});
+  for (const AtK& x : xs)
+    out.push_back({{"k", x.k}, {"k_used", x.k_used}, {"value", unknown ? ojson(nullptr) : ojson(x.value)}});
   return out;
 }
 
@@ -53,28 +31,25 @@ ojson sums_json(const Aggregate& a, const std::vector<double>& sums, const std::
 }
 
 ojson problem_json(const ProblemScore& p) {
+  bool unknown = p.n == 0 && !p.fully_evaluated();
   return {{"id", p.id}, {"slug", p.slug}, {"folder", p.folder}, {"category", p.category}, {"n", p.n},
-          {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"pass_at_k", at_k_json(p.pass_robust)},
-          {"pkb_pass_at_k", at_k_json(p.pass_pkb)}, {"fast_p_at_k", at_k_json(p.fast)},
+          {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"generation_failed", p.generation_failed},
+          {"not_evaluated", p.not_evaluated}, {"pass_at_k", at_k_json(p.pass_robust, unknown)},
+          {"pkb_pass_at_k", at_k_json(p.pass_pkb, unknown)}, {"fast_p_at_k", at_k_json(p.fast, unknown)},
           {"best_speedup", null_or(p.best_speedup)}, {"geomean_speedup", null_or(p.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(p.sol_candidate))},
           {"sol_baseline_pct", null_or(percent(p.sol_baseline))}};
 }
 
-ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
-  return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
-          {"correct", a.correct}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
-          {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
-          {"geomean_speedup", null_or(a.geomean_speedup())},
-          {"sol_candidate_pct", null_or(percent(a.sol_candidate))},
-          {"sol_baseline_pct", null_or(percent(a.sol_baseline))}};
-}
-
 // ---- summary.md
 
-std::string estimate_cell(const AtK& x) { return fixed(x.value, 3) + (x.k_used < x.k && x.k_used ? "*" : ""); }
+std::string estimate_cell(const AtK& x, bool unknown) {
+  if (unknown) return "-";
+  return fixed(x.value, 3) + (x.k_used < x.k && x.k_used ? "*" : "");
+}
 
 std::string aggregate_cell(const Aggregate& a, double sum) {
+  if (a.problems == 0) return "-";  // every problem of the set was left out: no estimate
   return fixed(a.mean(sum), 3) + " (" + fixed(sum, 2) + "/" + std::to_string(a.problems) + ")";
 }
 
@@ -91,13 +66,15 @@ std::string tail_cells(const std::optional<double>& geomean, const Mean& cand, c
   return " " + or_dash(geomean, 2, "x") + " | " + or_dash(percent(cand), 1) + " | " + or_dash(percent(base), 1) + " |";
 }
 
-std::string problem_row(const ProblemScore& p) {
+std::string problem_row(const ProblemScore& p, bool with_skipped_column) {
   std::string row = "| " + p.folder + " | " + p.category + " | " + std::to_string(p.n) + " | " +
                     std::to_string(p.c_robust) + " |";
+  bool unknown = p.n == 0 && !p.fully_evaluated();
   for (const auto* xs : {&p.pass_robust, &p.pass_pkb, &p.fast})
-    for (const AtK& x : *xs) row += " " + estimate_cell(x) + " |";
-  return row + " " + or_dash(p.best_speedup, 2, "x") + " |" +
+    for (const AtK& x : *xs) row += " " + estimate_cell(x, unknown) + " |";
+  row += " " + or_dash(p.best_speedup, 2, "x") + " |" +
          tail_cells(p.geomean_speedup(), p.sol_candidate, p.sol_baseline);
+  return with_skipped_column ? row + " " + std::to_string(p.not_evaluated) + " |" : row;
 }
 
 std::string aggregate_row(const std::string& name, const Aggregate& a) {
@@ -115,48 +92,101 @@ std::string separator(size_t text_columns, size_t number_columns) {
   return s;
 }
 
+std::string plural(int count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+std::string folder_list(const std::vector<std::string>& folders) {
+  std::string out;
+  for (const auto& f : folders) out += " " + f;
+  return out;
+}
+
 }  // namespace
+
+ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
+  return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
+          {"correct", a.correct}, {"generation_failed", a.generation_failed}, {"not_evaluated", a.not_evaluated},
+          {"not_fully_evaluated", a.not_fully_evaluated}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
+          {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
+          {"geomean_speedup", null_or(a.geomean_speedup())},
+          {"sol_candidate_pct", null_or(percent(a.sol_candidate))},
+          {"sol_baseline_pct", null_or(percent(a.sol_baseline))}};
+}
+
+ojson settings_json(const ScoreSettings& st) {
+  return {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p}, {"policies", {"robust", "pkb"}}};
+}
+
+ojson curves_json(const Scores& s) {
+  ojson out = ojson::array();
+  for (const auto& c : s.curve) out.push_back({{"p", c.p}, {"k", c.k}, {"fast_p_at_k", c.value}});
+  return out;
+}
+
+std::string run_label(const LoadedResults& loaded) {
+  if (loaded.run.is_object() && loaded.run.contains("model") && loaded.run["model"].is_string())
+    return loaded.run["model"].get<std::string>();
+  return loaded.source;
+}
+
+std::string skipped_evaluations_notice(const Scores& s) {
+  const Aggregate& a = s.overall;
+  if (a.not_evaluated == 0) return "";
+  bool one = a.not_fully_evaluated == 1;
+  return plural(a.not_evaluated, "GPU evaluation was", "GPU evaluations were") +
+         " skipped: no GPU on this machine. The candidates were compiled but not evaluated; " +
+         plural(a.not_fully_evaluated, "problem", "problems") + " with skipped evaluations " +
+         (one ? "is listed with its count but left out" : "are listed with their counts but left out") +
+         " of the aggregates and the curve.";
+}
 
 ojson report_json(const Scores& s, const LoadedResults& loaded) {
   const auto& st = s.settings;
   ojson j = {{"schema", "pkb.report/1"},
-             {"settings", {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p},
-                           {"policies", {"robust", "pkb"}}}},
+             {"run", ojson(loaded.run)},
+             {"settings", settings_json(st)},
              {"input", {{"records", loaded.records}, {"malformed", loaded.malformed},
                         {"duplicates", loaded.duplicates}, {"warnings", loaded.warnings}}},
              {"fingerprint", loaded.fingerprint}, {"configurations", loaded.configurations}};
   j["problems"] = ojson::array();
   for (const auto& p : s.problems) j["problems"].push_back(problem_json(p));
   j["without_samples"] = s.without_samples;
+  j["not_fully_evaluated"] = s.not_fully_evaluated;
   j["aggregate"] = aggregate_json(s.overall, st.ks);
   j["by_category"] = ojson::object();
   for (const auto& [name, a] : s.by_category) j["by_category"][name] = aggregate_json(a, st.ks);
-  j["curves"] = ojson::array();
-  for (const auto& c : s.curve) j["curves"].push_back({{"p", c.p}, {"k", c.k}, {"fast_p_at_k", c.value}});
+  j["curves"] = curves_json(s);
   return j;
 }
 
-std::string summary_md(const Scores& s) {
+std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   const auto& st = s.settings;
   size_t metrics = 3 * st.ks.size();
+  bool skipped = s.overall.not_evaluated > 0;
   std::ostringstream o;
-  o << "# pkb scores\n\n"
-    << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
+  o << "# pkb scores: " << run_label(loaded) << "\n\n";
+  if (skipped) o << "**" << skipped_evaluations_notice(s) << "**\n\n";
+  o << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
     << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
     << "robust-correct samples. Definitions: docs/metrics.md.\n\n";
-  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base |\n"
-    << separator(2, 2 + metrics + 4) << "\n";
-  for (const auto& p : s.problems) o << problem_row(p) << "\n";
+  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base |"
+    << (skipped ? " not evaluated |" : "") << "\n"
+    << separator(2, 2 + metrics + 4 + skipped) << "\n";
+  for (const auto& p : s.problems) o << problem_row(p, skipped) << "\n";
   o << "\n| set | problems | samples | correct |" << metric_headers(st) << " geomean | SOL% cand | SOL% base |\n"
     << separator(1, 3 + metrics + 3) << "\n" << aggregate_row("all", s.overall) << "\n";
   for (const auto& [name, a] : s.by_category) o << aggregate_row(name, a) << "\n";
   o << "\nAggregates: mean over problems (sum of per-problem estimates / problems). "
     << "* estimated at k = n (fewer than k samples): a lower bound.\n";
-  if (!s.without_samples.empty()) {
-    o << "Problems without samples (count as 0):";
-    for (const auto& f : s.without_samples) o << " " << f;
-    o << "\n";
-  }
+  if (s.overall.generation_failed)
+    o << "n includes " << plural(s.overall.generation_failed, "failed generation", "failed generations")
+      << " (no usable kernel): failed samples.\n";
+  if (!s.without_samples.empty())
+    o << "Problems without samples (count as 0):" << folder_list(s.without_samples) << "\n";
+  if (!s.not_fully_evaluated.empty())
+    o << "Problems with skipped evaluations (left out of the aggregates):" << folder_list(s.not_fully_evaluated)
+      << "\n";
   return o.str();
 }
 
@@ -166,15 +196,17 @@ std::string curves_csv(const Scores& s) {
   return out;
 }
 
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!(out << text)) throw Error(path.string() + ": cannot write");
+}
+
 void write_report(const Scores& s, const LoadedResults& loaded, const std::filesystem::path& out_dir) {
   std::filesystem::create_directories(out_dir);
-  auto write = [&](const char* name, const std::string& text) {
-    std::ofstream out(out_dir / name);
-    if (!(out << text)) throw Error((out_dir / name).string() + ": cannot write");
-  };
-  write("report.json", report_json(s, loaded).dump(2) + "\n");
-  write("summary.md", summary_md(s));
-  write("curves.csv", curves_csv(s));
+  write_text_file(out_dir / "report.json", report_json(s, loaded).dump(2) + "\n");
+  write_text_file(out_dir / "summary.md", summary_md(s, loaded));
+  write_text_file(out_dir / "curves.csv", curves_csv(s));
+  write_text_file(out_dir / "report.html", report_html(s, loaded));
 }
 
 }  // namespace pkb::scoring

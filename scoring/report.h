@@ -1,6 +1,6 @@
 // Reporters: each reads a Scores (and the loader's bookkeeping for provenance) and returns text; none runs
 // inside an evaluation loop. Formats: report.json ("pkb.report/1", docs/metrics.md), summary.md (the table
-// people paste), curves.csv (p, k, fast_p@k).
+// people paste), curves.csv (p, k, fast_p@k), report.html (one self-contained page: no external resources).
 #pragma once
 
 #include <filesystem>
@@ -12,12 +12,26 @@
 
 namespace pkb::scoring {
 
-nlohmann::ordered_json report_json(const Scores& s, const LoadedResults& loaded);
-std::string summary_md(const Scores& s);
-std::string curves_csv(const Scores& s);
+// What a report is about: manifest.json's "model" when `pkb run` wrote one, else the results file's name.
+std::string run_label(const LoadedResults& loaded);
 
-// Writes the three files into out_dir (created if needed). They are derived from results.jsonl and
+// "N GPU evaluations were skipped: no GPU on this machine. ..." when any candidate was not evaluated, else "".
+std::string skipped_evaluations_notice(const Scores& s);
+
+nlohmann::ordered_json report_json(const Scores& s, const LoadedResults& loaded);
+// report.json's "settings", "aggregate" and "curves", shared with the leaderboard.
+nlohmann::ordered_json settings_json(const ScoreSettings& st);
+nlohmann::ordered_json aggregate_json(const Aggregate& a, const std::vector<int>& ks);
+nlohmann::ordered_json curves_json(const Scores& s);
+std::string summary_md(const Scores& s, const LoadedResults& loaded);
+std::string curves_csv(const Scores& s);
+std::string report_html(const Scores& s, const LoadedResults& loaded);
+
+// Writes the four files into out_dir (created if needed). They are derived from results.jsonl and
 // deterministic, so a rerun replaces them rather than suffixing: the records are the run's history.
 void write_report(const Scores& s, const LoadedResults& loaded, const std::filesystem::path& out_dir);
+
+// Writes `text` to `path` or throws pkb::Error naming the path.
+void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace pkb::scoring

@@ -3,15 +3,16 @@
 # says clearly what it cannot install. On a GPU node without apt access it only checks.
 set -euo pipefail
 
+# chromium: headless, for the tests that load report.html and leaderboard.html and check that their script ran.
 packages=(cmake g++ make libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libcurl4-openssl-dev libgtest-dev bubblewrap)
+          libcurl4-openssl-dev libgtest-dev bubblewrap chromium)
 have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: Debian's libtorch-dev on CPU machines, the Python package's on GPU nodes.
 have_python_torch || packages+=(libtorch-dev)
 
 # A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
 # from pip, for instance).
-declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [openmpi-bin]=mpirun [bubblewrap]=bwrap)
+declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [openmpi-bin]=mpirun [bubblewrap]=bwrap [chromium]=chromium)
 missing=()
 for p in "${packages[@]}"; do
   if [ -n "${provides[$p]:-}" ] && command -v "${provides[$p]}" >/dev/null; then continue; fi

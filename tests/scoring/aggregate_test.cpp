@@ -5,13 +5,20 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "record_util.h"
 #include "scoring/aggregate.h"
 
 using namespace pkb::scoring;
+using pkb::test::record_line;
 
 namespace {
 
 const std::string kFixture = std::string(PKB_SCORING_FIXTURES) + "/fixtures/results.jsonl";
+
+LoadedResults parse(const std::string& text) {
+  std::istringstream in(text);
+  return parse_results(in, "test.jsonl");
+}
 
 Sample sample(const std::string& sha, bool robust, bool pkb, std::optional<double> speedup) {
   Sample s;
@@ -59,9 +66,9 @@ TEST(Load, EmptyInputAndUnreadableFile) {
 
 TEST(Aggregate, MeansCountsPoliciesAndEmptyProblems) {
   LoadedResults r;
-  r.problems = {{1, "a", "001_a", "collective", {sample("1", true, true, 2.0), sample("2", false, true, 4.0)}},
-                {2, "b", "002_b", "collective", {sample("3", true, true, 0.5)}},
-                {3, "c", "003_c", "graph", {}}};
+  r.problems = {{1, "a", "001_a", "collective", {sample("1", true, true, 2.0), sample("2", false, true, 4.0)}, {}},
+                {2, "b", "002_b", "collective", {sample("3", true, true, 0.5)}, {}},
+                {3, "c", "003_c", "graph", {}, {}}};
   ScoreSettings st;
   st.ks = {1, 2};
   st.thresholds = {1.0};
@@ -86,4 +93,83 @@ TEST(Aggregate, RejectsKBelowOne) {
   ScoreSettings st;
   st.ks = {0};
   EXPECT_THROW(score(LoadedResults{}, st), pkb::Error);
+}
+
+TEST(Runs, AFailedGenerationIsAFailedSample) {
+  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
+                          record_line({.sha256 = "b", .speedup = 0.5, .sample = 1}) +
+                          record_line({.sha256 = "generation:001_allreduce:2", .status = "generation_failed",
+                                       .sample = 2}));
+  ASSERT_EQ(r.malformed, 0) << r.warnings[0];
+  ASSERT_EQ(r.problems.size(), 1u);
+  ASSERT_EQ(r.problems[0].samples.size(), 3u);
+  EXPECT_EQ(r.problems[0].samples[2].index, 2);  // from the record's "sample": the path is empty
+  EXPECT_EQ(r.problems[0].samples[2].generation_status, "no_code");
+  Scores s = score(r, ScoreSettings{});
+  const ProblemScore& p = s.problems[0];
+  EXPECT_EQ(p.n, 3);
+  EXPECT_EQ(p.c_robust, 2);
+  EXPECT_EQ(p.c_pkb, 2);
+  EXPECT_EQ(p.generation_failed, 1);
+  EXPECT_NEAR(p.pass_robust[0].value, 2.0 / 3, 1e-12);
+  EXPECT_NEAR(p.fast[0].value, 1.0 / 3, 1e-12);  // only the 2.0x sample is faster than the baseline
+  EXPECT_EQ(s.overall.samples, 3);
+  EXPECT_EQ(s.overall.generation_failed, 1);
+  EXPECT_TRUE(s.without_samples.empty());
+}
+
+TEST(Runs, NotEvaluatedIsCountedButIsNoSample) {
+  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0}) +
+                          record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b0",
+                                       .status = "not_evaluated"}) +
+                          record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b1",
+                                       .status = "not_evaluated"}));
+  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_EQ(r.problems[1].samples.size(), 0u);
+  EXPECT_EQ(r.problems[1].not_evaluated.size(), 2u);
+  ScoreSettings st;
+  st.thresholds = {0, 1};
+  Scores s = score(r, st);
+  ASSERT_EQ(s.problems.size(), 2u);  // listed, not dropped
+  const ProblemScore& skipped = s.problems[1];
+  EXPECT_EQ(skipped.n, 0);
+  EXPECT_EQ(skipped.not_evaluated, 2);
+  EXPECT_FALSE(skipped.fully_evaluated());
+  EXPECT_TRUE(s.without_samples.empty());  // not a failure
+  EXPECT_EQ(s.not_fully_evaluated, std::vector<std::string>{"002_b"});
+  EXPECT_EQ(s.overall.problems, 1);  // the aggregate is over 001 alone
+  EXPECT_EQ(s.overall.samples, 1);
+  EXPECT_EQ(s.overall.not_evaluated, 2);
+  EXPECT_EQ(s.overall.not_fully_evaluated, 1);
+  EXPECT_NEAR(s.overall.mean(s.overall.pass_robust[0]), 1.0, 1e-12);
+  EXPECT_NEAR(s.curve[0].value, 1.0, 1e-12);  // p = 0, k = 1: over 001 alone, not halved by 002
+  const Aggregate& graph = s.by_category.at("graph");
+  EXPECT_EQ(graph.problems, 0);
+  EXPECT_EQ(graph.not_evaluated, 2);
+  ASSERT_EQ(graph.pass_robust.size(), st.ks.size());  // sized even though no problem entered it
+}
+
+TEST(Runs, AnEvaluationAppendedLaterSupersedesNotEvaluated) {
+  LoadedResults r = parse(record_line({.sha256 = "x", .status = "not_evaluated"}) +
+                          record_line({.sha256 = "x", .speedup = 1.5}));
+  EXPECT_EQ(r.duplicates, 1);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_TRUE(r.problems[0].not_evaluated.empty());
+  ASSERT_EQ(r.problems[0].samples.size(), 1u);
+  EXPECT_EQ(r.problems[0].samples[0].status, "correct");
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.overall.not_evaluated, 0);
+  EXPECT_EQ(s.overall.problems, 1);
+}
+
+TEST(Runs, FixtureRunCountsEveryKind) {
+  LoadedResults r = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
+  EXPECT_EQ(r.malformed, 0);
+  EXPECT_EQ(r.records, 9);
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.overall.problems, 4);
+  EXPECT_EQ(s.overall.samples, 7);  // 9 records less the 2 not evaluated
+  EXPECT_EQ(s.overall.generation_failed, 2);
+  EXPECT_EQ(s.overall.not_evaluated, 2);
+  EXPECT_EQ(s.not_fully_evaluated, std::vector<std::string>{"012_ring_attention"});
 }

@@ -1,4 +1,4 @@
-// `pkb report` as a user runs it: files written, exit codes, warnings on stderr.
+// `pkb report` and `pkb leaderboard` as a user runs them: files written, exit codes, warnings on stderr.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -19,21 +19,46 @@ struct CliRun {
   std::string err;
 };
 
-CliRun pkb_report(const std::vector<std::string>& args) {
+CliRun pkb_command(const std::string& command, const std::vector<std::string>& args) {
   TempDir tmp;
   pkb::ProcessOptions o;
   o.timeout_s = 60;
   o.stdout_path = tmp.path() / "out";
   o.stderr_path = tmp.path() / "err";
-  std::vector<std::string> argv = {PKB_BINARY, "report"};
+  std::vector<std::string> argv = {PKB_BINARY, command};
   argv.insert(argv.end(), args.begin(), args.end());
   pkb::ProcessResult r = pkb::run_process(argv, o);
   return {r.exit_code, pkb::file_tail(tmp.path() / "err", 1 << 20)};
 }
 
+CliRun pkb_report(const std::vector<std::string>& args) { return pkb_command("report", args); }
+
+// A run directory as `pkb run` leaves it: results.jsonl and manifest.json naming the model.
+std::filesystem::path run_dir(const TempDir& tmp, const std::string& name, const std::string& model,
+                              const std::vector<std::string>& statuses) {
+  auto dir = tmp.path() / name;
+  std::string lines;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    nlohmann::json j = {{"schema", "pkb.result/1"},
+                        {"problem", {{"id", 1}, {"slug", "allreduce"}, {"folder", "001_allreduce"},
+                                     {"category", "collective"}}},
+                        {"candidate", {{"path", "/c/" + std::to_string(i) + ".cu"}, {"sha256", std::to_string(i)}}},
+                        {"status", statuses[i]}, {"timing", {{"speedup", 2.0}}}};
+    lines += j.dump() + "\n";
+  }
+  pkb::test::write_file(dir / "results.jsonl", lines);
+  pkb::test::write_file(dir / "manifest.json", nlohmann::json({{"model", model}}).dump());
+  return dir;
+}
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
 }  // namespace
 
-TEST(ReportCli, WritesTheThreeFiles) {
+TEST(ReportCli, WritesItsFourFiles) {
   TempDir out;
   CliRun r = pkb_report({kResults, "-o", out.path().string(), "--k", "1,2"});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -45,6 +70,44 @@ TEST(ReportCli, WritesTheThreeFiles) {
   EXPECT_EQ(j["settings"]["ks"], nlohmann::json::array({1, 2}));
   EXPECT_TRUE(std::filesystem::exists(out.path() / "summary.md"));
   EXPECT_TRUE(std::filesystem::exists(out.path() / "curves.csv"));
+  std::ifstream html(out.path() / "report.html");
+  std::string page((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+}
+
+TEST(ReportCli, CopiesTheRunManifest) {
+  TempDir tmp;
+  auto dir = run_dir(tmp, "run", "model-x", {"correct"});
+  ASSERT_EQ(pkb_report({dir.string()}).rc, 0);
+  EXPECT_EQ(read_json(dir / "report.json")["run"]["model"], "model-x");
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.html"));
+}
+
+TEST(LeaderboardCli, RanksRunsAndWritesJsonAndHtml) {
+  TempDir tmp;
+  auto weak = run_dir(tmp, "weak", "weak-model", {"incorrect", "correct"});
+  auto strong = run_dir(tmp, "strong", "strong-model", {"correct", "correct"});
+  auto out = tmp.path() / "board" / "leaderboard.json";
+  CliRun r = pkb_command("leaderboard", {weak.string(), strong.string(), "-o", out.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = read_json(out);
+  EXPECT_EQ(j["schema"], "pkb.leaderboard/1");
+  ASSERT_EQ(j["entries"].size(), 2u);
+  EXPECT_EQ(j["entries"][0]["model"], "strong-model");  // fast_1@1 = 1 beats 0.5
+  EXPECT_EQ(j["entries"][1]["model"], "weak-model");
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "board" / "leaderboard.html"));
+}
+
+TEST(LeaderboardCli, ARunDirectoryWithoutResultsExitsTwoNamingIt) {
+  TempDir tmp;
+  auto good = run_dir(tmp, "good", "m", {"correct"});
+  auto empty = tmp.path() / "not-a-run";
+  std::filesystem::create_directories(empty);
+  CliRun r = pkb_command("leaderboard", {good.string(), empty.string(), "-o", (tmp.path() / "lb.json").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(empty.string() + ": no results.jsonl"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "lb.json"));
 }
 
 TEST(ReportCli, DirectoryInputWritesBesideTheRecords) {

@@ -6,9 +6,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../unit/test_util.h"
+#include "record_util.h"
 #include "scoring/report.h"
 
 using namespace pkb::scoring;
+using pkb::test::record_line;
+using pkb::test::TempDir;
 
 namespace {
 
@@ -32,7 +36,13 @@ void expect_golden(const std::string& name, const std::string& actual) {
 
 TEST(Report, SummaryMarkdownMatchesGolden) {
   LoadedResults loaded;
-  expect_golden("summary.md", summary_md(fixture_scores(loaded)));
+  Scores s = fixture_scores(loaded);
+  expect_golden("summary.md", summary_md(s, loaded));
+}
+
+TEST(Report, RunSummaryWithSkippedEvaluationsMatchesGolden) {
+  LoadedResults loaded = load_results(kDir + "/run");
+  expect_golden("run_summary.md", summary_md(score(loaded, ScoreSettings{}), loaded));
 }
 
 TEST(Report, CurvesCsvMatchesGolden) {
@@ -55,4 +65,66 @@ TEST(Report, JsonCarriesSchemaFingerprintAndEstimates) {
   EXPECT_EQ(j["problems"][1]["pass_at_k"][1]["k_used"], 2);  // gather: n = 2 < k = 3
   EXPECT_EQ(j["aggregate"]["pass_at_k"][0]["out_of"], 3);
   EXPECT_EQ(j["curves"].size(), 9u * 2u);
+}
+
+TEST(Report, WithoutAManifestTheResultsFileNamesTheReport) {
+  LoadedResults loaded;
+  Scores s = fixture_scores(loaded);
+  EXPECT_EQ(loaded.source, "fixtures/results.jsonl");
+  EXPECT_TRUE(report_json(s, loaded)["run"].is_null());
+  EXPECT_EQ(summary_md(s, loaded).rfind("# pkb scores: fixtures/results.jsonl\n", 0), 0u);
+  EXPECT_NE(report_html(s, loaded).find("<title>pkb report: fixtures/results.jsonl</title>"), std::string::npos);
+}
+
+TEST(Report, ManifestIsCopiedIntoReportJsonAndNamesTheModel) {
+  TempDir dir;
+  nlohmann::json manifest = {{"model", "claude-x"}, {"problems", "all"}, {"samples", 3}, {"world", 2},
+                             {"topology", "h200_nvlink"}, {"created", "2026-02-01T00:00:00Z"},
+                             {"extra", {{"nested", true}}}};
+  pkb::test::write_file(dir.path() / "manifest.json", manifest.dump());
+  pkb::test::write_file(dir.path() / "results.jsonl", record_line({.sha256 = "a", .speedup = 2.0}));
+  LoadedResults loaded = load_results(dir.path());
+  Scores s = score(loaded, ScoreSettings{});
+  auto j = report_json(s, loaded);
+  EXPECT_EQ(nlohmann::json(j["run"]), manifest);  // verbatim, unknown fields included
+  EXPECT_EQ(summary_md(s, loaded).rfind("# pkb scores: claude-x\n", 0), 0u);
+  EXPECT_NE(report_html(s, loaded).find("<title>pkb report: claude-x</title>"), std::string::npos);
+  write_report(s, loaded, dir.path() / "out");
+  for (const char* name : {"report.json", "summary.md", "curves.csv", "report.html"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "out" / name)) << name;
+}
+
+TEST(Report, AManifestThatIsNotAnObjectIsAWarning) {
+  TempDir dir;
+  pkb::test::write_file(dir.path() / "manifest.json", "[1, 2");
+  pkb::test::write_file(dir.path() / "results.jsonl", record_line({.sha256 = "a"}));
+  LoadedResults loaded = load_results(dir.path() / "results.jsonl");
+  EXPECT_TRUE(loaded.run.is_null());
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("manifest.json: ignored"), std::string::npos) << loaded.warnings[0];
+}
+
+TEST(Report, SkippedEvaluationsAreCountedAndAnnouncedFirst) {
+  LoadedResults loaded = load_results(kDir + "/run");
+  Scores s = score(loaded, ScoreSettings{});
+  auto j = report_json(s, loaded);
+  EXPECT_EQ(j["aggregate"]["not_evaluated"], 2);
+  EXPECT_EQ(j["aggregate"]["generation_failed"], 2);
+  EXPECT_EQ(j["aggregate"]["problems"], 4);
+  EXPECT_EQ(j["not_fully_evaluated"], nlohmann::json::array({"012_ring_attention"}));
+  const auto& ring = j["problems"][4];
+  EXPECT_EQ(ring["folder"], "012_ring_attention");
+  EXPECT_EQ(ring["n"], 0);
+  EXPECT_EQ(ring["not_evaluated"], 2);
+  EXPECT_TRUE(ring["pass_at_k"][0]["value"].is_null());  // unknown, not 0
+  EXPECT_EQ(j["problems"][0]["generation_failed"], 1);
+  EXPECT_EQ(j["by_category"]["context_parallel"]["not_evaluated"], 2);
+
+  std::string md = summary_md(s, loaded);
+  std::string notice = "**2 GPU evaluations were skipped: no GPU on this machine.";
+  EXPECT_LT(md.find(notice), md.find("| problem |")) << md;
+  EXPECT_NE(md.find("| 012_ring_attention | context_parallel | 0 | 0 | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Problems with skipped evaluations (left out of the aggregates): 012_ring_attention"),
+            std::string::npos) << md;
+  EXPECT_EQ(summary_md(fixture_scores(loaded), loaded).find("skipped"), std::string::npos);  // none in eval runs
 }

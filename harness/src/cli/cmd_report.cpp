@@ -1,6 +1,7 @@
 // pkb report RESULTS_DIR_OR_JSONL [-o OUT_DIR] [--k 1,3] [--thresholds 0,1,2]
-// Scores the records `pkb eval` appended to results.jsonl and writes report.json, summary.md and curves.csv
-// (docs/metrics.md). Malformed lines are skipped with a warning on stderr.
+// Scores the records `pkb eval` and `pkb run` appended to results.jsonl and writes report.json, summary.md,
+// curves.csv and report.html (docs/metrics.md), with manifest.json's run metadata when one lies beside the
+// results. Malformed lines are skipped with a warning on stderr.
 // Exit codes: 0 report written, 2 usage or input error (unreadable file, no well-formed record).
 #include <iostream>
 
@@ -28,8 +29,8 @@ int run_report(const ReportOptions& o) {
   scoring::Scores scores = scoring::score(loaded, o.settings);
   scoring::write_report(scores, loaded, out);
   std::cerr << "scored " << loaded.records << " records (" << loaded.malformed << " malformed lines skipped) over "
-            << scores.problems.size() << " problems; wrote report.json, summary.md, curves.csv to " << out.string()
-            << "\n";
+            << scores.problems.size() << " problems; wrote report.json, summary.md, curves.csv, report.html to "
+            << out.string() << "\n";
   return 0;
 }
 

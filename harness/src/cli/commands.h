@@ -20,5 +20,6 @@ void add_generate_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_regress_command(CLI::App& app, Action& action);
+void add_leaderboard_command(CLI::App& app, Action& action);
 
 }  // namespace pkb::cli

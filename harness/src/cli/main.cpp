@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   pkb::cli::add_report_command(app, action);
   pkb::cli::add_run_command(app, action);
   pkb::cli::add_regress_command(app, action);
+  pkb::cli::add_leaderboard_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

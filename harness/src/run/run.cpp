@@ -290,7 +290,9 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     for (const ProblemSpec* p : problems)
       if (p->folder() == r.problem) spec = p;
     if (!spec) continue;
-    Task t{spec, r.sample};
+    Task t;
+    t.spec = spec;
+    t.sample = r.sample;
     if (r.status == generate::SampleStatus::ok) {
       t.source = sum.dir / r.candidate;
       t.sha256 = sha256_hex(read_text_file(t.source));

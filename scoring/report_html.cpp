@@ -1,0 +1,186 @@
+// report.html: the run's header (model, configuration, fingerprint, record counts, warnings), headline numbers,
+// the speedup-threshold curve as inline SVG, and sortable per-problem and per-category tables. One file, no
+// external resources; every inserted text is escaped.
+#include <sstream>
+
+#include "scoring/format.h"
+#include "scoring/html.h"
+#include "scoring/report.h"
+
+namespace pkb::scoring {
+namespace {
+
+using html::Cell;
+using html::Column;
+using html::escape;
+
+std::string card(const std::string& label, const std::string& value, const std::string& detail) {
+  return "<div class=\"card\"><div class=\"l\">" + escape(label) + "</div><div class=\"v\">" + escape(value) +
+         "</div><div class=\"d\">" + escape(detail) + "</div></div>\n";
+}
+
+std::string mean_and_count(const Aggregate& a, double sum) {
+  return fixed(sum, 2) + " out of " + std::to_string(a.problems) + " problems";
+}
+
+std::string run_items(const LoadedResults& loaded) {
+  std::vector<std::pair<std::string, std::string>> items;
+  if (loaded.run.is_object()) {  // the model first, then the rest of the manifest as written
+    if (loaded.run.contains("model")) items.emplace_back("model", run_label(loaded));
+    for (const auto& [key, value] : loaded.run.items())
+      if (key != "model") items.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  items.emplace_back("results", loaded.source);
+  items.emplace_back("configuration", html::configurations_text(loaded.configurations));
+  for (auto& item : html::fingerprint_items(loaded.fingerprint)) items.push_back(std::move(item));
+  return html::definition_list(items);
+}
+
+std::string counts_items(const Scores& s, const LoadedResults& loaded) {
+  const Aggregate& a = s.overall;
+  return html::definition_list(
+      {{"records", std::to_string(loaded.records) + " read, " + std::to_string(loaded.malformed) +
+                       " malformed lines skipped, " + std::to_string(loaded.duplicates) + " duplicates replaced"},
+       {"problems", std::to_string(s.problems.size()) + " (" + std::to_string(a.problems) + " in the aggregates)"},
+       {"samples", std::to_string(a.samples) + " (" + std::to_string(a.generation_failed) + " failed generations), " +
+                       std::to_string(a.correct) + " correct"},
+       {"not evaluated", std::to_string(a.not_evaluated)}});
+}
+
+std::string warnings_block(const LoadedResults& loaded) {
+  if (loaded.warnings.empty()) return "";
+  std::string out = "<details open class=\"warnings\"><summary>" + std::to_string(loaded.warnings.size()) +
+                    " warnings</summary><ul>\n";
+  for (const auto& w : loaded.warnings) out += "<li>" + escape(w) + "</li>\n";
+  return out + "</ul></details>\n";
+}
+
+std::string headline(const Scores& s) {
+  const Aggregate& a = s.overall;
+  const auto& ks = s.settings.ks;
+  std::string out = "<div class=\"cards\">\n";
+  for (size_t i = 0; i < ks.size(); ++i) {
+    out +=
+        card("pass@" + std::to_string(ks[i]), fixed(a.mean(a.pass_robust[i]), 3), mean_and_count(a, a.pass_robust[i]));
+    out += card(fast_name(s.settings) + "@" + std::to_string(ks[i]), fixed(a.mean(a.fast[i]), 3),
+                mean_and_count(a, a.fast[i]));
+    out += card("pkb pass@" + std::to_string(ks[i]), fixed(a.mean(a.pass_pkb[i]), 3), mean_and_count(a, a.pass_pkb[i]));
+  }
+  out += card("geomean speedup", or_dash(a.geomean_speedup(), 2, "x"), "over robust-correct samples");
+  out += card("SOL% candidate vs baseline",
+              or_dash(percent(a.sol_candidate), 1, "%") + " vs " + or_dash(percent(a.sol_baseline), 1, "%"),
+              "of the roofline floor, over robust-correct samples");
+  return out + "</div>\n<p class=\"note\">pass: the robust check; pkb pass: the paper's allclose (1e-2); " +
+         escape(fast_name(s.settings)) + ": robust-correct and faster than " + short_number(s.settings.headline_p) +
+         "x the baseline. Means over the problems in the aggregates. Definitions: docs/metrics.md.</p>\n";
+}
+
+std::string chart(const Scores& s) {
+  std::vector<html::Series> series;
+  for (int k : s.settings.ks) {
+    html::Series one{"k = " + std::to_string(k), {}};
+    for (const CurvePoint& c : s.curve)
+      if (c.k == k) one.values.push_back(c.value);
+    series.push_back(std::move(one));
+  }
+  return html::curve_svg(s.settings.thresholds, series, "fast_p@k");
+}
+
+Cell estimate_cell(const AtK& x, bool unknown) {
+  if (unknown) return html::number_cell(std::nullopt, 3);
+  Cell c = html::number_cell(x.value, 3, x.k_used < x.k && x.k_used ? "*" : "");
+  if (x.k_used < x.k && x.k_used) c.title = "estimated at k = n = " + std::to_string(x.k_used) + ": a lower bound";
+  return c;
+}
+
+std::vector<Column> problem_columns(const ScoreSettings& st) {
+  std::vector<Column> cols = {
+      {"id", "id"}, {"problem", "problem", false}, {"category", "category", false}, {"n", "n"}, {"c", "c"}};
+  for (int k : st.ks) cols.push_back({"pass_at_" + std::to_string(k), "pass@" + std::to_string(k)});
+  for (int k : st.ks)
+    cols.push_back({fast_name(st) + "_at_" + std::to_string(k), fast_name(st) + "@" + std::to_string(k)});
+  for (Column c : std::initializer_list<Column>{{"best_speedup", "best speedup"},
+                                                {"geomean_speedup", "geomean speedup"},
+                                                {"sol_candidate_pct", "SOL% cand"},
+                                                {"sol_baseline_pct", "SOL% base"},
+                                                {"not_evaluated", "not evaluated"}})
+    cols.push_back(std::move(c));
+  return cols;
+}
+
+std::vector<Cell> problem_row(const ProblemScore& p) {
+  bool unknown = p.n == 0 && !p.fully_evaluated();
+  Cell name = html::text_cell(p.slug.empty() ? p.folder : p.slug);
+  name.title = p.folder;
+  std::vector<Cell> row = {html::number_cell(p.id, 0), name, html::text_cell(p.category), html::number_cell(p.n, 0),
+                           html::number_cell(p.c_robust, 0)};
+  for (const auto* xs : {&p.pass_robust, &p.fast})
+    for (const AtK& x : *xs) row.push_back(estimate_cell(x, unknown));
+  row.push_back(html::number_cell(p.best_speedup, 2, "x"));
+  row.push_back(html::number_cell(p.geomean_speedup(), 2, "x"));
+  row.push_back(html::number_cell(percent(p.sol_candidate), 1));
+  row.push_back(html::number_cell(percent(p.sol_baseline), 1));
+  Cell skipped = html::number_cell(p.not_evaluated, 0);
+  if (p.not_evaluated) skipped.css_class = "skipped", skipped.title = "left out of the aggregates";
+  row.push_back(skipped);
+  return row;
+}
+
+std::vector<Column> category_columns(const ScoreSettings& st) {
+  std::vector<Column> cols = {
+      {"category", "category", false}, {"problems", "problems"}, {"samples", "samples"}, {"correct", "correct"}};
+  for (int k : st.ks) cols.push_back({"pass_at_" + std::to_string(k), "pass@" + std::to_string(k)});
+  for (int k : st.ks)
+    cols.push_back({fast_name(st) + "_at_" + std::to_string(k), fast_name(st) + "@" + std::to_string(k)});
+  for (Column c : std::initializer_list<Column>{{"geomean_speedup", "geomean speedup"},
+                                                {"sol_candidate_pct", "SOL% cand"},
+                                                {"sol_baseline_pct", "SOL% base"},
+                                                {"not_evaluated", "not evaluated"}})
+    cols.push_back(std::move(c));
+  return cols;
+}
+
+std::vector<Cell> category_row(const std::string& name, const Aggregate& a) {
+  std::vector<Cell> row = {html::text_cell(name), html::number_cell(a.problems, 0), html::number_cell(a.samples, 0),
+                           html::number_cell(a.correct, 0)};
+  for (const auto* sums : {&a.pass_robust, &a.fast})
+    for (double sum : *sums) {
+      if (a.problems == 0) {  // every problem of the set was left out: no estimate
+        row.push_back(html::number_cell(std::nullopt, 3));
+        continue;
+      }
+      Cell c = html::number_cell(a.mean(sum), 3);
+      c.text += " (" + fixed(sum, 2) + "/" + std::to_string(a.problems) + ")";
+      row.push_back(c);
+    }
+  row.push_back(html::number_cell(a.geomean_speedup(), 2, "x"));
+  row.push_back(html::number_cell(percent(a.sol_candidate), 1));
+  row.push_back(html::number_cell(percent(a.sol_baseline), 1));
+  row.push_back(html::number_cell(a.not_evaluated, 0));
+  return row;
+}
+
+}  // namespace
+
+std::string report_html(const Scores& s, const LoadedResults& loaded) {
+  std::string label = run_label(loaded);
+  std::ostringstream body;
+  body << "<h1>pkb report: " << escape(label) << "</h1>\n";
+  if (std::string notice = skipped_evaluations_notice(s); !notice.empty())
+    body << "<div class=\"notice\" id=\"not-evaluated\">" << escape(notice) << "</div>\n";
+  body << "<h2>Run</h2>\n" << run_items(loaded) << counts_items(s, loaded) << warnings_block(loaded);
+  body << "<h2>Headline</h2>\n" << headline(s);
+  body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& p : s.problems) rows.push_back(problem_row(p));
+  body << "<h2>Problems</h2>\n<p class=\"note\">Click a header to sort. * estimated at k = n (fewer than k samples):"
+       << " a lower bound.</p>\n"
+       << html::sortable_table("problems", problem_columns(s.settings), rows);
+  rows.clear();
+  rows.push_back(category_row("all", s.overall));
+  for (const auto& [name, a] : s.by_category) rows.push_back(category_row(name, a));
+  body << "<h2>By category</h2>\n" << html::sortable_table("categories", category_columns(s.settings), rows);
+  return html::page("pkb report: " + label, body.str());
+}
+
+}  // namespace pkb::scoring

@@ -1,0 +1,143 @@
+// report.html's pieces: escaping of hostile names, the SVG chart's geometry against the values it plots, the
+// sortable table's markup. The JS itself runs in html_chromium_test.cpp.
+#include "scoring/html.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "record_util.h"
+#include "scoring/report.h"
+
+using namespace pkb::scoring;
+using pkb::test::record_line;
+
+namespace {
+
+struct Point {
+  double x, y;
+};
+
+// The points of every <polyline> in order of appearance.
+std::vector<std::vector<Point>> polylines(const std::string& svg) {
+  std::vector<std::vector<Point>> out;
+  static const std::regex line_re(R"re(<polyline[^>]* points="([^"]*)")re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), line_re), end; it != end; ++it) {
+    std::vector<Point> points;
+    std::istringstream in((*it)[1].str());
+    std::string pair;
+    while (in >> pair) {
+      size_t comma = pair.find(',');
+      points.push_back({std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1))});
+    }
+    out.push_back(points);
+  }
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+double y_of(double value) {
+  const auto& f = html::kChartFrame;
+  return f.bottom - value * (f.bottom - f.top);
+}
+
+}  // namespace
+
+TEST(Html, EscapesEveryMarkupCharacter) {
+  EXPECT_EQ(html::escape(R"(<a href="x">Tom & 'Jerry'</a>)"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+  EXPECT_EQ(html::escape("plain text"), "plain text");
+}
+
+TEST(Html, HostileNamesNeverReachThePageRaw) {
+  const std::string model = R"(<script>alert("m")</script> & co)";
+  const std::string slug = R"re(<img src=x onerror="alert(1)">)re";
+  std::istringstream in(
+      record_line({.folder = "001_<b>bold</b>", .slug = slug, .category = "a&b", .sha256 = "s", .speedup = 2.0}));
+  LoadedResults loaded = parse_results(in, "<results>.jsonl");
+  loaded.run = {{"model", model}};
+  loaded.warnings.push_back("line 3: <bad> & \"worse\"");
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  for (const std::string& raw :
+       {model, slug, std::string("<b>bold</b>"), std::string("<bad>"), std::string("<results>")})
+    EXPECT_EQ(page.find(raw), std::string::npos) << raw;
+  EXPECT_NE(page.find("<title>pkb report: &lt;script&gt;alert(&quot;m&quot;)&lt;/script&gt; &amp; co</title>"),
+            std::string::npos);
+  EXPECT_NE(page.find("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;"), std::string::npos);
+  EXPECT_NE(page.find("line 3: &lt;bad&gt; &amp; &quot;worse&quot;"), std::string::npos);
+  EXPECT_EQ(count(page, "<script>"), 1u);  // the page's own, and only it
+}
+
+TEST(Html, ChartHasOnePolylinePerSeriesAtTheValuesCoordinates) {
+  std::string svg = html::curve_svg({0, 1, 2}, {{"k = 1", {1.0, 0.5, 0.0}}, {"k = 3", {1.0, 0.75, 0.25}}}, "fast_p@k");
+  auto lines = polylines(svg);
+  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines[0].size(), 3u);
+  ASSERT_EQ(lines[1].size(), 3u);
+  const auto& f = html::kChartFrame;
+  // fast_p@1 = 0.5 at p = 1: mid-axis vertically, and p = 1 is mid-grid horizontally.
+  EXPECT_NEAR(lines[0][1].y, (f.top + f.bottom) / 2, 0.01);
+  EXPECT_NEAR(lines[0][1].x, (f.left + f.right) / 2, 0.01);
+  EXPECT_NEAR(lines[0][0].y, f.top, 0.01);     // 1.0 at the top
+  EXPECT_NEAR(lines[0][2].y, f.bottom, 0.01);  // 0.0 on the x axis
+  EXPECT_NEAR(lines[1][2].y, y_of(0.25), 0.01);
+  EXPECT_NEAR(lines[0][0].x, f.left, 0.01);
+  EXPECT_NEAR(lines[0][2].x, f.right, 0.01);
+  EXPECT_EQ(count(svg, "<circle"), 6u + 2u);  // a marker per point, one per legend entry
+  EXPECT_NE(svg.find("<title>k = 1, p = 1: fast_p@k = 0.5000</title>"), std::string::npos);
+  for (const char* tick : {">0<", ">0.5<", ">1<", ">2<", ">0.25<"})
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  EXPECT_EQ(svg, html::curve_svg({0, 1, 2}, {{"k = 1", {1.0, 0.5, 0.0}}, {"k = 3", {1.0, 0.75, 0.25}}},
+                                 "fast_p@k"));  // deterministic
+}
+
+TEST(Html, ReportChartPlotsTheCurveOfEachK) {
+  LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
+  ScoreSettings st;
+  st.ks = {1, 2, 3};
+  Scores s = score(loaded, st);
+  std::string page = report_html(s, loaded);
+  auto lines = polylines(page);
+  ASSERT_EQ(lines.size(), st.ks.size());
+  for (size_t i = 0; i < st.ks.size(); ++i) {
+    ASSERT_EQ(lines[i].size(), st.thresholds.size());
+    size_t j = 0;
+    for (const CurvePoint& c : s.curve)
+      if (c.k == st.ks[i]) {
+        EXPECT_NEAR(lines[i][j++].y, y_of(c.value), 0.01) << "k=" << c.k << " p=" << c.p;
+      }
+  }
+  // The default grid is crowded around 1 (0.8, 1, 1.25): the headline threshold keeps its label.
+  for (const char* label : {"0.8", "1", "1.25"})
+    EXPECT_TRUE(std::regex_search(page, std::regex(std::string("class=\"xtick\"[^>]*>") + label + "</text>"))) << label;
+  EXPECT_NE(page.find("id=\"not-evaluated\""), std::string::npos);
+  EXPECT_NE(page.find("2 GPU evaluations were skipped: no GPU on this machine."), std::string::npos);
+}
+
+TEST(Html, TablesCarrySortKeysAndMissingValuesAreEmpty) {
+  std::string table = html::sortable_table(
+      "t", {{"name", "name", false}, {"best_speedup", "best speedup"}},
+      {{html::text_cell("a"), html::number_cell(1.5, 2, "x")}, {html::text_cell("b"), html::number_cell({}, 2)}});
+  EXPECT_NE(table.find("<th data-key=\"best_speedup\" data-type=\"number\">best speedup</th>"), std::string::npos);
+  EXPECT_NE(table.find("<td data-v=\"1.5\">1.50x</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td data-v=\"\">-</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td data-v=\"a\" class=\"text\">a</td>"), std::string::npos) << table;
+}
+
+TEST(Html, PageIsSelfContained) {
+  LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  // The SVG namespace is an identifier, not a fetch.
+  for (size_t at; (at = page.find("http://www.w3.org/2000/svg")) != std::string::npos;) page.erase(at, 26);
+  for (const char* external : {"http://", "https://", "src=", "<link", "@import", "url("})
+    EXPECT_EQ(page.find(external), std::string::npos) << external;
+  EXPECT_NE(page.find("data-ready"), std::string::npos);
+  EXPECT_NE(page.find("<table class=\"sortable\" id=\"problems\">"), std::string::npos);
+  EXPECT_NE(page.find("<table class=\"sortable\" id=\"categories\">"), std::string::npos);
+}

@@ -1,0 +1,133 @@
+// The leaderboard over run directories the test writes: ranking, labels of shared models, the JSON and HTML.
+#include "scoring/leaderboard.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../unit/test_util.h"
+#include "core/error.h"
+#include "record_util.h"
+
+using namespace pkb::scoring;
+using pkb::test::record_line;
+using pkb::test::RecordSpec;
+using pkb::test::TempDir;
+
+namespace {
+
+// A run directory with manifest.json naming `model` (none when empty) and one record per spec.
+std::filesystem::path write_run(const TempDir& tmp, const std::string& name, const std::string& model,
+                                const std::vector<RecordSpec>& records) {
+  auto dir = tmp.path() / name;
+  std::string lines;
+  for (const auto& r : records) lines += record_line(r);
+  pkb::test::write_file(dir / "results.jsonl", lines);
+  if (!model.empty()) pkb::test::write_file(dir / "manifest.json", nlohmann::json({{"model", model}}).dump());
+  return dir;
+}
+
+RecordSpec problem2(RecordSpec r) {
+  r.id = 2, r.folder = "002_gather", r.slug = "gather";
+  return r;
+}
+
+std::vector<std::string> labels(const Leaderboard& b) {
+  std::vector<std::string> out;
+  for (const auto& e : b.entries) out.push_back(e.label);
+  return out;
+}
+
+}  // namespace
+
+TEST(Leaderboard, RanksByFastThenPassThenGeomean) {
+  TempDir tmp;
+  // slow: always correct, never faster (fast_1@1 = 0, pass@1 = 1).
+  auto slow = write_run(tmp, "slow", "slow-model",
+                        {{.sha256 = "a", .speedup = 0.9}, problem2({.sha256 = "b", .speedup = 0.8})});
+  // fast: half the problems fast (fast_1@1 = 0.5), the other failed (pass@1 = 0.5).
+  auto fast = write_run(tmp, "fast", "fast-model",
+                        {{.sha256 = "a", .speedup = 3.0}, problem2({.sha256 = "b", .status = "incorrect"})});
+  // tie: fast_1@1 = 0.5 like `fast` but pass@1 = 1: ranks above it.
+  auto tie =
+      write_run(tmp, "tie", "tie-model", {{.sha256 = "a", .speedup = 1.5}, problem2({.sha256 = "b", .speedup = 0.5})});
+  // geo: fast_1@1 and pass@1 as `tie`, a higher geomean (2.0 * 0.5 vs 1.5 * 0.5).
+  auto geo =
+      write_run(tmp, "geo", "geo-model", {{.sha256 = "a", .speedup = 2.0}, problem2({.sha256 = "b", .speedup = 0.5})});
+  Leaderboard b = build_leaderboard({slow, fast, tie, geo}, ScoreSettings{});
+  EXPECT_EQ(labels(b), (std::vector<std::string>{"geo-model", "tie-model", "fast-model", "slow-model"}));
+
+  auto j = leaderboard_json(b);
+  EXPECT_EQ(j["schema"], "pkb.leaderboard/1");
+  ASSERT_EQ(j["entries"].size(), 4u);
+  EXPECT_EQ(j["entries"][0]["rank"], 1);
+  EXPECT_EQ(j["entries"][0]["model"], "geo-model");
+  EXPECT_EQ(j["entries"][0]["run"]["model"], "geo-model");
+  EXPECT_EQ(j["entries"][0]["run_dir"], geo.string());
+  EXPECT_EQ(j["entries"][0]["fingerprint"]["gpu"][0], "NVIDIA H200");
+  EXPECT_NEAR(j["entries"][0]["aggregate"]["geomean_speedup"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(j["entries"][2]["aggregate"]["fast_p_at_k"][0]["mean"].get<double>(), 0.5, 1e-12);
+  const auto& problems = j["entries"][3]["problems"];  // slow
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[1]["folder"], "002_gather");
+  EXPECT_EQ(problems[1]["pass_at_1"], 1.0);
+  EXPECT_EQ(problems[1]["fast_1_at_1"], 0.0);
+  EXPECT_EQ(problems[1]["best_speedup"], 0.8);
+  EXPECT_TRUE(j["entries"][3]["by_category"].contains("collective"));
+}
+
+TEST(Leaderboard, EntriesSharingAModelKeepItAndAddTheirDirectory) {
+  TempDir tmp;
+  auto a = write_run(tmp, "run-a", "same", {{.sha256 = "a", .speedup = 2.0}});
+  auto b = write_run(tmp, "run-b", "same", {{.sha256 = "a", .status = "incorrect"}});
+  auto c = write_run(tmp, "nameless", "", {{.sha256 = "a", .status = "incorrect"}});
+  Leaderboard board = build_leaderboard({b, a, c}, ScoreSettings{});
+  EXPECT_EQ(labels(board), (std::vector<std::string>{"same (run-a)", "nameless", "same (run-b)"}));
+  EXPECT_EQ(board.entries[0].model, "same");
+  EXPECT_EQ(board.entries[1].model, "nameless");  // no manifest: the directory names the model
+  EXPECT_TRUE(board.entries[1].loaded.run.is_null());
+}
+
+TEST(Leaderboard, KOfOneIsAlwaysScored) {
+  TempDir tmp;
+  auto a = write_run(tmp, "a", "m", {{.sha256 = "a", .speedup = 2.0}});
+  ScoreSettings st;
+  st.ks = {3};
+  Leaderboard b = build_leaderboard({a}, st);
+  EXPECT_EQ(b.settings.ks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(leaderboard_json(b)["settings"]["ks"], nlohmann::json::array({1, 3}));
+}
+
+TEST(Leaderboard, ADirectoryWithoutResultsIsAnErrorNamingIt) {
+  TempDir tmp;
+  auto good = write_run(tmp, "good", "m", {{.sha256 = "a"}});
+  std::filesystem::create_directories(tmp.path() / "empty");
+  try {
+    build_leaderboard({good, tmp.path() / "empty"}, ScoreSettings{});
+    FAIL() << "no error";
+  } catch (const pkb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find((tmp.path() / "empty").string() + ": no results.jsonl"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Leaderboard, WritesJsonAndHtmlBesideIt) {
+  TempDir tmp;
+  auto a = write_run(tmp, "a", "alpha <&>", {{.sha256 = "a", .speedup = 2.0}});
+  auto b = write_run(tmp, "b", "beta", {{.sha256 = "a", .status = "not_evaluated"}, problem2({.sha256 = "b"})});
+  Leaderboard board = build_leaderboard({a, b}, ScoreSettings{});
+  write_leaderboard(board, tmp.path() / "out" / "leaderboard.json");
+  ASSERT_TRUE(std::filesystem::exists(tmp.path() / "out" / "leaderboard.json"));
+  std::ifstream in(tmp.path() / "out" / "leaderboard.html");
+  std::string page((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(page.find("alpha <&>"), std::string::npos);
+  EXPECT_NE(page.find("alpha &lt;&amp;&gt;"), std::string::npos);
+  size_t polylines = 0;
+  for (size_t at = page.find("<polyline"); at != std::string::npos; at = page.find("<polyline", at + 1)) ++polylines;
+  EXPECT_EQ(polylines, 2u);  // one curve per run at k = 1
+  EXPECT_NE(page.find("<table class=\"sortable\" id=\"ranking\">"), std::string::npos);
+  EXPECT_NE(page.find("<table class=\"sortable\" id=\"matrix\">"), std::string::npos);
+  EXPECT_NE(page.find(">2.00x</td>"), std::string::npos);          // alpha's best speedup on 001
+  EXPECT_NE(page.find(">not evaluated</td>"), std::string::npos);  // beta's 001
+  EXPECT_NE(page.find("beta: 1 GPU evaluation was skipped"), std::string::npos);
+}
