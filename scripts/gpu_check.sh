@@ -2,7 +2,7 @@
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
-# PKB_STEPS picks steps (default: all of comm unit validate fixtures experts bench run replay topology);
+# PKB_STEPS picks steps (default: all of comm unit validate fixtures experts bench run replay regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table.
 set -uo pipefail
@@ -14,7 +14,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 world=${PKB_WORLD:-$gpus}
-steps=" ${PKB_STEPS:-comm unit validate fixtures experts bench run replay topology} "
+steps=" ${PKB_STEPS:-comm unit validate fixtures experts bench run replay regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
@@ -62,7 +62,8 @@ want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scri
 want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
 # pkb run as the main job (no arguments: every expert kernel on every GPU), then over a replayed mix of good, wrong,
 # hanging and faulting kernels, whose counts must come out 4 samples, 1 correct.
-copy_reports() { mkdir -p "$2"; cp "$1"/{report.json,report.html,summary.md,curves.csv,manifest.json,results.jsonl} "$2"/ 2>/dev/null; }
+# One archive per run: the device tool brings back only a few files per call.
+copy_reports() { tar czf "$2.tar.gz" -C "$1" report.json report.html summary.md curves.csv manifest.json results.jsonl 2>/dev/null; }
 if want run; then
   TAIL_LINES=40 step run_experts "$build/pkb" run
   copy_reports "results/runs/expert-w$world-cuda-bf16" "$out/run_experts"
@@ -77,7 +78,19 @@ if want replay; then
   TAIL_LINES=30 step run_replay "$build/pkb" run --model "replay:$replay" --problems 1 --samples 4 --timeout 20 \
     --out "$out/run_replay_dir"
   copy_reports "$out/run_replay_dir" "$out/run_replay"
-  rm -rf "$out/run_replay_dir/runs" "$out/run_replay_dir/cache"
+  # Both runs on one leaderboard (the expert run exists when the run step ran first).
+  [ -d "results/runs/expert-w$world-cuda-bf16" ] && step leaderboard "$build/pkb" leaderboard \
+    "results/runs/expert-w$world-cuda-bf16" "$out/run_replay_dir" -o "$out/leaderboard/leaderboard.json"
+  rm -rf "$out/run_replay_dir"
+fi
+# CI regression against the expert run's report: the experts again, with problem 1's kernel swapped for a wrong
+# one. Expected: exit 1, problem 1 a regression, the others pass; JUnit XML in $out.
+if want regress && [ -f "results/runs/expert-w$world-cuda-bf16/report.json" ]; then
+  subs=$(mktemp -d)
+  for d in problems/00[1-8]_*/; do cp "$d/solution.cu" "$subs/$(basename "$d").cu"; done
+  cp tests/fixtures/cuda/wrong_value.cu "$subs/001_allreduce.cu"
+  TAIL_LINES=15 step regress_expect_exit_1 bash -c '"$0" regress --baseline "$1" --candidates "$2" --junit "$3"; [ $? -eq 1 ]' \
+    "$build/pkb" "results/runs/expert-w$world-cuda-bf16/report.json" "$subs" "$out/junit.xml"
 fi
 if want topology; then
   step topology_detect "$build/pkb" topology detect --name "detected_${world}gpu" -o "$out/topology_detected.json"

@@ -25,22 +25,10 @@ using json = nlohmann::json;
 using test::TempDir;
 using test::write_file;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using test::CliRun;
 
 CliRun pkb_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-  TempDir tmp;
-  ProcessOptions o;
-  o.timeout_s = 400;
-  o.stdout_path = tmp.path() / "out";
-  o.stderr_path = tmp.path() / "err";
-  o.env = env;
-  std::vector<std::string> argv = {PKB_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ProcessResult r = run_process(argv, o);
-  return {r.exited ? r.exit_code : -1, file_tail(tmp.path() / "out", 1 << 22), file_tail(tmp.path() / "err", 1 << 22)};
+  return test::run_cli(PKB_BINARY, args, env);
 }
 
 // A CPU fixture as one self-contained file: generated candidates land in a folder without fixture.h.

@@ -25,23 +25,10 @@ using testing::json_response;
 using testing::LoopbackServer;
 using testing::ScriptedResponse;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using test::CliRun;
 
 CliRun pkb_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-  TempDir tmp;
-  ProcessOptions o;
-  o.timeout_s = 240;
-  o.stdout_path = tmp.path() / "out";
-  o.stderr_path = tmp.path() / "err";
-  o.env = env;
-  std::vector<std::string> argv = {PKB_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ProcessResult res = run_process(argv, o);
-  return {res.exited ? res.exit_code : -1, file_tail(tmp.path() / "out", 1 << 22),
-          file_tail(tmp.path() / "err", 1 << 20)};
+  return test::run_cli(PKB_BINARY, args, env, 240);
 }
 
 std::vector<json> records(const fs::path& out) {

@@ -1,10 +1,14 @@
-// Helpers for tests that need files on disk.
+// Helpers for tests: files on disk, and programs run as a user runs them.
 #pragma once
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
+#include <vector>
+
+#include "launch/process.h"
 
 namespace pkb::test {
 
@@ -26,6 +30,30 @@ class TempDir {
 inline void write_file(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p) << text;
+}
+
+}  // namespace pkb::test
+
+namespace pkb::test {
+
+// The pkb binary (or any program) as a user runs it: exit code (-1 if it did not exit), stdout and stderr.
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline CliRun run_cli(const std::string& program, const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& env = {}, double timeout_s = 400) {
+  TempDir tmp;
+  ProcessOptions o;
+  o.timeout_s = timeout_s;
+  o.stdout_path = tmp.path() / "out";
+  o.stderr_path = tmp.path() / "err";
+  o.env = env;
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, o);
+  return {r.exited ? r.exit_code : -1, file_tail(tmp.path() / "out", 1 << 22), file_tail(tmp.path() / "err", 1 << 22)};
 }
 
 }  // namespace pkb::test

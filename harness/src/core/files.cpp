@@ -20,6 +20,23 @@ std::string read_text_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+nlohmann::json read_json_or_null(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value) {
+  std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << value.dump(2) << "\n";
+    if (!out) throw Error(tmp.string() + ": cannot write");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 void append_line(const std::filesystem::path& path, const std::string& line) {
   std::string bytes = line + "\n";
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -4,10 +4,18 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace pkb {
 
 // The file's bytes. Throws pkb::Error "<path>: cannot open" if it cannot be opened.
 std::string read_text_file(const std::filesystem::path& path);
+
+// The file parsed as JSON, or null when it is missing or does not parse (callers treat both as "not there").
+nlohmann::json read_json_or_null(const std::filesystem::path& path);
+
+// Writes `value` (indented) to path.tmp and renames it over path, so readers never see half a file.
+void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value);
 
 // Appends `line` and a newline with one write(2) on an O_APPEND descriptor, so that concurrent appenders never
 // interleave and a killed process leaves at most one incomplete line. Throws pkb::Error when it cannot.

@@ -34,18 +34,6 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return nullptr;
-  json j = json::parse(in, nullptr, false);
-  return j.is_discarded() ? json(nullptr) : j;
-}
-
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream(p.string() + ".tmp") << j.dump(2) << "\n";
-  fs::rename(p.string() + ".tmp", p);
-}
-
 std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
   std::vector<std::string> a = {"--problem-dir", spec.dir.string(),
                                 "--device", o.device, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
@@ -57,7 +45,7 @@ std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions&
 
 ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
                      const std::string& tag) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s};
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, {}};
   if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return run_rank_job(job);
 }
@@ -129,13 +117,13 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   if (python) {
     PythonRunnerJob job{o.world, o.device, spec.dir, dir, "0",
                         {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)},
-                        o.timeout_s};
+                        o.timeout_s, {}};
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
     ProcessResult py = run_python_runner(job);
     if (!py.ok())
       throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
-  write_json(dir / "complete.json", {{"seconds", since(t0)}});
+  write_json_atomically(dir / "complete.json", {{"seconds", since(t0)}});
   return dir;
 }
 
@@ -359,8 +347,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
 
   json timing;
   json cand_t = records[0].value("timing", json());
-  json cpp_t = read_json(ref_dir / "rank0.json").value("timing", json());
-  json py_t = read_json(ref_dir / "timing.py.json");
+  json cpp_t = read_json_or_null(ref_dir / "rank0.json").value("timing", json());
+  json py_t = read_json_or_null(ref_dir / "timing.py.json");
   timing["candidate"] = cand_t;
   timing["baseline_libtorch_nccl"] = cpp_t;
   timing["baseline_pytorch_eager"] = py_t;

@@ -67,24 +67,12 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters}, {"params", o.eval.params}};
 }
 
-json read_json_file(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return nullptr;
-  json j = json::parse(in, nullptr, false);
-  return j.is_discarded() ? json(nullptr) : j;
-}
-
-void write_json_file(const fs::path& p, const json& j) {
-  std::ofstream(p.string() + ".tmp") << j.dump(2) << "\n";
-  fs::rename(p.string() + ".tmp", p);
-}
-
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
 // of two runs' records.
 void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string& selection, bool gpu) {
   fs::path path = dir / "manifest.json";
   json key = run_key(o, selection);
-  json m = read_json_file(path);
+  json m = read_json_or_null(path);
   if (m.is_object()) {
     for (const auto& [field, value] : key.items())
       if (m.value("settings", json::object()).value(field, json()) != value)
@@ -108,7 +96,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   m["host"] = host;
-  write_json_file(path, m);
+  write_json_atomically(path, m);
 }
 
 // One sample the run must account for: an evaluation (source set) or a failed generation (failure set).
@@ -224,7 +212,7 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
                    verdict_name(r.verdict), r.detail.c_str());
     out[p->folder()] = {{"verdict", verdict_name(r.verdict)}, {"detail", r.detail}};
   }
-  write_json_file(dir / "references_cpu.json", out);
+  write_json_atomically(dir / "references_cpu.json", out);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "check/compare.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
 #include "launch/jobs.h"
@@ -34,7 +35,7 @@ ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& 
   RankJob job{o.world, o.device == "cuda",
               {"--problem-dir", spec.dir.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
                trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed), "--out", dir.string()},
-              dir, "mpirun", o.timeout_s};
+              dir, "mpirun", o.timeout_s, {}};
   for (const auto& [k, v] : o.params) job.args.insert(job.args.end(), {"--param", k + "=" + std::to_string(v)});
   if (save_inputs) job.args.push_back("--save-inputs");
   if (o.time)
@@ -47,7 +48,7 @@ ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, 
   std::vector<std::string> extra;
   if (o.time)
     extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
-  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra, o.timeout_s});
+  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra, o.timeout_s, {}});
 }
 
 struct Tally {
@@ -106,20 +107,13 @@ std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, 
   return out;
 }
 
-nlohmann::json read_json_file(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return nullptr;
-  json j = json::parse(in, nullptr, false);
-  return j.is_discarded() ? json(nullptr) : j;
-}
-
 double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o,
                             const fs::path& dir, bool python_ran, json& record) {
-  json cpp = read_json_file(dir / "rank0.json").value("timing", json());
-  json py = python_ran ? read_json_file(dir / "timing.py.json") : json();
+  json cpp = read_json_or_null(dir / "rank0.json").value("timing", json());
+  json py = python_ran ? read_json_or_null(dir / "timing.py.json") : json();
   json roof = roofline_floor(spec, run, o.topology);
   roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
   roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
