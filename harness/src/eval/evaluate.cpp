@@ -276,6 +276,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
          {"trials", o.trials}, {"seed", o.seed},
          {"timing_settings", {{"warmup", o.timing.warmup}, {"iters", o.timing.iters}}},
          {"provenance", prov}};
+  if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
   json wall = json::object();
   auto finish = [&](EvalStatus s, const std::string& message) -> EvalResult {
     res.status = s;
