@@ -102,6 +102,14 @@ if(EXISTS ${_tvh})
   file(STRINGS ${_tvh} _tv REGEX "define TORCH_VERSION_(MAJOR|MINOR|PATCH) ")
   string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCH ([0-9]+).*" "\\1.\\2.\\3" PKB_TORCH_VERSION "${_tv}")
 endif()
+# The Python package's headers have moved between releases; its own __version__ is authoritative there.
+if(PKB_TORCH_VERSION STREQUAL "unknown" AND _torch_libdir MATCHES "-packages/torch")
+  execute_process(COMMAND python3 -c "import torch; print(torch.__version__)" OUTPUT_VARIABLE _tv
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _tv_rc)
+  if(_tv_rc EQUAL 0 AND _tv)
+    set(PKB_TORCH_VERSION "${_tv}")
+  endif()
+endif()
 
 message(STATUS "pkb: libtorch ${PKB_TORCH_VERSION} at ${_torch_libdir} (CUDA: ${PKB_TORCH_HAS_CUDA})")
 message(STATUS "pkb: NCCL ${PKB_NCCL_LIBRARY}; MPI ${MPI_CXX_LIBRARIES}; mpirun ${PKB_MPIRUN}")
