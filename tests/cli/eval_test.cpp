@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 #include "launch/process.h"
 #include "spec/catalog.h"
 #include "../unit/test_util.h"
@@ -84,6 +86,29 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_EQ(j["checks"]["comparisons"].size(), 6u);
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// Two evaluations needing the same uncached reference pass at once (parallel CI jobs, a run beside an eval): each
+// computes it privately and one result is kept; neither sees the other's half-written files.
+TEST(Eval, ConcurrentEvaluationsShareOneReferencePass) {
+  pkb::test::TempDir tmp;
+  auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+  auto eval = [&](const std::string& out) {
+    return pkb::test::run_cli(PKB_BINARY, {"eval", src, "--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64",
+                                           "--param", "N=40", "--trials", "3", "--warmup", "1", "--iters", "5",
+                                           "--out", (tmp.path() / out).string(), "--cache", (tmp.path() / "cache").string()});
+  };
+  pkb::test::CliRun a, b;
+  std::thread first([&] { a = eval("a"); });
+  b = eval("b");
+  first.join();
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
+  int passes = 0, leftovers = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path() / "cache/reference"))
+    (e.path().string().find(".work-") == std::string::npos ? passes : leftovers)++;
+  EXPECT_EQ(passes, 1);
+  EXPECT_EQ(leftovers, 0);
 }
 
 }  // namespace

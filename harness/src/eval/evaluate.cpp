@@ -1,5 +1,8 @@
 #include "eval/evaluate.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -7,6 +10,7 @@
 #include <sstream>
 
 #include "check/compare.h"
+#include "check/outputs.h"
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -91,7 +95,15 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
 }
 
-// The reference pass, cached by everything that determines its outputs and timing.
+// A private working directory beside `dir`: concurrent evaluations (parallel tests, two `pkb eval`s, a run and
+// an eval) may compute the same reference pass at once, and must not write into each other's files.
+fs::path private_work_dir(const fs::path& dir) {
+  static std::atomic<int> counter{0};
+  return dir.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+// The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
+// directory and renamed into place once complete; if another process finished first, its result is used.
 fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
                         bool python, json& info) {
   int post = o.trials;
@@ -102,20 +114,21 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     return dir;
   }
   info["cached"] = false;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  auto args = worker_args(spec, o, dir);
+  fs::path work = private_work_dir(dir);
+  fs::remove_all(work);
+  fs::create_directories(work);
+  auto args = worker_args(spec, o, work);
   args.insert(args.end(), {"--trials", trial_list(0, post), "--precise-too"});
   if (python) args.push_back("--save-inputs");
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch(o, args, dir, "reference");
+  ProcessResult pr = launch(o, args, work, "reference");
   if (!pr.ok()) {
     std::string why = pr.summary();
-    if (auto e = first_rank_error(read_rank_records(dir, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
-    throw Error("reference pass for " + spec.folder() + " failed: " + why);
+    if (auto e = first_rank_error(read_rank_records(work, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
+    throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
   }
   if (python) {
-    PythonRunnerJob job{o.world, o.device, spec.dir, dir, "0",
+    PythonRunnerJob job{o.world, o.device, spec.dir, work, "0",
                         {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)},
                         o.timeout_s, {}};
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
@@ -123,7 +136,12 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (!py.ok())
       throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
-  write_json_atomically(dir / "complete.json", {{"seconds", since(t0)}});
+  write_json_atomically(work / "complete.json", {{"seconds", since(t0)}});
+  std::error_code ec;
+  if (!fs::exists(dir / "complete.json")) fs::remove_all(dir, ec);  // an interrupted pass left it incomplete
+  fs::rename(work, dir, ec);
+  if (ec) fs::remove_all(work);  // another process renamed its complete pass into place first: use that one
+  if (!fs::exists(dir / "complete.json")) throw Error("reference pass for " + spec.folder() + ": cannot place " + dir.string());
   return dir;
 }
 
@@ -164,7 +182,7 @@ json comparison_json(const Comparison& c) {
 }
 
 // Compares every trial's outputs with the reference pass; returns the first failure message or "".
-std::string check_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& ref_dir,
+std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& ref_dir,
                           const fs::path& cand_dir, const std::vector<json>& records, json& checks) {
   std::string first_failure;
   bool robust_all = true, pkb_all = true;
@@ -172,43 +190,36 @@ std::string check_outputs(const ProblemSpec& spec, const RunShape& run, const Ev
   auto note = [&](const std::string& msg) {
     if (first_failure.empty()) first_failure = msg;
   };
+  auto rank_outputs = [&](const fs::path& dir, int t, const std::string& prefix, int r) {
+    return outputs_in_order(spec, read_safetensors(dir / ("trial" + std::to_string(t)) / (prefix + std::to_string(r) + ".safetensors")));
+  };
   for (int t = 0; t <= o.trials; ++t) {
     std::string when = t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t);
-    std::vector<NamedTensors> got;
-    for (int r = 0; r < run.world; ++r) {
-      fs::path f = cand_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors");
-      if (!fs::exists(f)) {
+    std::vector<std::vector<at::Tensor>> got, reference, precise;
+    for (int r = 0; r < run.world && got.size() == static_cast<size_t>(r); ++r) {
+      if (!fs::exists(cand_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors"))) {
         note(when + ": rank " + std::to_string(r) + " wrote no outputs");
         robust_all = pkb_all = false;
-        got.clear();
         break;
       }
-      got.push_back(read_safetensors(f));
+      got.push_back(rank_outputs(cand_dir, t, "rank", r));
+      reference.push_back(rank_outputs(ref_dir, t, "rank", r));
+      precise.push_back(rank_outputs(ref_dir, t, "precise.rank", r));
     }
-    if (got.empty()) continue;
-    for (int r = 0; r < run.world; ++r) {
-      auto ref = read_safetensors(ref_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors"));
-      auto precise = read_safetensors(ref_dir / ("trial" + std::to_string(t)) / ("precise.rank" + std::to_string(r) + ".safetensors"));
-      for (const auto& out : spec.outputs) {
-        at::ScalarType dt = to_aten(tensor_dtype(out, run));
-        const at::Tensor& mine = got[r].get(out.name);
-        Comparison robust = compare(Policy::robust, mine, precise.get(out.name), spec.tolerance, dt);
-        Comparison paper = compare(Policy::pkb, mine, ref.get(out.name), spec.tolerance, dt);
-        std::string where = when + " rank " + std::to_string(r) + " output '" + out.name + "'";
-        if (mine.scalar_type() != dt) robust.pass = false, robust.error = "wrong dtype";
-        per.push_back({{"trial", t}, {"rank", r}, {"output", out.name}, {"robust", comparison_json(robust)},
-                       {"pkb", comparison_json(paper)}});
-        robust_all &= robust.pass;
-        pkb_all &= paper.pass;
-        if (!robust.pass) note(where + ": " + describe(robust));
-        if (out.replicated && r > 0) {
-          Comparison agree = compare(Policy::robust, mine, got[0].get(out.name), spec.tolerance, dt);
-          if (!agree.pass) {
-            robust_all = false;
-            note(where + " differs from rank 0 but must be replicated: " + describe(agree));
-          }
-        }
-      }
+    if (got.size() != static_cast<size_t>(run.world)) continue;
+    // Robust against the precise outputs (and replication) decides; the paper's allclose against the bf16
+    // reference is recorded beside it. Both lists hold (rank, output) in the same order.
+    auto robust = check_outputs(spec, run, Policy::robust, got, precise, true);
+    auto paper = check_outputs(spec, run, Policy::pkb, got, reference, false);
+    size_t next_paper = 0;
+    for (const OutputCheck& c : robust) {
+      robust_all &= c.result.pass;
+      if (!c.result.pass) note(when + " " + c.where() + ": " + describe(c.result));
+      if (c.replication) continue;
+      const Comparison& p = paper.at(next_paper++).result;
+      pkb_all &= p.pass;
+      per.push_back({{"trial", t}, {"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)},
+                     {"pkb", comparison_json(p)}});
     }
   }
   json mutated = json::array();
@@ -342,7 +353,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   // 4. Check, then time.
   t0 = std::chrono::steady_clock::now();
   json checks;
-  std::string bad = check_outputs(spec, run, o, ref_dir, cand_dir, records, checks);
+  std::string bad = check_candidate_outputs(spec, run, o, ref_dir, cand_dir, records, checks);
   wall["check_s"] = since(t0);
   rec["checks"] = checks;
 

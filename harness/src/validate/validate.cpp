@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "check/compare.h"
+#include "check/outputs.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "inputs/inputs.h"
@@ -68,43 +69,18 @@ struct Tally {
   }
 };
 
-// Compares every rank's outputs in `prefix` files with `expected` (per rank, per output).
-void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial, const std::string& prefix,
-                   const std::vector<Tensors>& expected, Policy policy, Tally& tally, json& log) {
-  std::vector<NamedTensors> got;
-  for (int r = 0; r < run.world; ++r) got.push_back(read_safetensors(rank_file(dir, trial, prefix, r)));
-  for (int r = 0; r < run.world; ++r) {
-    if (expected[r].size() != spec.outputs.size())
-      throw Error("oracle returned " + std::to_string(expected[r].size()) + " outputs for rank " + std::to_string(r));
-    for (size_t i = 0; i < spec.outputs.size(); ++i) {
-      const auto& name = spec.outputs[i].name;
-      at::Tensor out = got[r].get(name);
-      std::string where = "trial " + std::to_string(trial) + " rank " + std::to_string(r) + " output '" + name + "'";
-      at::ScalarType want_dtype = to_aten(tensor_dtype(spec.outputs[i], run));
-      if (out.scalar_type() != want_dtype) {
-        Comparison bad;
-        bad.error = std::string("dtype ") + c10::toString(out.scalar_type()) + " != " + c10::toString(want_dtype);
-        tally.add(bad, where, log);
-        continue;
-      }
-      tally.add(compare(policy, out, expected[r][i], spec.tolerance, want_dtype), where, log);
-      if (spec.outputs[i].replicated && r > 0)
-        tally.add(compare(Policy::robust, out, got[0].get(name), spec.tolerance, want_dtype),
-                  where + " vs rank 0 (replicated)", log);
-    }
-  }
-}
-
 std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
                                   const std::string& prefix) {
   std::vector<Tensors> out;
-  for (int r = 0; r < run.world; ++r) {
-    NamedTensors nt = read_safetensors(rank_file(dir, trial, prefix, r));
-    Tensors ts;
-    for (const auto& o : spec.outputs) ts.push_back(nt.get(o.name));
-    out.push_back(ts);
-  }
+  for (int r = 0; r < run.world; ++r) out.push_back(outputs_in_order(spec, read_safetensors(rank_file(dir, trial, prefix, r))));
   return out;
+}
+
+// Compares every rank's outputs in `prefix` files with `expected` (per rank, per output, replication included).
+void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial, const std::string& prefix,
+                   const std::vector<Tensors>& expected, Policy policy, Tally& tally, json& log) {
+  for (const OutputCheck& c : check_outputs(spec, run, policy, read_outputs(spec, run, dir, trial, prefix), expected, true))
+    tally.add(c.result, "trial " + std::to_string(trial) + " " + c.where(), log);
 }
 
 double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }

@@ -1,0 +1,47 @@
+#include "check/outputs.h"
+
+#include "core/error.h"
+#include "inputs/inputs.h"
+
+namespace pkb {
+
+std::string OutputCheck::where() const {
+  return "rank " + std::to_string(rank) + " output '" + output + "'" + (replication ? " vs rank 0 (replicated)" : "");
+}
+
+std::vector<OutputCheck> check_outputs(const ProblemSpec& spec, const RunShape& run, Policy policy,
+                                       const std::vector<std::vector<at::Tensor>>& got,
+                                       const std::vector<std::vector<at::Tensor>>& expected, bool check_replication) {
+  std::vector<OutputCheck> checks;
+  for (size_t r = 0; r < got.size(); ++r) {
+    if (got[r].size() != spec.outputs.size() || expected.at(r).size() != spec.outputs.size())
+      throw Error("rank " + std::to_string(r) + ": " + std::to_string(got[r].size()) + " outputs and " +
+                  std::to_string(expected.at(r).size()) + " expected, the problem has " +
+                  std::to_string(spec.outputs.size()));
+    for (size_t i = 0; i < spec.outputs.size(); ++i) {
+      const TensorSpec& out = spec.outputs[i];
+      at::ScalarType want = to_aten(tensor_dtype(out, run));
+      OutputCheck c{static_cast<int>(r), out.name, false, {}};
+      if (got[r][i].scalar_type() != want) {
+        c.result.error = std::string("dtype ") + c10::toString(got[r][i].scalar_type()) + " != " + c10::toString(want);
+        checks.push_back(c);
+        continue;
+      }
+      c.result = compare(policy, got[r][i], expected[r][i], spec.tolerance, want);
+      checks.push_back(c);
+      if (check_replication && out.replicated && r > 0) {
+        OutputCheck rep{static_cast<int>(r), out.name, true, compare(Policy::robust, got[r][i], got[0][i], spec.tolerance, want)};
+        checks.push_back(rep);
+      }
+    }
+  }
+  return checks;
+}
+
+std::vector<at::Tensor> outputs_in_order(const ProblemSpec& spec, const NamedTensors& file) {
+  std::vector<at::Tensor> out;
+  for (const auto& o : spec.outputs) out.push_back(file.get(o.name));
+  return out;
+}
+
+}  // namespace pkb
