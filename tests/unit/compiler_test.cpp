@@ -2,6 +2,8 @@
 // the host compiler for CPU-mode .cpp; plus the lint rules.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "compile/compiler.h"
 #include "spec/catalog.h"
 #include "test_util.h"
@@ -45,6 +47,27 @@ TEST(Compiler, CompileErrorsAreKeptAndCached) {
   EXPECT_EQ(again.log, r.log);
   // The fixture's shared header beside it is found (-I of the candidate's folder).
   EXPECT_EQ(pkb::compile_candidate(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", o).status, pkb::CompileStatus::ok);
+}
+
+// Parallel evaluations compile the same source at once: each compiles privately and one entry is kept.
+TEST(Compiler, ConcurrentCompilationsOfOneSourceShareOneEntry) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, false);
+  auto src = pkb::repo_root() / "tests/fixtures/cpu/correct.cpp";
+  std::vector<pkb::CompileResult> results(4);
+  std::vector<std::thread> threads;
+  for (auto& r : results) threads.emplace_back([&r, &src, &o] { r = pkb::compile_candidate(src, o); });
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, pkb::CompileStatus::ok) << r.log;
+    EXPECT_TRUE(std::filesystem::exists(r.library)) << r.library;
+  }
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path() / "cache")) {
+    EXPECT_EQ(e.path().filename().string().find(".work-"), std::string::npos) << "left behind: " << e.path();
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
 }
 
 TEST(Compiler, CudaCompileErrorIsReported) {

@@ -1,5 +1,8 @@
 #include "compile/compiler.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <algorithm>
 #include <fstream>
@@ -184,25 +187,35 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
       if (r.status != CompileStatus::ok || fs::exists(r.library)) return r;
     }
   }
-  fs::create_directories(entry);
-  { std::ofstream(entry / ("candidate" + ext)) << code; }
+  // Compile in a private directory and rename it into place: concurrent compilations of the same source
+  // (parallel evaluations, `pkb run`'s pool beside a `pkb eval`) must not write into each other's files.
+  static std::atomic<int> counter{0};
+  fs::path work = entry.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  fs::remove_all(work);
+  fs::create_directories(work);
+  { std::ofstream(work / ("candidate" + ext)) << code; }
   ProcessOptions po;
   po.timeout_s = o.timeout_s;
-  po.cwd = entry;
-  po.stdout_path = entry / "compile.log";
-  po.stderr_path = entry / "compile.log.err";
+  po.cwd = work;
+  po.stdout_path = work / "compile.log";
+  po.stderr_path = work / "compile.log.err";
   auto t0 = std::chrono::steady_clock::now();
   ProcessResult pr = run_process(cmd, po);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string log = file_tail(entry / "compile.log", 1 << 20) + file_tail(entry / "compile.log.err", 1 << 20);
+  std::string log = file_tail(work / "compile.log", 1 << 20) + file_tail(work / "compile.log.err", 1 << 20);
   if (pr.timed_out) log = "compilation timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s\n" + log;
   r.log = trim_log(log);
-  r.status = pr.ok() && fs::exists(r.library) ? CompileStatus::ok : CompileStatus::compile_error;
+  r.status = pr.ok() && fs::exists(work / "candidate.so") ? CompileStatus::ok : CompileStatus::compile_error;
   if (r.status == CompileStatus::compile_error && r.log.empty()) r.log = "compiler " + pr.summary() + "\n";
-  if (!pr.timed_out) {  // a timeout may be the machine's fault: do not cache it
-    std::ofstream(entry / "result.json.tmp") << json{{"status", compile_status_name(r.status)}, {"log", r.log}}.dump();
-    fs::rename(entry / "result.json.tmp", entry / "result.json");
+  if (pr.timed_out) {  // a timeout may be the machine's fault: do not cache it
+    fs::remove_all(work);
+    return r;
   }
+  std::ofstream(work / "result.json") << json{{"status", compile_status_name(r.status)}, {"log", r.log}}.dump();
+  std::error_code ec;
+  if (fs::exists(entry) && !fs::exists(entry / "result.json")) fs::remove_all(entry, ec);  // from an older, interrupted pkb
+  fs::rename(work, entry, ec);
+  if (ec) fs::remove_all(work);  // another process placed the same compilation first: use that one
   return r;
 }
 

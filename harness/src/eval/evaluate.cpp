@@ -138,7 +138,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   }
   write_json_atomically(work / "complete.json", {{"seconds", since(t0)}});
   std::error_code ec;
-  if (!fs::exists(dir / "complete.json")) fs::remove_all(dir, ec);  // an interrupted pass left it incomplete
+  if (fs::exists(dir) && !fs::exists(dir / "complete.json")) fs::remove_all(dir, ec);  // from an older, interrupted pkb
   fs::rename(work, dir, ec);
   if (ec) fs::remove_all(work);  // another process renamed its complete pass into place first: use that one
   if (!fs::exists(dir / "complete.json")) throw Error("reference pass for " + spec.folder() + ": cannot place " + dir.string());
