@@ -110,6 +110,17 @@ void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, Pro
     other.erase(stale);
     ++r.duplicates;
   }
+  // A sample whose generation failed (say, an API error after every retry) and that a later invocation did get
+  // a kernel for: the kernel's record supersedes the failure, or the sample would count twice.
+  if (s.status != "generation_failed" && s.index >= 0) {
+    auto failed = std::find_if(problem.samples.begin(), problem.samples.end(), [&](const Sample& x) {
+      return x.status == "generation_failed" && x.index == s.index;
+    });
+    if (failed != problem.samples.end()) {
+      problem.samples.erase(failed);
+      ++r.duplicates;
+    }
+  }
   target.push_back(std::move(s));
 }
 

@@ -162,6 +162,20 @@ TEST(Runs, AnEvaluationAppendedLaterSupersedesNotEvaluated) {
   EXPECT_EQ(s.overall.problems, 1);
 }
 
+TEST(Runs, AKernelGeneratedOnARetrySupersedesTheFailedGeneration) {
+  // Invocation 1: sample 1's request failed after its retries; invocation 2 got a kernel for it.
+  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
+                          record_line({.sha256 = "generation:001_allreduce:1", .status = "generation_failed",
+                                       .sample = 1}) +
+                          record_line({.sha256 = "b", .speedup = 1.5, .sample = 1}));
+  EXPECT_EQ(r.duplicates, 1);
+  ASSERT_EQ(r.problems[0].samples.size(), 2u);
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.problems[0].n, 2);  // not 3: the sample is counted once, by its kernel
+  EXPECT_EQ(s.problems[0].c_robust, 2);
+  EXPECT_EQ(s.problems[0].generation_failed, 0);
+}
+
 TEST(Runs, FixtureRunCountsEveryKind) {
   LoadedResults r = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
   EXPECT_EQ(r.malformed, 0);
