@@ -1,8 +1,5 @@
 #include "compile/compiler.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <algorithm>
 #include <fstream>
@@ -189,10 +186,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   }
   // Compile in a private directory and rename it into place: concurrent compilations of the same source
   // (parallel evaluations, `pkb run`'s pool beside a `pkb eval`) must not write into each other's files.
-  static std::atomic<int> counter{0};
-  fs::path work = entry.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  fs::remove_all(work);
-  fs::create_directories(work);
+  fs::path work = private_work_dir(entry);
   { std::ofstream(work / ("candidate" + ext)) << code; }
   ProcessOptions po;
   po.timeout_s = o.timeout_s;
@@ -212,10 +206,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
     return r;
   }
   std::ofstream(work / "result.json") << json{{"status", compile_status_name(r.status)}, {"log", r.log}}.dump();
-  std::error_code ec;
-  if (fs::exists(entry) && !fs::exists(entry / "result.json")) fs::remove_all(entry, ec);  // from an older, interrupted pkb
-  fs::rename(work, entry, ec);
-  if (ec) fs::remove_all(work);  // another process placed the same compilation first: use that one
+  place_directory(work, entry, "result.json");
   return r;
 }
 

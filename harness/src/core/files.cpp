@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -35,6 +36,23 @@ void write_json_atomically(const std::filesystem::path& path, const nlohmann::js
     if (!out) throw Error(tmp.string() + ": cannot write");
   }
   std::filesystem::rename(tmp, path);
+}
+
+std::filesystem::path private_work_dir(const std::filesystem::path& entry) {
+  static std::atomic<int> counter{0};
+  std::filesystem::path work = entry.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::filesystem::remove_all(work);
+  std::filesystem::create_directories(work);
+  return work;
+}
+
+void place_directory(const std::filesystem::path& work, const std::filesystem::path& entry, const std::string& marker) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(entry) && !fs::exists(entry / marker)) fs::remove_all(entry, ec);
+  fs::rename(work, entry, ec);
+  if (ec) fs::remove_all(work, ec);  // another process placed its complete entry first: keep that one
+  if (!fs::exists(entry / marker)) throw Error(entry.string() + ": could not be placed (no " + marker + ")");
 }
 
 void append_line(const std::filesystem::path& path, const std::string& line) {

@@ -17,6 +17,15 @@ nlohmann::json read_json_or_null(const std::filesystem::path& path);
 // Writes `value` (indented) to path.tmp and renames it over path, so readers never see half a file.
 void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value);
 
+// Cache entries built by concurrent processes (parallel evaluations, a run beside an eval): each builds in its
+// own private directory beside the entry, then places it with one rename; the first complete one wins.
+// private_work_dir: a fresh, empty "<entry>.work-<pid>-<n>".
+std::filesystem::path private_work_dir(const std::filesystem::path& entry);
+// Renames `work` to `entry`; if a complete entry (holding `marker`) is already there, drops `work` instead. An
+// entry without the marker (left by an interrupted older pkb) is replaced. Throws pkb::Error if no complete
+// entry exists afterwards.
+void place_directory(const std::filesystem::path& work, const std::filesystem::path& entry, const std::string& marker);
+
 // Appends `line` and a newline with one write(2) on an O_APPEND descriptor, so that concurrent appenders never
 // interleave and a killed process leaves at most one incomplete line. Throws pkb::Error when it cannot.
 void append_line(const std::filesystem::path& path, const std::string& line);

@@ -1,8 +1,5 @@
 #include "eval/evaluate.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -71,11 +68,9 @@ std::pair<std::string, std::string> nvidia_proc_info() {
 }
 
 json provenance(const EvalOptions& o) {
-  std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
-  if (!rev.empty() && rev.back() == '\n') rev.pop_back();
   RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
   auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
-  return {{"pkb_git", rev.empty() ? "unknown" : rev}, {"gpu", gpu}, {"driver", driver},
+  return {{"pkb_git", repo_revision()}, {"gpu", gpu}, {"driver", driver},
           {"cuda_driver_api", v.driver}, {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl},
           {"libtorch", PKB_TORCH_VERSION_STRING}};
 }
@@ -95,13 +90,6 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
 }
 
-// A private working directory beside `dir`: concurrent evaluations (parallel tests, two `pkb eval`s, a run and
-// an eval) may compute the same reference pass at once, and must not write into each other's files.
-fs::path private_work_dir(const fs::path& dir) {
-  static std::atomic<int> counter{0};
-  return dir.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-}
-
 // The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
 // directory and renamed into place once complete; if another process finished first, its result is used.
 fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
@@ -115,8 +103,6 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   }
   info["cached"] = false;
   fs::path work = private_work_dir(dir);
-  fs::remove_all(work);
-  fs::create_directories(work);
   auto args = worker_args(spec, o, work);
   args.insert(args.end(), {"--trials", trial_list(0, post), "--precise-too"});
   if (python) args.push_back("--save-inputs");
@@ -137,11 +123,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
       throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
   write_json_atomically(work / "complete.json", {{"seconds", since(t0)}});
-  std::error_code ec;
-  if (fs::exists(dir) && !fs::exists(dir / "complete.json")) fs::remove_all(dir, ec);  // from an older, interrupted pkb
-  fs::rename(work, dir, ec);
-  if (ec) fs::remove_all(work);  // another process renamed its complete pass into place first: use that one
-  if (!fs::exists(dir / "complete.json")) throw Error("reference pass for " + spec.folder() + ": cannot place " + dir.string());
+  place_directory(work, dir, "complete.json");
   return dir;
 }
 

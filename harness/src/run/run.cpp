@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
+#include "generate/output.h"
 #include "launch/process.h"
 #include "scoring/report.h"
 #include "validate/validate.h"
@@ -33,12 +34,6 @@ std::string utc_now() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return stamp;
-}
-
-std::string file_safe(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
-  return out;
 }
 
 // CUDA_VISIBLE_DEVICES' entries, or 0..N-1 for the N GPUs the driver lists.
@@ -90,9 +85,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   m["samples"] = std::max(o.samples, m.value("samples", 0));
   m["gpu_evaluation"] = gpu;
   m["updated"] = utc_now();
-  std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
-  if (!rev.empty() && rev.back() == '\n') rev.pop_back();
-  m["pkb_git"] = rev.empty() ? "unknown" : rev;
+  m["pkb_git"] = repo_revision();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   m["host"] = host;
@@ -115,19 +108,16 @@ struct Recorded {
   double speedup = 0;
 };
 
-// What earlier invocations recorded, by sample key (the last record wins, as in scoring).
+// What earlier invocations recorded, by sample key, read by the same loader that scores the run: a resumed run
+// and its report agree on what is done (the latest record of a candidate wins; a kernel supersedes the failed
+// generation of its sample).
 std::map<std::string, Recorded> recorded(const fs::path& results) {
   std::map<std::string, Recorded> out;
-  std::ifstream in(results);
-  for (std::string line; std::getline(in, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
-    try {
-      Recorded r{j.at("status").get<std::string>()};
-      if (j.contains("timing") && j["timing"].is_object()) r.speedup = j["timing"].value("speedup", 0.0);
-      out[j.at("problem").at("folder").get<std::string>() + "|" + j.at("candidate").at("sha256").get<std::string>()] = r;
-    } catch (const json::exception&) {
-    }
+  if (!fs::exists(results)) return out;
+  scoring::LoadedResults loaded = scoring::load_results(results);
+  for (const auto& p : loaded.problems) {
+    for (const auto& s : p.samples) out[p.folder + "|" + s.sha256] = {s.status, s.speedup.value_or(0.0)};
+    for (const auto& s : p.not_evaluated) out[p.folder + "|" + s.sha256] = {s.status, 0.0};
   }
   return out;
 }
@@ -241,7 +231,7 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (selection.empty()) selection = "all";
   std::vector<const ProblemSpec*> problems = catalog.select(selection);
   if (o.out_dir.empty())
-    o.out_dir = fs::path("results/runs") / (file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
+    o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
                                              "-" + o.eval.dtype);
   sum.dir = fs::absolute(o.out_dir);
   fs::create_directories(sum.dir);

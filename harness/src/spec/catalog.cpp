@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "launch/process.h"
 
 #ifndef PKB_SOURCE_DIR
 #define PKB_SOURCE_DIR "."
@@ -17,6 +18,12 @@ namespace pkb {
 std::filesystem::path repo_root() {
   if (const char* r = getenv("PKB_ROOT"); r && *r) return r;
   return PKB_SOURCE_DIR;
+}
+
+std::string repo_revision() {
+  std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
+  while (!rev.empty() && (rev.back() == '\n' || rev.back() == '\r')) rev.pop_back();
+  return rev.empty() ? "unknown" : rev;
 }
 
 Catalog load_catalog(const std::filesystem::path& problems_dir) {

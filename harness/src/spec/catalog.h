@@ -14,6 +14,9 @@ namespace pkb {
 // The repository root: $PKB_ROOT, else the source tree pkb was built from.
 std::filesystem::path repo_root();
 
+// The repository's short git revision (12 hex digits), or "unknown" outside a git checkout: provenance.
+std::string repo_revision();
+
 struct Catalog {
   std::vector<ProblemSpec> problems;  // sorted by id
   std::vector<std::string> errors;    // one line per problem.json that failed to load
