@@ -94,6 +94,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--trials", o->v.trials, "Trials with fresh random inputs")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->v.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_flag("--small", o->v.small, "Use each problem's test_parameters (small CI shapes); --param still wins");
   cmd->add_option("--python", o->python, "Cross-check reference.py under torchrun")->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");

@@ -82,6 +82,7 @@ struct ProblemSpec {
   Category category = Category::other;
   WorldSize world_size;
   std::map<std::string, int64_t> parameters;  // defaults
+  std::map<std::string, int64_t> test_parameters;  // small shapes for CI (`pkb validate --small`)
   std::vector<GroupSpec> groups;
   std::vector<InputSpec> inputs;
   std::vector<TensorSpec> outputs;

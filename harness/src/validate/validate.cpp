@@ -123,7 +123,13 @@ bool python_torch_available() {
   return cached == 1;
 }
 
-ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& o) {
+ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& options) {
+  ValidateOptions o = options;
+  if (o.small) {
+    std::map<std::string, int64_t> params = spec.test_parameters;
+    for (const auto& [k, v] : options.params) params[k] = v;
+    o.params = params;
+  }
   auto start = std::chrono::steady_clock::now();
   ValidationResult res;
   res.problem = spec.folder();

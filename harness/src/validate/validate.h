@@ -25,6 +25,7 @@ struct ValidateOptions {
   int trials = 3;
   uint64_t seed = 1;
   std::map<std::string, int64_t> params;
+  bool small = false;  // start from the problem's test_parameters (explicit params still win)
   PythonCheck python = PythonCheck::auto_detect;
   std::filesystem::path out_dir;  // per-problem working files go under it
   double timeout_s = 180;         // per launch
