@@ -102,3 +102,37 @@ TEST(Lint, FlagsForbiddenConstructsButNotCommentsOrStrings) {
   EXPECT_EQ(f[0].line, 2);
   EXPECT_EQ(f[0].text, "int b = fork();");
 }
+
+// The spellings that got past the old regular expressions: a name is flagged wherever it stands. (Token pasting
+// and the like still get past any scan: the sandbox stops those, tests/security.)
+TEST(Lint, FlagsNamesHoweverTheyAreSpelled) {
+  auto rules = [](const std::string& code) {
+    std::vector<std::string> out;
+    for (const auto& f : pkb::lint_source(code, false)) out.push_back(f.rule);
+    return out;
+  };
+  EXPECT_EQ(rules("int (*f)(const char*) = system;"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("auto g = &std::system;"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("(std::system)(\"sh\");"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("int r = system\n  (\"sh\");"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("syscall(SYS_fork);"), std::vector<std::string>{"process"});
+  EXPECT_EQ(rules("void* p = dlsym(RTLD_DEFAULT, name);"), std::vector<std::string>{"dynamic_loading"});
+  EXPECT_EQ(rules("#include <openmpi/mpi.h>"), std::vector<std::string>{"mpi"});
+  EXPECT_EQ(rules("PMPI_Barrier(c);"), std::vector<std::string>{"mpi"});
+  EXPECT_EQ(rules("#include \"/etc/hostname\""), std::vector<std::string>{"include_path"});
+  EXPECT_EQ(rules("#include \"../../secret.h\""), std::vector<std::string>{"include_path"});
+  EXPECT_EQ(rules("#include <dlfcn.h>"), std::vector<std::string>{"dynamic_loading"});
+  // Common words are names only when called.
+  EXPECT_TRUE(rules("bool accept = true; int listen = 0; auto b = std::bind_front;").empty());
+  EXPECT_EQ(rules("accept(fd, 0, 0);"), std::vector<std::string>{"socket"});
+}
+
+// A keyword followed by 100k blanks on one line once overflowed std::regex's stack: the scan is linear.
+TEST(Lint, LongLinesAreScannedInLinearTime) {
+  std::string line = "system" + std::string(100000, ' ') + "(\"x\");\n";
+  std::string big;
+  for (int i = 0; i < 20; ++i) big += line;
+  auto f = pkb::lint_source(big, false);
+  ASSERT_EQ(f.size(), 20u);
+  EXPECT_LE(f[0].text.size(), 200u);
+}

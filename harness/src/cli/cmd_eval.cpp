@@ -51,6 +51,9 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
+  cmd->add_flag("--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
+                "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
+                "this user's files, environment and network (trusted code only; the record says so)");
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB");
   cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");

@@ -67,6 +67,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--iters", r.eval.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--arch", r.eval.arch, "nvcc target, e.g. sm_90a");
+  cmd->add_flag("--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
+                "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default: one per core)");
   cmd->add_option("--variant", o->variant, "Prompt variant")->check(CLI::IsMember({"one-shot", "zero-shot"}));

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <fstream>
-#include <regex>
+#include <mutex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
+#include "launch/sandbox.h"
 #include "launch/process.h"
 
 namespace pkb {
@@ -19,24 +21,59 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct LintRule {
+// The lint is an early, friendly rejection of obvious misuse; the sandbox is the security boundary (code that
+// spells a call in a way no scan sees still reaches nothing). It scans identifiers, not text patterns: a name
+// is flagged wherever it appears (called, taken as a pointer, parenthesized, after a line break), in linear time.
+struct LintName {
   const char* name;
-  std::regex pattern;
-  bool nccl_rule;
+  const char* rule;
+  bool nccl_rule = false;
+  bool needs_call = false;  // common words (bind, connect, accept...): only when followed by '(' or ')'
 };
 
-const std::vector<LintRule>& rules() {
-  static const std::vector<LintRule> kRules = {
-      {"process", std::regex(R"(\b(fork|vfork|execv[pe]*|execl[pe]*|system|popen|posix_spawnp?|clone)\s*\()"), false},
-      {"socket", std::regex(R"(\b(socket|connect|bind|listen|accept)\s*\(|#\s*include\s*<(sys/socket|netinet/|arpa/))"), false},
-      {"dynamic_loading", std::regex(R"(\b(dlopen|dlsym|dlmopen|dlvsym)\b)"), false},
-      {"nccl", std::regex(R"(\bnccl[A-Z]\w*\s*\(|#\s*include\s*[<"]nccl)"), true},
-      {"mpi", std::regex(R"(\bMPI_[A-Z]\w*\s*\(|#\s*include\s*[<"]mpi)"), false},
-      {"device_reset", std::regex(R"(\bcudaDeviceReset\b)"), false},
-      {"device_switch", std::regex(R"(\bcudaSetDevice\s*\()"), false},
-      {"timing", std::regex(R"(\b(clock_settime|settimeofday|cudaProfilerStart|cudaProfilerStop|setenv|putenv|unsetenv)\s*\()"), false},
+const std::vector<LintName>& lint_names() {
+  static const std::vector<LintName> kNames = {
+      {"fork", "process"}, {"vfork", "process"}, {"execv", "process"}, {"execve", "process"},
+      {"execvp", "process"}, {"execvpe", "process"}, {"execl", "process"}, {"execle", "process"},
+      {"execlp", "process"}, {"fexecve", "process"}, {"system", "process"}, {"popen", "process"},
+      {"posix_spawn", "process"}, {"posix_spawnp", "process"}, {"clone", "process", false, true},
+      {"clone3", "process"}, {"syscall", "process"}, {"ptrace", "process"},
+      {"socket", "socket", false, true}, {"socketpair", "socket"}, {"connect", "socket", false, true},
+      {"bind", "socket", false, true}, {"listen", "socket", false, true}, {"accept", "socket", false, true},
+      {"accept4", "socket"}, {"getaddrinfo", "socket"}, {"gethostbyname", "socket"},
+      {"dlopen", "dynamic_loading"}, {"dlsym", "dynamic_loading"}, {"dlmopen", "dynamic_loading"},
+      {"dlvsym", "dynamic_loading"}, {"cudaDeviceReset", "device_reset"}, {"cudaSetDevice", "device_switch"},
+      {"clock_settime", "timing"}, {"settimeofday", "timing"}, {"cudaProfilerStart", "timing"},
+      {"cudaProfilerStop", "timing"}, {"setenv", "timing"}, {"putenv", "timing"}, {"unsetenv", "timing"},
   };
-  return kRules;
+  return kNames;
+}
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The rule an identifier breaks ("" if none). Prefix families: NCCL (ncclX), MPI and its profiling layer.
+std::string identifier_rule(const std::string& id, bool call_like) {
+  for (const auto& n : lint_names())
+    if (id == n.name && (!n.needs_call || call_like)) return n.rule;
+  if (id.size() > 4 && id.compare(0, 4, "nccl") == 0 && std::isupper(static_cast<unsigned char>(id[4]))) return "nccl";
+  if ((id.rfind("MPI_", 0) == 0 || id.rfind("PMPI_", 0) == 0) && id.size() > 5) return "mpi";
+  return "";
+}
+
+// The rule an #include breaks: network headers, NCCL, MPI (any spelling of the path), and paths outside the
+// include directories (absolute, or climbing with ..), which could only serve to read a file into a log.
+std::string include_rule(const std::string& target) {
+  std::string t = target;
+  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t.rfind("sys/socket", 0) == 0 || t.rfind("netinet/", 0) == 0 || t.rfind("arpa/", 0) == 0 || t == "netdb.h")
+    return "socket";
+  if (t.find("nccl") != std::string::npos) return "nccl";
+  std::string base = t.substr(t.find_last_of('/') == std::string::npos ? 0 : t.find_last_of('/') + 1);
+  if (base.rfind("mpi", 0) == 0 || base.rfind("pmpi", 0) == 0 || t.find("openmpi") != std::string::npos) return "mpi";
+  if (base == "dlfcn.h" || base == "spawn.h") return base == "dlfcn.h" ? "dynamic_loading" : "process";
+  if (!t.empty() && (t[0] == '/' || t.find("..") != std::string::npos)) return "include_path";
+  return "";
 }
 
 // Blanks comments and string/char literals (keeping newlines) so rules match code only. #include lines keep
@@ -79,14 +116,15 @@ std::string strip_comments_and_strings(const std::string& s) {
   return out;
 }
 
+// Asked once per compiler; pkb run's compile pool calls this from several threads.
 const std::string& compiler_version(bool cuda) {
+  static std::once_flag once[2];
   static std::string versions[2];
-  std::string& v = versions[cuda];
-  if (v.empty()) {
-    v = capture_stdout({cuda ? "nvcc" : "c++", "--version"}, 60);
-    if (v.empty()) v = "unknown";
-  }
-  return v;
+  std::call_once(once[cuda], [cuda] {
+    versions[cuda] = capture_stdout({cuda ? "nvcc" : "c++", "--version"}, 60);
+    if (versions[cuda].empty()) versions[cuda] = "unknown";
+  });
+  return versions[cuda];
 }
 
 std::vector<std::string> compile_command(const CompileOptions& o, const std::string& src, const std::string& lib) {
@@ -119,42 +157,68 @@ const char* compile_status_name(CompileStatus s) {
 std::vector<LintFinding> lint_source(const std::string& code, bool allow_nccl) {
   std::vector<LintFinding> found;
   std::string clean = strip_comments_and_strings(code);
-  std::istringstream lines(clean), original(code);
-  std::string line, orig;
-  for (int n = 1; std::getline(lines, line) && std::getline(original, orig); ++n) {
-    for (const auto& r : rules()) {
-      if (r.nccl_rule && allow_nccl) continue;
-      if (std::regex_search(line, r.pattern)) {
-        orig.erase(0, orig.find_first_not_of(" \t"));
-        found.push_back({r.name, n, orig.substr(0, 200)});
+  std::vector<size_t> line_start = {0};
+  for (size_t i = 0; i < code.size(); ++i)
+    if (code[i] == '\n') line_start.push_back(i + 1);
+  auto report = [&](const std::string& rule, size_t pos) {
+    if (rule.empty() || (rule == "nccl" && allow_nccl)) return;
+    int line = static_cast<int>(std::upper_bound(line_start.begin(), line_start.end(), pos) - line_start.begin());
+    for (const auto& f : found)
+      if (f.line == line && f.rule == rule) return;
+    size_t b = line_start[line - 1], e = code.find('\n', b);
+    std::string text = code.substr(b, (e == std::string::npos ? code.size() : e) - b);
+    text.erase(0, text.find_first_not_of(" \t"));
+    found.push_back({rule, line, utf8_prefix(text, 200)});
+  };
+  for (size_t i = 0; i < clean.size();) {
+    char c = clean[i];
+    if (c == '#') {  // a preprocessor line: only #include matters
+      size_t j = clean.find_first_not_of(" \t", i + 1);
+      if (j != std::string::npos && clean.compare(j, 7, "include") == 0) {
+        size_t open = clean.find_first_of("<\"\n", j + 7);
+        if (open != std::string::npos && clean[open] != '\n') {
+          char close = clean[open] == '<' ? '>' : '"';
+          size_t end = clean.find_first_of(std::string(1, close) + "\n", open + 1);
+          if (end != std::string::npos && clean[end] == close) report(include_rule(clean.substr(open + 1, end - open - 1)), i);
+        }
       }
     }
+    if (ident_start(c) && (i == 0 || !ident_char(clean[i - 1]))) {
+      size_t j = i;
+      while (j < clean.size() && ident_char(clean[j])) ++j;
+      size_t k = clean.find_first_not_of(" \t\r\n\\", j);
+      bool call_like = k != std::string::npos && (clean[k] == '(' || clean[k] == ')');
+      report(identifier_rule(clean.substr(i, j - i), call_like), i);
+      i = j;
+      continue;
+    }
+    ++i;
   }
+  std::sort(found.begin(), found.end(), [](const LintFinding& a, const LintFinding& b) { return a.line < b.line; });
   return found;
 }
 
-std::string trim_log(const std::string& log, size_t max_lines, size_t max_bytes) {
-  std::istringstream in(log);
-  std::string line, out;
-  size_t lines = 0, total = 0;
-  while (std::getline(in, line)) ++total;
-  in.clear();
-  in.seekg(0);
-  while (std::getline(in, line) && lines < max_lines && out.size() + line.size() < max_bytes) out += line + "\n", ++lines;
-  if (lines < total) out += "[... " + std::to_string(total - lines) + " more lines]\n";
-  return out;
-}
+namespace {
 
-// Headers beside the candidate (a fixture's shared helpers) are part of what the library is built from.
-std::string local_headers(const fs::path& dir) {
+// Headers beside the candidate (a fixture's shared helpers) are part of what the library is built from; they are
+// copied next to the source, so that the compiler never sees the candidate's folder (other candidates live there).
+std::vector<fs::path> local_header_files(const fs::path& dir) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".h" || e.path().extension() == ".cuh") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  std::string all;
-  for (const auto& f : files) all += f.filename().string() + "\n" + read_text_file(f);
-  return all;
+  return files;
 }
+
+// A cache entry is believed only if its result says ok and its library is the one it recorded.
+bool entry_intact(const json& result, const fs::path& library) {
+  if (result.value("status", "") != "ok") return true;  // a compile error has no library to check
+  std::error_code ec;
+  if (!fs::is_regular_file(library, ec)) return false;
+  return result.value("library_sha256", "") == sha256_hex(read_text_file(library));
+}
+
+}  // namespace
 
 CompileResult compile_candidate(const fs::path& source, const CompileOptions& opts) {
   CompileOptions o = opts;
@@ -170,44 +234,76 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   std::string ext = o.cuda ? ".cu" : ".cpp";
   std::vector<std::string> cmd = compile_command(o, "candidate" + ext, "candidate.so");
   r.command = join(cmd);
-  r.hash = sha256_hex(code + "\n--\n" + local_headers(o.source_dir) + "\n--\n" + r.command + "\n--\n" + compiler_version(o.cuda) + "\n--\n" +
-                      read_text_file(o.include_dir / "pkb/abi.h") + (o.cuda ? read_text_file(o.include_dir / "pkb/device.cuh") : ""));
+  std::vector<fs::path> headers = local_header_files(o.source_dir);
+  std::string header_text;
+  for (const auto& f : headers) header_text += f.filename().string() + "\n" + read_text_file(f);
+  r.hash = sha256_hex(code + "\n--\n" + header_text + "\n--\n" + r.command + "\n--\n" + compiler_version(o.cuda) +
+                      "\n--\n" + read_text_file(o.include_dir / "pkb/abi.h") +
+                      (o.cuda ? read_text_file(o.include_dir / "pkb/device.cuh") : ""));
   fs::path entry = o.cache_dir / r.hash;
   r.library = entry / "candidate.so";
   if (fs::exists(entry / "result.json")) {
-    std::ifstream in(entry / "result.json");
-    json j = json::parse(in, nullptr, false);
-    if (!j.is_discarded()) {
+    json j = read_json_or_null(entry / "result.json");
+    if (j.is_object() && entry_intact(j, r.library)) {
       r.status = j.value("status", "") == "ok" ? CompileStatus::ok : CompileStatus::compile_error;
       r.log = j.value("log", "");
       r.cached = true;
-      if (r.status != CompileStatus::ok || fs::exists(r.library)) return r;
+      return r;
     }
+    std::error_code ec;  // damaged (truncated, deleted or replaced library, unreadable result): build it again
+    fs::remove_all(entry, ec);
   }
   // Compile in a private directory and rename it into place: concurrent compilations of the same source
   // (parallel evaluations, `pkb run`'s pool beside a `pkb eval`) must not write into each other's files.
   fs::path work = private_work_dir(entry);
   { std::ofstream(work / ("candidate" + ext)) << code; }
+  for (const auto& h : headers) fs::copy_file(h, work / h.filename(), fs::copy_options::overwrite_existing);
   ProcessOptions po;
   po.timeout_s = o.timeout_s;
   po.cwd = work;
   po.stdout_path = work / "compile.log";
   po.stderr_path = work / "compile.log.err";
+  std::vector<std::string> argv = cmd;
+  if (o.sandbox) {
+    // The compiler reads untrusted source: it sees the system, pkb's headers and its own directory only
+    // (an #include of a secret finds nothing), with no network and no environment of the driver.
+    Sandbox box;
+    box.read_only = {o.include_dir};
+    box.writable = {work};
+    box.env = {{"CUDA_HOME", "/usr/local/cuda"}};
+    argv = sandbox_command(box, cmd);
+    po.clear_env = true;
+    apply_limits(po, {size_t{32} << 30, size_t{1} << 30, o.timeout_s + 5, 512});
+  }
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = run_process(cmd, po);
+  ProcessResult pr = run_process(argv, po);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string log = file_tail(work / "compile.log", 1 << 20) + file_tail(work / "compile.log.err", 1 << 20);
   if (pr.timed_out) log = "compilation timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s\n" + log;
-  r.log = trim_log(log);
+  r.log = trim_log(valid_utf8(log));
   r.status = pr.ok() && fs::exists(work / "candidate.so") ? CompileStatus::ok : CompileStatus::compile_error;
   if (r.status == CompileStatus::compile_error && r.log.empty()) r.log = "compiler " + pr.summary() + "\n";
   if (pr.timed_out) {  // a timeout may be the machine's fault: do not cache it
     fs::remove_all(work);
     return r;
   }
-  std::ofstream(work / "result.json") << json{{"status", compile_status_name(r.status)}, {"log", r.log}}.dump();
+  json result = {{"status", compile_status_name(r.status)}, {"log", r.log}};
+  if (r.status == CompileStatus::ok) result["library_sha256"] = sha256_hex(read_text_file(work / "candidate.so"));
+  std::ofstream(work / "result.json") << result.dump();
   place_directory(work, entry, "result.json");
   return r;
+}
+
+std::string trim_log(const std::string& log, size_t max_lines, size_t max_bytes) {
+  std::istringstream in(log);
+  std::string line, out;
+  size_t lines = 0, total = 0;
+  while (std::getline(in, line)) ++total;
+  in.clear();
+  in.seekg(0);
+  while (std::getline(in, line) && lines < max_lines && out.size() + line.size() < max_bytes) out += line + "\n", ++lines;
+  if (lines < total) out += "[... " + std::to_string(total - lines) + " more lines]\n";
+  return out;
 }
 
 }  // namespace pkb

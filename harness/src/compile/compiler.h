@@ -10,12 +10,14 @@
 namespace pkb {
 
 struct LintFinding {
-  std::string rule;  // "process", "socket", "dynamic_loading", "nccl", "mpi", "device_reset", "timing", "device_switch"
+  std::string rule;  // "process", "socket", "dynamic_loading", "nccl", "mpi", "device_reset", "timing",
+                     // "device_switch", "include_path"
   int line = 0;      // 1-based
   std::string text;  // the offending line, trimmed
 };
 
-// Scans code with comments and string literals blanked out. allow_nccl: a run's policy may permit NCCL.
+// Scans the identifiers and #include targets of code with comments and string literals blanked out, in linear
+// time. allow_nccl: a run's policy may permit NCCL. An early rejection of obvious misuse, not a security boundary.
 std::vector<LintFinding> lint_source(const std::string& code, bool allow_nccl);
 
 struct CompileOptions {
@@ -23,6 +25,7 @@ struct CompileOptions {
   std::string arch = "sm_90a";      // nvcc target
   double timeout_s = 180;
   bool allow_nccl = false;
+  bool sandbox = true;              // run the compiler inside bubblewrap (it reads untrusted source)
   std::filesystem::path cache_dir;  // results/cache/compile
   std::filesystem::path include_dir;  // harness/include
   std::filesystem::path source_dir;   // set by compile_candidate: the candidate's folder, for its own headers

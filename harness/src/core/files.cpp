@@ -1,6 +1,7 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,8 +39,23 @@ void write_json_atomically(const std::filesystem::path& path, const nlohmann::js
   std::filesystem::rename(tmp, path);
 }
 
+namespace {
+// Work directories of processes that no longer exist (killed mid-build) are removed: nobody will finish them.
+void remove_abandoned_work_dirs(const std::filesystem::path& parent) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    std::string name = e.path().filename().string();
+    size_t at = name.rfind(".work-");
+    if (at == std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 6));
+    if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(e.path(), ec);
+  }
+}
+}  // namespace
+
 std::filesystem::path private_work_dir(const std::filesystem::path& entry) {
   static std::atomic<int> counter{0};
+  remove_abandoned_work_dirs(entry.parent_path());
   std::filesystem::path work = entry.string() + ".work-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   std::filesystem::remove_all(work);
   std::filesystem::create_directories(work);

@@ -1,6 +1,9 @@
 #include "eval/evaluate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
+#include <set>
 #include <ctime>
 #include <fstream>
 #include <regex>
@@ -15,6 +18,8 @@
 #include "io/safetensors.h"
 #include "core/files.h"
 #include "launch/jobs.h"
+#include "launch/sandbox.h"
+#include "seal/seal.h"
 #include "runtime/runtime.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
@@ -81,30 +86,74 @@ std::string fingerprint(json prov) {
   return prov.dump();
 }
 
+// Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
+constexpr int kReferenceCacheVersion = 2;
+// Copies of the timing rotation whose outputs are checked (drawn per reference entry, kept from candidates).
+constexpr int kTimedChecks = 4;
+
 fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
-  std::string key_material = read_text_file(spec.dir / "problem.json") + read_text_file(spec.dir / "reference.cpp") +
-                             read_text_file(spec.dir / "reference.py") + json(run.params).dump() +
-                             std::to_string(o.world) + o.device + o.dtype + std::to_string(o.seed) +
-                             std::to_string(o.trials) + std::to_string(o.timing.warmup) +
-                             std::to_string(o.timing.iters) + fingerprint(prov) + (python ? "py" : "");
-  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(key_material).substr(0, 16));
+  json key = {{"version", kReferenceCacheVersion},
+              {"problem_json", read_text_file(spec.dir / "problem.json")},
+              {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
+              {"reference_py", read_text_file(spec.dir / "reference.py")},
+              {"params", run.params}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
+              {"seed", o.seed}, {"trials", o.trials}, {"warmup", o.timing.warmup}, {"iters", o.timing.iters},
+              {"machine", fingerprint(prov)}, {"python", python}};
+  std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
+  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
+}
+
+// Every file of a cache entry with its sha256, so that an entry is checked before it is believed.
+json digest_files(const fs::path& dir, const std::string& skip) {
+  json files = json::object();
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) files[fs::relative(p, dir).string()] = sha256_hex(read_text_file(p));
+  return files;
+}
+
+// "" when the entry's files are exactly those complete.json lists, with the same contents; else what differs.
+std::string entry_damage(const fs::path& dir) {
+  json complete = read_json_or_null(dir / "complete.json");
+  if (!complete.is_object() || !complete.contains("files")) return "complete.json is missing or unreadable";
+  json now = digest_files(dir, "complete.json");
+  for (const auto& [name, digest] : complete["files"].items())
+    if (!now.contains(name)) return name + " is missing";
+    else if (now[name] != digest) return name + " was changed";
+  for (const auto& [name, digest] : now.items())
+    if (!complete["files"].contains(name)) return name + " does not belong to the entry";
+  return "";
 }
 
 // The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
-// directory and renamed into place once complete; if another process finished first, its result is used.
+// directory and renamed into place once complete; if another process finished first, its result is used. An
+// entry whose files do not match their recorded digests is discarded and computed again.
 fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
                         bool python, json& info) {
   int post = o.trials;
   fs::path dir = reference_dir(spec, run, o, prov, python);
   info["cache_dir"] = dir.string();
   if (fs::exists(dir / "complete.json")) {
-    info["cached"] = true;
-    return dir;
+    std::string damage = entry_damage(dir);
+    if (damage.empty()) {
+      info["cached"] = true;
+      return dir;
+    }
+    info["cache_damage"] = damage;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
   }
   info["cached"] = false;
   fs::path work = private_work_dir(dir);
   auto args = worker_args(spec, o, work);
   args.insert(args.end(), {"--trials", trial_list(0, post), "--precise-too"});
+  std::random_device entropy;
+  std::string draws;
+  for (int i = 0; i < kTimedChecks; ++i)
+    draws += (i ? "," : "") + std::to_string((uint64_t{entropy()} << 32) | entropy());
+  args.insert(args.end(), {"--timed-checks", draws});
   if (python) args.push_back("--save-inputs");
   auto t0 = std::chrono::steady_clock::now();
   ProcessResult pr = launch(o, args, work, "reference");
@@ -122,7 +171,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (!py.ok())
       throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
-  write_json_atomically(work / "complete.json", {{"seconds", since(t0)}});
+  write_json_atomically(work / "complete.json", {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
   place_directory(work, dir, "complete.json");
   return dir;
 }
@@ -163,32 +212,47 @@ json comparison_json(const Comparison& c) {
           {"mismatches", c.mismatches}, {"nan_count", c.nan_count}, {"first_bad", c.first_bad}, {"error", c.error}};
 }
 
-// Compares every trial's outputs with the reference pass; returns the first failure message or "".
-std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& ref_dir,
-                          const fs::path& cand_dir, const std::vector<json>& records, json& checks) {
+// One set of outputs to compare: a checked trial, the post-timing trial, or a timed call (label copyK).
+struct CheckedCall {
+  std::string label;  // directory under the sealed and the reference directories
+  std::string when;   // for messages; never names which timed calls are checked
+  int trial;          // for the record (-1: a timed call)
+};
+
+// Compares every checked call's outputs with the reference pass; returns the first failure message or "".
+std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
+                                    const fs::path& sealed_dir, const std::vector<CheckedCall>& calls,
+                                    const std::vector<json>& records, json& checks) {
   std::string first_failure;
   bool robust_all = true, pkb_all = true;
   json per = json::array();
   auto note = [&](const std::string& msg) {
     if (first_failure.empty()) first_failure = msg;
   };
-  auto rank_outputs = [&](const fs::path& dir, int t, const std::string& prefix, int r) {
-    return outputs_in_order(spec, read_safetensors(dir / ("trial" + std::to_string(t)) / (prefix + std::to_string(r) + ".safetensors")));
+  auto rank_outputs = [&](const fs::path& dir, const std::string& label, const std::string& prefix, int r) {
+    return outputs_in_order(spec, read_safetensors(dir / label / (prefix + std::to_string(r) + ".safetensors")));
   };
-  for (int t = 0; t <= o.trials; ++t) {
-    std::string when = t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t);
+  int timed_checked = 0;
+  for (const CheckedCall& call : calls) {
     std::vector<std::vector<at::Tensor>> got, reference, precise;
     for (int r = 0; r < run.world && got.size() == static_cast<size_t>(r); ++r) {
-      if (!fs::exists(cand_dir / ("trial" + std::to_string(t)) / ("rank" + std::to_string(r) + ".safetensors"))) {
-        note(when + ": rank " + std::to_string(r) + " wrote no outputs");
+      if (!fs::exists(sealed_dir / call.label / ("rank" + std::to_string(r) + ".safetensors"))) {
+        note(call.when + ": rank " + std::to_string(r) + " sent no outputs");
         robust_all = pkb_all = false;
         break;
       }
-      got.push_back(rank_outputs(cand_dir, t, "rank", r));
-      reference.push_back(rank_outputs(ref_dir, t, "rank", r));
-      precise.push_back(rank_outputs(ref_dir, t, "precise.rank", r));
+      try {  // the candidate's bytes: unreadable outputs are its failure
+        got.push_back(rank_outputs(sealed_dir, call.label, "rank", r));
+      } catch (const Error& e) {
+        note(call.when + ": rank " + std::to_string(r) + " outputs unreadable: " + e.what());
+        robust_all = pkb_all = false;
+        break;
+      }
+      reference.push_back(rank_outputs(ref_dir, call.label, "rank", r));
+      precise.push_back(rank_outputs(ref_dir, call.label, "precise.rank", r));
     }
     if (got.size() != static_cast<size_t>(run.world)) continue;
+    if (call.trial < 0) ++timed_checked;
     // Robust against the precise outputs (and replication) decides; the paper's allclose against the bf16
     // reference is recorded beside it. Both lists hold (rank, output) in the same order.
     auto robust = check_outputs(spec, run, Policy::robust, got, precise, true);
@@ -196,26 +260,141 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
     size_t next_paper = 0;
     for (const OutputCheck& c : robust) {
       robust_all &= c.result.pass;
-      if (!c.result.pass) note(when + " " + c.where() + ": " + describe(c.result));
+      if (!c.result.pass) note(call.when + " " + c.where() + ": " + describe(c.result));
       if (c.replication) continue;
       const Comparison& p = paper.at(next_paper++).result;
       pkb_all &= p.pass;
-      per.push_back({{"trial", t}, {"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)},
-                     {"pkb", comparison_json(p)}});
+      json entry = {{"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)}, {"pkb", comparison_json(p)}};
+      if (call.trial >= 0) entry["trial"] = call.trial;
+      else entry["timed_call"] = true;
+      per.push_back(entry);
     }
   }
   json mutated = json::array();
   for (size_t r = 0; r < records.size(); ++r)
-    if (records[r].is_object())
-      for (const auto& tr : records[r].value("trials", json::array()))
-        for (const auto& name : tr.value("inputs_mutated", json::array())) {
-          mutated.push_back({{"rank", r}, {"trial", tr["trial"]}, {"input", name}});
-          note("rank " + std::to_string(r) + " modified input '" + name.get<std::string>() + "' (inputs are read-only)");
+    if (records[r].is_object() && records[r].contains("trials") && records[r]["trials"].is_array())
+      for (const auto& tr : records[r]["trials"]) {
+        if (!tr.is_object() || !tr.contains("inputs_mutated") || !tr["inputs_mutated"].is_array()) continue;
+        for (const auto& name : tr["inputs_mutated"]) {
+          std::string n = name.is_string() ? name.get<std::string>() : name.dump();
+          mutated.push_back({{"rank", r}, {"trial", tr.value("trial", json())}, {"input", n}});
+          note("rank " + std::to_string(r) + " modified input '" + n + "' (inputs are read-only)");
         }
+      }
   checks = {{"policy", "robust"}, {"robust_pass", robust_all}, {"pkb_pass", pkb_all}, {"inputs_mutated", mutated},
-            {"comparisons", per}};
+            {"timed_calls_checked", timed_checked}, {"comparisons", per}};
   if (!mutated.empty()) checks["robust_pass"] = false;
   return first_failure;
+}
+
+// The calls whose outputs are judged: the checked trials, the post-timing trial, and the timed calls on the
+// copies the reference pass drew (each copy's captured call is one the candidate could not tell apart).
+std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_record) {
+  std::vector<CheckedCall> calls;
+  for (int t = 0; t <= o.trials; ++t)
+    calls.push_back({"trial" + std::to_string(t),
+                     t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t), t});
+  int copies = ref_record.value("candidate_input_copies", 0);
+  std::set<int> visited;
+  for (int i = 0; copies > 0 && i < o.timing.iters; ++i) visited.insert(copy_of_call(o.timing.warmup + i, copies));
+  for (const auto& k : ref_record.value("timed_checks", json::array()))
+    if (k.is_number_integer() && visited.count(k.get<int>()))
+      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1});
+  return calls;
+}
+
+// What the candidate pass produced, as the driver received it.
+struct CandidateRun {
+  ProcessResult process;
+  std::vector<json> records;  // per rank: the last record it sent (null where none arrived)
+  std::string seal_error;     // a stream that cannot be believed
+  std::string ended;          // non-empty: the job exited cleanly but a rank never finished its protocol
+  json sandbox;
+};
+
+size_t output_bytes(const ProblemSpec& spec, const RunShape& run) {
+  size_t biggest = 0;
+  for (int r = 0; r < run.world; ++r) {
+    size_t total = 0;
+    for (const auto& out : spec.outputs) {
+      size_t b = dtype_size(tensor_dtype(out, run));
+      for (int64_t d : tensor_shape(out, run, r)) b *= d;
+      total += b;
+    }
+    biggest = std::max(biggest, total);
+  }
+  return biggest;
+}
+
+CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
+                           const fs::path& cand_dir, const json& ref_record, const std::vector<CheckedCall>& calls) {
+  // cand_dir (the driver's): logs, sealed/ (what was received), fifo/; only scratch/ is writable inside.
+  std::error_code ec;
+  fs::remove_all(cand_dir, ec);
+  fs::path scratch = cand_dir / "scratch", fifo = cand_dir / "fifo", sealed = cand_dir / "sealed";
+  fs::create_directories(scratch);
+  std::set<std::string> keep;
+  for (const auto& c : calls) keep.insert(c.label);
+  int copies = ref_record.value("candidate_input_copies", 0);
+  size_t out_bytes = output_bytes(spec, run);
+  uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
+
+  CandidateRun res;
+  SealCollector collector(fifo, sealed, o.world, max_stream, [&keep](const std::string& l) { return keep.count(l) > 0; });
+  bool boxed = o.sandbox;
+  fs::path problem_dir = boxed ? fs::path("/pkb/problems") / spec.folder() : spec.dir;
+  fs::path seal_dir = boxed ? fs::path("/pkb/seal") : fifo;
+  fs::path lib = boxed ? fs::path("/pkb/candidate.so") : fs::absolute(library);
+  auto args = worker_args(spec, o, scratch);
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--problem-dir") args[i + 1] = problem_dir.string();
+  args.insert(args.end(), {"--trials", trial_list(0, o.trials - 1), "--post-trial", std::to_string(o.trials),
+                           "--candidate", lib.string(), "--seal", seal_dir.string()});
+  if (copies > 0) args.insert(args.end(), {"--rotation-copies", std::to_string(copies)});
+  if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
+
+  RankJob job{o.world, o.device == "cuda", args, cand_dir, "candidate", o.timeout_s, {}};
+  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  Sandbox box;
+  if (boxed) {
+    box.gpu = o.device == "cuda";
+    box.read_only_at = {{spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
+    box.writable = {scratch};
+    size_t in_bytes = 0;
+    for (const auto& in : spec.inputs)
+      if (in.tensor) {
+        size_t b = dtype_size(tensor_dtype(*in.tensor, run));
+        for (int64_t d : tensor_shape(*in.tensor, run, 0)) b *= d;
+        in_bytes += b;
+      }
+    // Files the job may write: logs, and on CPUs each rank's heap in /dev/shm (copies, outputs, arena).
+    size_t heap_bound = kTimingCopyBudgetCpu + 4 * (in_bytes + out_bytes) + ((o.heap_mib ? o.heap_mib : 16) << 20);
+    job.limits.file_size = std::max<size_t>(size_t{256} << 20, 2 * heap_bound);
+    box.tmpfs_bytes = std::max<size_t>(size_t{1} << 30, static_cast<size_t>(o.world) * 2 * heap_bound);
+    if (o.device != "cuda") job.limits.address_space = size_t{32} << 30;  // CUDA reserves far more address space
+    job.limits.cpu_s = 2 * o.timeout_s + 30;
+    job.limits.processes = 256 + 16 * static_cast<size_t>(o.world);
+    job.sandbox = &box;
+  }
+  res.process = run_rank_job(job);
+  const std::vector<SealedRank>& got = collector.finish();
+  res.sandbox = {{"enabled", boxed}, {"file_size_limit", job.limits.file_size}};
+  if (!boxed) res.sandbox["note"] = "--no-sandbox: candidate code ran with the driver's user, files and network";
+  for (size_t r = 0; r < got.size(); ++r) {
+    const SealedRank& g = got[r];
+    json j = g.record.empty() ? json() : json::parse(g.record, nullptr, false);
+    res.records.push_back(j.is_discarded() ? json() : j);
+    if (!g.error.empty() && res.seal_error.empty()) res.seal_error = g.error;
+    if (g.error.empty() && !g.record.empty() && j.is_discarded() && res.seal_error.empty())
+      res.seal_error = "rank " + std::to_string(r) + ": its record is not JSON";
+    if (res.process.ok() && !g.ended && res.ended.empty())
+      res.ended = "rank " + std::to_string(r) + " exited without finishing (exit(0) from candidate code?)";
+  }
+  // A log that reached the file-size limit was cut there: say so.
+  for (const char* log : {"candidate.stdout", "candidate.stderr"})
+    if (job.limits.file_size && fs::file_size(cand_dir / log, ec) >= job.limits.file_size)
+      res.sandbox["truncated"].push_back(std::string(log) + " at " + std::to_string(job.limits.file_size) + " bytes");
+  return res;
 }
 
 }  // namespace
@@ -228,6 +407,7 @@ CompileOptions eval_compile_options(const EvalOptions& o) {
   co.allow_nccl = o.allow_nccl;
   co.cache_dir = o.cache_dir / "compile";
   co.include_dir = repo_root() / "harness/include";
+  co.sandbox = o.sandbox;
   return co;
 }
 
@@ -252,6 +432,9 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
   if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
+  if (o.sandbox && !sandbox_unavailable().empty())
+    throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +
+                " (scripts/setup.sh installs bubblewrap; --no-sandbox runs it unconfined)");
   RunShape run = resolve_run(spec, o.world, *dtype, o.params);
   std::string source_text = read_text_file(source);
   std::string source_hash = sha256_hex(source_text);
@@ -277,6 +460,9 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     rec["message"] = message;
     wall["total_s"] = since(t_start);
     rec["wall"] = wall;
+    // Compiler messages, stderr tails and file names carry bytes the candidate chose: whatever is not UTF-8 is
+    // replaced (U+FFFD) once, here, so every later reader gets valid JSON.
+    rec = json::parse(rec.dump(-1, ' ', false, json::error_handler_t::replace));
     fs::create_directories(o.out_dir);
     append_line(o.out_dir / "results.jsonl", rec.dump());
     return res;
@@ -313,35 +499,41 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   wall["reference_s"] = since(t0);
   rec["reference"] = ref_info;
 
-  // 3. Candidate pass, in its own processes.
+  // 3. Candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
   fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
                                              std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
-  fs::remove_all(cand_dir);
-  fs::create_directories(cand_dir);
-  auto args = worker_args(spec, o, cand_dir);
-  args.insert(args.end(), {"--trials", trial_list(0, o.trials - 1), "--post-trial", std::to_string(o.trials),
-                           "--candidate", fs::absolute(cr.library).string()});
-  if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
+  json ref_record = read_json_or_null(ref_dir / "rank0.json");
+  std::vector<CheckedCall> calls = checked_calls(o, ref_record);
   t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch(o, args, cand_dir, "candidate");
+  CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
   wall["candidate_s"] = since(t0);
   rec["run_dir"] = cand_dir.string();
-  auto records = read_rank_records(cand_dir, o.world);
+  rec["sandbox"] = cr_run.sandbox;
+  const ProcessResult& pr = cr_run.process;
+  const std::vector<json>& records = cr_run.records;
   if (auto f = launch_failure(pr, records)) {
     rec["failure"] = f->detail;
     return finish(f->status, f->message);
+  }
+  if (!cr_run.seal_error.empty()) {
+    rec["failure"] = {{"sealed_channel", cr_run.seal_error}};
+    return finish(EvalStatus::runtime_error, "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
+  }
+  if (!cr_run.ended.empty()) {
+    rec["failure"] = {{"stderr_tail", stderr_tail(pr, 2000)}};
+    return finish(EvalStatus::crash, cr_run.ended);
   }
 
   // 4. Check, then time.
   t0 = std::chrono::steady_clock::now();
   json checks;
-  std::string bad = check_candidate_outputs(spec, run, o, ref_dir, cand_dir, records, checks);
+  std::string bad = check_candidate_outputs(spec, run, ref_dir, cand_dir / "sealed", calls, records, checks);
   wall["check_s"] = since(t0);
   rec["checks"] = checks;
 
   json timing;
   json cand_t = records[0].value("timing", json());
-  json cpp_t = read_json_or_null(ref_dir / "rank0.json").value("timing", json());
+  json cpp_t = ref_record.value("timing", json());
   json py_t = read_json_or_null(ref_dir / "timing.py.json");
   timing["candidate"] = cand_t;
   timing["baseline_libtorch_nccl"] = cpp_t;

@@ -41,6 +41,7 @@ struct EvalOptions {
   std::filesystem::path cache_dir = "results/cache";
   std::string visible_devices;        // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
   std::string not_evaluated_reason;   // non-empty: lint and compile only, then record not_evaluated with this
+  bool sandbox = true;                // compile and run candidate code inside bubblewrap (false: --no-sandbox)
 };
 
 struct EvalResult {

@@ -18,7 +18,7 @@ const at::Tensor& NamedTensors::get(const std::string& name) const {
   throw Error("no tensor named '" + name + "'");
 }
 
-void write_safetensors(const std::filesystem::path& path, const NamedTensors& t) {
+std::string safetensors_bytes(const NamedTensors& t) {
   json header = json::object();
   json order = json::array();
   std::vector<at::Tensor> cpu;
@@ -40,17 +40,21 @@ void write_safetensors(const std::filesystem::path& path, const NamedTensors& t)
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');  // align the data section to 8 bytes
   uint64_t hlen = h.size();
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(hlen >> (8 * i));
+  bytes += h;
+  for (const auto& c : cpu) bytes.append(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+  return bytes;
+}
 
+void write_safetensors(const std::filesystem::path& path, const NamedTensors& t) {
+  std::string bytes = safetensors_bytes(t);
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(tmp.string() + ": cannot open for writing");
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(hlen >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(h.data(), h.size());
-    for (const auto& c : cpu) out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+    out.write(bytes.data(), bytes.size());
     if (!out) throw Error(tmp.string() + ": write failed");
   }
   std::filesystem::rename(tmp, path);

@@ -21,6 +21,8 @@ struct NamedTensors {
   const at::Tensor& get(const std::string& name) const;
 };
 
+// The file's bytes (what write_safetensors writes), for sending over the sealed channel.
+std::string safetensors_bytes(const NamedTensors& t);
 // Writes atomically (temporary file + rename). Tensors are moved to the CPU if needed.
 void write_safetensors(const std::filesystem::path& path, const NamedTensors& t);
 // Throws pkb::Error naming the file and what is wrong (truncated, bad header, unknown dtype, out-of-range offsets).

@@ -21,8 +21,19 @@ ProcessResult run_rank_job(const RankJob& job) {
   po.timeout_s = job.timeout_s;
   po.stdout_path = job.dir / (job.tag + ".stdout");
   po.stderr_path = job.dir / (job.tag + ".stderr");
-  po.env = mpi.env;
-  return run_process(mpi.argv, po);
+  if (!job.sandbox) {
+    po.env = mpi.env;
+    return run_process(mpi.argv, po);
+  }
+  Sandbox box = *job.sandbox;
+  box.read_only.push_back(program.front());
+  for (const auto& d : library_dirs_outside_system(program.front())) box.read_only.push_back(d);
+  for (const auto& [k, v] : mpi.env) box.env[k] = v;
+  if (const char* cvd = getenv("CUDA_VISIBLE_DEVICES"); cvd && !box.env.count("CUDA_VISIBLE_DEVICES"))
+    box.env["CUDA_VISIBLE_DEVICES"] = cvd;
+  po.clear_env = true;
+  apply_limits(po, job.limits);
+  return run_process(sandbox_command(box, mpi.argv), po);
 }
 
 ProcessResult run_python_runner(const PythonRunnerJob& job) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/process.h"
+#include "launch/sandbox.h"
 
 namespace pkb {
 
@@ -26,6 +27,9 @@ struct RankJob {
   std::string tag = "mpirun";
   double timeout_s = 120;
   std::map<std::string, std::string> env;  // extra variables for every rank, e.g. CUDA_VISIBLE_DEVICES
+  const Sandbox* sandbox = nullptr;        // run mpirun and the ranks inside it (pkb-rank and its libraries are
+                                           // bound in read-only); nullptr: directly
+  SandboxLimits limits;                    // with a sandbox
 };
 ProcessResult run_rank_job(const RankJob& job);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,7 +81,7 @@ std::string file_tail(const std::filesystem::path& p, size_t max_bytes) {
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
   if (argv.empty()) throw Error("run_process: empty command");
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
+  for (char** e = environ; !opts.clear_env && *e; ++e) {
     std::string kv = *e;
     if (!opts.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
   }
@@ -101,8 +102,17 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
+    for (const auto& [resource, value] : opts.rlimits) {
+      struct rlimit lim = {value, value};
+      setrlimit(resource, &lim);
+      // Past the file-size limit writes fail with EFBIG instead of killing the writer: capped logs stay whole.
+      if (resource == RLIMIT_FSIZE) signal(SIGXFSZ, SIG_IGN);
+    }
     if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
     execvpe(args[0], args.data(), envp.data());
     dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
@@ -157,7 +167,7 @@ void kill_children_on_termination() {
 namespace pkb {
 
 std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s) {
-  static int counter = 0;
+  static std::atomic<int> counter{0};  // pkb run calls this from several threads
   std::filesystem::path out = std::filesystem::temp_directory_path() /
                               ("pkb-capture-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   ProcessOptions po;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pkb {
@@ -15,7 +16,9 @@ struct ProcessOptions {
   double kill_grace_s = 2;
   std::filesystem::path stdout_path, stderr_path;  // empty: discarded
   std::map<std::string, std::string> env;          // added to (and overriding) the inherited environment
+  bool clear_env = false;                          // start from an empty environment instead of the inherited one
   std::filesystem::path cwd;                       // empty: inherited
+  std::vector<std::pair<int, unsigned long>> rlimits;  // setrlimit(resource, value) in the child before exec
 };
 
 struct ProcessResult {

@@ -52,6 +52,7 @@ class CudaRuntime final : public Runtime {
       if (q != rank_ && bases_[q]) cudaIpcCloseMemHandle(bases_[q]);
     cudaFree(bases_[rank_]);
     cudaFree(bases_device_);
+    for (void* p : private_) cudaFree(p);
     for (auto e : events_) cudaEventDestroy(e);
     if (owns_stream_) cudaStreamDestroy(stream_);
   }
@@ -64,6 +65,15 @@ class CudaRuntime final : public Runtime {
   }
   void fill(void* dst, uint8_t byte, size_t bytes) override {
     cuda_check(cudaMemsetAsync(dst, byte, bytes, stream_), "cudaMemsetAsync");
+  }
+  void copy_async(void* dst, const void* src, size_t bytes) override {
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
+  }
+  void* private_alloc(size_t bytes) override {
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc(private)");
+    private_.push_back(p);
+    return p;
   }
   std::string synchronize() override {
     cudaError_t rc = cudaDeviceSynchronize();
@@ -95,6 +105,7 @@ class CudaRuntime final : public Runtime {
   }
 
  private:
+  std::vector<void*> private_;
   int device_ = 0;
   bool owns_stream_ = true;
   cudaStream_t stream_ = nullptr;  // nullptr: the legacy default stream

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
 #include <cstring>
 
 #include "core/error.h"
@@ -75,6 +76,11 @@ class CpuRuntime final : public Runtime {
   void* stream() const override { return nullptr; }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill(void* dst, uint8_t byte, size_t bytes) override { std::memset(dst, byte, bytes); }
+  void copy_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void* private_alloc(size_t bytes) override {
+    private_.emplace_back(bytes ? bytes : 1);
+    return private_.back().data();
+  }
   std::string synchronize() override { return ""; }
   std::string stream_synchronize() override { return ""; }
   void timers_reserve(int n) override { marks_.assign(n, 0); }
@@ -88,6 +94,7 @@ class CpuRuntime final : public Runtime {
  private:
   MPI_Comm barrier_comm_ = MPI_COMM_NULL;
   std::vector<double> marks_;
+  std::deque<std::vector<char>> private_;  // deque: earlier blocks never move
 };
 
 }  // namespace

@@ -22,6 +22,10 @@ class Runtime {
   // Memory: copies in any direction between host and device memory (heap pointers are device memory on GPUs).
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void fill(void* dst, uint8_t byte, size_t bytes) = 0;
+  // Device to device, enqueued on the stream without waiting (the host runs ahead, as in the timed loop).
+  virtual void copy_async(void* dst, const void* src, size_t bytes) = 0;
+  // Memory of this rank only, outside the symmetric heap (no peer maps it); freed with the runtime.
+  virtual void* private_alloc(size_t bytes) = 0;
   // Device-wide synchronize; returns "" or the CUDA error that surfaced (illegal address, launch failure...).
   virtual std::string synchronize() = 0;
   virtual std::string stream_synchronize() = 0;

@@ -5,7 +5,9 @@
 // kernels that only work once. The candidate's failures become record statuses, never exceptions.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
+#include <random>
 
 #include <cstring>
 
@@ -13,6 +15,7 @@
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
 #include "runtime/runtime.h"
+#include "seal/seal.h"
 #include "worker/worker.h"
 
 extern "C" {
@@ -187,7 +190,11 @@ class CandidateHost {
   void create_runtime_and_slots() {
     const ProblemSpec& spec = env_.spec;
     size_t in_bytes = total_bytes(spec, env_.run, true), out_bytes = total_bytes(spec, env_.run, false);
-    copies_ = env_.cuda && o_.time ? rotation_copies(in_bytes, cuda_l2_bytes(), 64) : (o_.time ? 2 : 1);
+    copies_ = 1;
+    if (o_.time)
+      copies_ = o_.rotation_copies > 0 ? o_.rotation_copies
+                                       : timing_copies(in_bytes, env_.cuda ? cuda_l2_bytes() : 0, o_.timing,
+                                                       env_.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
     size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? 256 : 16)) << 20;
     size_t heap = copies_ * in_bytes + out_bytes + arena + (size_t{1} << 20);
     rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap)
@@ -275,15 +282,38 @@ class CandidateHost {
     if (!err.empty()) return fail("trial " + std::to_string(trial) + ": " + err);
     MPI_Barrier(MPI_COMM_WORLD);  // peers may write into our outputs: wait for every rank to finish
 
+    NamedTensors saved = read_outputs([](const Slot& s) { return s.data; });
+    send_outputs("trial" + std::to_string(trial), saved);
+    record_["trials"].push_back({{"trial", trial}, {"inputs_mutated", mutated_inputs(slots, in)}});
+    write_rank_record(o_.out_dir, env_.rank, record_);
+    return true;
+  }
+
+  // This rank's outputs as tensors, read from the output slots or from where `where(slot)` says.
+  template <class Where>
+  NamedTensors read_outputs(Where where) {
     NamedTensors saved;
     for (const auto& s : outputs_) {
       at::Tensor t = at::empty(s.shape, at::TensorOptions().dtype(to_aten(s.dtype)));
-      rt_->copy(t.data_ptr(), s.data, s.bytes);
+      rt_->copy(t.data_ptr(), where(s), s.bytes);
       saved.names.push_back(s.name);
       saved.tensors.push_back(t);
     }
-    std::filesystem::create_directories(trial_dir(o_.out_dir, trial));
-    write_safetensors(rank_path(o_.out_dir, trial, "rank", env_.rank), saved);
+    return saved;
+  }
+
+  // Outputs leave the process as soon as they exist: to the driver over the sealed channel (or, without one,
+  // into the job directory).
+  void send_outputs(const std::string& label, const NamedTensors& saved) {
+    if (seal().enabled()) {
+      seal().send("outputs", label, safetensors_bytes(saved));
+      return;
+    }
+    std::filesystem::create_directories(std::filesystem::path(o_.out_dir) / label);
+    write_safetensors(std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"), saved);
+  }
+
+  nlohmann::json mutated_inputs(const std::vector<Slot>& slots, const RankInputs& in) {
     nlohmann::json mutated = nlohmann::json::array();
     for (size_t i = 0; i < slots.size(); ++i) {
       at::Tensor now = at::empty_like(in.tensors[i]);
@@ -291,14 +321,40 @@ class CandidateHost {
       if (std::memcmp(now.data_ptr(), in.tensors[i].contiguous().data_ptr(), slots[i].bytes) != 0)
         mutated.push_back(slots[i].name);
     }
-    record_["trials"].push_back({{"trial", trial}, {"inputs_mutated", mutated}});
-    write_rank_record(o_.out_dir, env_.rank, record_);
-    return true;
+    return mutated;
   }
 
+  // Timed calls are checked calls: every call gets fresh input contents (copy k holds the inputs of trial
+  // kTimedTrialBase + k) and poisoned outputs, and one call per copy, drawn at random, has its outputs captured
+  // and sent. The driver compares the copies the reference pass knows; which ones it knows is never shown here.
   bool time_candidate() {
-    for (int k = 1; k < copies_; ++k)
-      for (size_t i = 0; i < inputs_[k].size(); ++i) rt_->copy(inputs_[k][i].data, inputs_[0][i].data, inputs_[k][i].bytes);
+    std::vector<RankInputs> contents(copies_);
+    for (int k = 0; k < copies_; ++k) {
+      contents[k] = make_inputs(env_.spec, env_.run, env_.rank, kTimedTrialBase + k, o_.seed);
+      for (size_t i = 0; i < inputs_[k].size(); ++i)
+        rt_->copy(inputs_[k][i].data, contents[k].tensors[i].contiguous().data_ptr(), inputs_[k][i].bytes);
+    }
+    std::vector<std::vector<int>> visits(copies_);
+    for (int i = 0; i < o_.timing.iters; ++i) visits[copy_of_call(o_.timing.warmup + i, copies_)].push_back(i);
+    std::mt19937_64 draw(std::random_device{}());
+    std::vector<int> captured_iter(copies_, -1);
+    std::vector<char*> capture(copies_, nullptr);
+    size_t out_total = 0;
+    for (const auto& s : outputs_) out_total += s.bytes;
+    for (int k = 0; k < copies_; ++k) {
+      if (visits[k].empty()) continue;
+      captured_iter[k] = visits[k][draw() % visits[k].size()];
+      capture[k] = static_cast<char*>(rt_->private_alloc(out_total));
+    }
+    TimingHooks hooks;
+    hooks.before = [&](int) {
+      for (const auto& s : outputs_) rt_->fill(s.data, 0xFF, s.bytes);
+    };
+    hooks.after_timed = [&](int iter, int k) {
+      if (captured_iter[k] != iter) return;
+      size_t off = 0;
+      for (const auto& s : outputs_) rt_->copy_async(capture[k] + off, s.data, s.bytes), off += s.bytes;
+    };
     int bad_rc = 0;
     TimingStats stats;
     try {
@@ -306,13 +362,30 @@ class CandidateHost {
         int rc = run_(&host_.ctx, input_views_[k].data(), static_cast<int>(inputs_[k].size()), output_views_.data(),
                       static_cast<int>(outputs_.size()));
         if (rc != 0) bad_rc = rc;
-      }, o_.timing);
+      }, o_.timing, &hooks);
     } catch (const Error& e) {
       return fail(std::string("while timing: ") + e.what());
     }
     if (bad_rc != 0) return fail("pkb_run returned " + std::to_string(bad_rc) + " while timing");
     if (!host_.callback_error.empty()) return fail(host_.callback_error);
+    if (auto err = rt_->synchronize(); !err.empty()) return fail("after timing: " + err);
+    MPI_Barrier(MPI_COMM_WORLD);  // peers' writes into our outputs are done
+    for (int k = 0; k < copies_; ++k) {
+      if (!capture[k]) continue;
+      size_t off = 0;
+      send_outputs("copy" + std::to_string(k), read_outputs([&](const Slot& s) {
+                     void* p = capture[k] + off;
+                     off += s.bytes;
+                     return p;
+                   }));
+    }
+    nlohmann::json mutated = nlohmann::json::array();
+    for (int k = 0; k < copies_; ++k)
+      for (const auto& name : mutated_inputs(inputs_[k], contents[k]))
+        if (std::find(mutated.begin(), mutated.end(), name) == mutated.end()) mutated.push_back(name);
+    record_["trials"].push_back({{"trial", "timed"}, {"inputs_mutated", mutated}});
     record_["timing"] = stats.to_json();
+    record_["timing"]["input_copies"] = copies_;
     write_rank_record(o_.out_dir, env_.rank, record_);
     return true;
   }

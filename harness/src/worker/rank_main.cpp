@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
+#include "seal/seal.h"
 #include "worker/worker.h"
 
 namespace pkb {
@@ -23,10 +24,24 @@ std::filesystem::path rank_path(const std::string& out, int trial, const std::st
   return trial_dir(out, trial) / (prefix + std::to_string(rank) + ".safetensors");
 }
 
+namespace {
+std::unique_ptr<SealWriter> g_seal;
+}
+
+SealWriter& seal() {
+  if (!g_seal) g_seal = std::make_unique<SealWriter>("");
+  return *g_seal;
+}
+
 void write_rank_record(const std::string& out_dir, int rank, const nlohmann::json& record) {
+  std::string text = record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (seal().enabled()) {
+    seal().send("record", "record", text);  // the copy that is judged
+    return;
+  }
   std::filesystem::create_directories(out_dir);
   std::string path = out_dir + "/rank" + std::to_string(rank) + ".json";
-  std::ofstream(path + ".tmp") << record.dump(2) << "\n";
+  std::ofstream(path + ".tmp") << text << "\n";
   std::filesystem::rename(path + ".tmp", path);
 }
 
@@ -75,12 +90,25 @@ int main(int argc, char** argv) {
   app.add_option("--post-trial", o.post_trial, "trial checked after timing (candidate pass)");
   app.add_option("--candidate", o.candidate, "candidate shared library: run the candidate pass");
   app.add_option("--heap-mib", o.heap_mib, "symmetric heap arena for the candidate's symm_alloc, MiB");
+  app.add_option("--seal", o.seal_dir, "directory of the driver's FIFOs: send outputs and records there (sealed)");
+  app.add_option("--rotation-copies", o.rotation_copies, "input copies for timing (candidate pass: the reference's)");
+  app.add_option("--timed-checks", o.timed_checks, "reference pass: random draws naming the copies whose outputs are kept")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   MPI_Init(&argc, &argv);
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  // Opened before any candidate code is loaded; frames written here are out of the candidate's reach.
+  if (!o.seal_dir.empty()) {
+    try {
+      g_seal = std::make_unique<SealWriter>(o.seal_dir + "/rank" + std::to_string(rank));
+    } catch (const std::exception& e) {
+      std::cerr << "pkb-rank " << rank << ": " << e.what() << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
   nlohmann::json record = {{"schema", "pkb.rank_record/1"}, {"rank", rank}, {"world", world}, {"status", "ok"},
                            {"pass", o.candidate.empty() ? "reference" : "candidate"}};
   try {
@@ -103,6 +131,12 @@ int main(int argc, char** argv) {
     std::cerr << "pkb-rank " << rank << ": " << record.value("error", "") << std::endl;
     MPI_Abort(MPI_COMM_WORLD, 4);
     return 4;
+  }
+  if (seal().enabled()) {
+    try {
+      seal().send("end", "end", "");
+    } catch (const std::exception&) {
+    }
   }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();

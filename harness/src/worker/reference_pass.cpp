@@ -1,6 +1,7 @@
 // The reference pass: for each trial, this rank's inputs from the seed, the libtorch reference (and, with
 // --precise-too, the same reference on fp32-upcast inputs: the precise expected values of the robust policy),
 // outputs written as safetensors; with --time, the baseline timed exactly as candidates are.
+#include <algorithm>
 #include <chrono>
 
 #include "comm/communicator.h"
@@ -109,12 +110,41 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
   record["trials"] = trials;
 
   if (o.time) {
+    size_t in_bytes = 0;
+    for (const auto& t : last_inputs.tensors) in_bytes += t.numel() * t.element_size();
+    // The candidate's timed calls rotate over this many copies of distinct contents; the expected outputs of
+    // the copies the driver drew are computed here (the candidate pass never learns which).
+    int candidate_copies = timing_copies(in_bytes, env.cuda ? cuda_l2_bytes() : 0, o.timing,
+                                         env.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+    std::vector<int> visited;  // copies some timed call uses: the draws pick among these
+    for (int i = 0; i < o.timing.iters; ++i) visited.push_back(copy_of_call(o.timing.warmup + i, candidate_copies));
+    std::sort(visited.begin(), visited.end());
+    visited.erase(std::unique(visited.begin(), visited.end()), visited.end());
+    nlohmann::json checked = nlohmann::json::array();
+    for (uint64_t draw : o.timed_checks) {
+      int k = visited[draw % visited.size()];
+      if (std::find(checked.begin(), checked.end(), k) != checked.end()) continue;
+      checked.push_back(k);
+      std::filesystem::path dir = std::filesystem::path(o.out_dir) / ("copy" + std::to_string(k));
+      std::filesystem::create_directories(dir);
+      RankInputs in = make_inputs(spec, env.run, env.rank, kTimedTrialBase + k, o.seed);
+      Tensors outs = impl->reference(ctx, to_device(in.tensors, ctx.device, o.precise));
+      world_comm->synchronize();
+      check_outputs(spec, env.run, env.rank, outs);
+      save_outputs(spec, outs, dir / ("rank" + std::to_string(env.rank) + ".safetensors"));
+      if (o.precise_too) {
+        Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
+        world_comm->synchronize();
+        save_outputs(spec, precise, dir / ("precise.rank" + std::to_string(env.rank) + ".safetensors"));
+      }
+    }
+    record["candidate_input_copies"] = candidate_copies;
+    record["timed_checks"] = checked;
+
     // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
     std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
                                            : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20,
                                                               "ref");
-    size_t in_bytes = 0;
-    for (const auto& t : last_inputs.tensors) in_bytes += t.numel() * t.element_size();
     int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), 64) : 2;
     std::vector<Tensors> rotated;
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));

@@ -31,6 +31,9 @@ struct WorkerOptions {
   TimingOptions timing;
   std::string candidate;     // path of the candidate library: candidate pass
   size_t heap_mib = 0;       // candidate's symm_alloc arena (0: default for the device)
+  std::string seal_dir;      // candidate: the driver's FIFOs (sealed outputs and records)
+  int rotation_copies = 0;   // candidate: input copies for timing, as the reference pass chose them (0: choose)
+  std::vector<uint64_t> timed_checks;  // reference: draws; copy (draw % copies) gets expected outputs
 };
 
 struct WorkerEnv {
@@ -44,8 +47,14 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world);
 
 std::filesystem::path trial_dir(const std::string& out, int trial);
 std::filesystem::path rank_path(const std::string& out, int trial, const std::string& prefix, int rank);
-// Atomically (re)writes out/rankR.json; called after every step so a crash leaves what happened so far.
+// Atomically (re)writes out/rankR.json, or with --seal sends it to the driver; called after every step so a
+// crash leaves what happened so far.
 void write_rank_record(const std::string& out_dir, int rank, const nlohmann::json& record);
+class SealWriter;
+SealWriter& seal();  // the sealed channel (a writer that drops everything without --seal)
+
+// Trial labels of the timing copies: copy k's inputs are those of trial kTimedTrialBase + k.
+constexpr int kTimedTrialBase = 1000000;
 
 // Reference pass: fills record["trials"], record["timing"].
 void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record);

@@ -1,0 +1,135 @@
+#include "launch/sandbox.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What programs inside need from /etc, and nothing else (no shadow files, no ssh keys, no credentials):
+// users and hosts, the dynamic linker's cache, Open MPI's defaults, Debian's alternatives (mpirun is a link).
+const char* const kEtcEntries[] = {"passwd", "group", "hosts", "nsswitch.conf", "host.conf", "ld.so.cache",
+                                   "ld.so.conf", "ld.so.conf.d", "openmpi", "alternatives", "localtime",
+                                   "os-release", "debian_version", "lsb-release", "nvidia", "gai.conf",
+                                   "pmix", "prte", "ucx", "libibverbs.d", "fonts"};
+const char* const kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
+
+std::string bwrap_path() {
+  if (const char* p = getenv("PKB_BWRAP"); p && *p) return p;
+  return "bwrap";
+}
+
+bool under_system_dir(const fs::path& p) {
+  std::string s = p.string();
+  for (const char* d : kSystemDirs)
+    if (s == d || s.rfind(std::string(d) + "/", 0) == 0) return true;
+  return false;
+}
+
+void add(std::vector<std::string>& v, std::initializer_list<std::string> items) { v.insert(v.end(), items); }
+
+}  // namespace
+
+std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<std::string>& argv) {
+  std::vector<std::string> c = {bwrap_path(), "--die-with-parent", "--new-session", "--unshare-all",
+                                "--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns",
+                                "--cap-drop", "ALL", "--hostname", "pkb-sandbox", "--clearenv"};
+  for (const char* d : kSystemDirs) {
+    std::error_code ec;
+    if (fs::is_symlink(d, ec)) add(c, {"--symlink", fs::read_symlink(d, ec).string(), d});
+    else if (fs::is_directory(d, ec)) add(c, {"--ro-bind", d, d});
+  }
+  for (const char* e : kEtcEntries) add(c, {"--ro-bind-try", std::string("/etc/") + e, std::string("/etc/") + e});
+  // /sys read-only: Open MPI's hwloc and CUDA read the machine's topology there.
+  add(c, {"--proc", "/proc", "--dev", "/dev", "--ro-bind", "/sys", "/sys"});
+  std::string tmp_size = std::to_string(box.tmpfs_bytes);
+  add(c, {"--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp_size,
+          "--tmpfs", "/dev/shm"});
+  if (box.gpu) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev", ec))
+      if (e.path().filename().string().rfind("nvidia", 0) == 0) add(c, {"--dev-bind", e.path().string(), e.path().string()});
+    // The MPS control daemon's pipes, where one serves this GPU (several ranks sharing it).
+    if (const char* mps = getenv("CUDA_MPS_PIPE_DIRECTORY"); mps && *mps) add(c, {"--bind-try", mps, mps});
+  }
+  for (const auto& p : box.read_only) add(c, {"--ro-bind", p.string(), p.string()});
+  for (const auto& [from, to] : box.read_only_at) add(c, {"--ro-bind", from.string(), to.string()});
+  for (const auto& p : box.writable) add(c, {"--bind", p.string(), p.string()});
+  fs::path cwd = !box.cwd.empty() ? box.cwd : !box.writable.empty() ? box.writable.front() : fs::path("/tmp");
+  add(c, {"--chdir", cwd.string()});
+  std::map<std::string, std::string> env = {{"PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"},
+                                            {"HOME", cwd.string()}, {"TMPDIR", "/tmp"}, {"LANG", "C.UTF-8"}};
+  if (const char* ld = getenv("LD_LIBRARY_PATH"); ld && *ld) env["LD_LIBRARY_PATH"] = ld;
+  if (box.gpu)
+    if (const char* mps = getenv("CUDA_MPS_PIPE_DIRECTORY"); mps && *mps) env["CUDA_MPS_PIPE_DIRECTORY"] = mps;
+  for (const auto& [k, v] : box.env) env[k] = v;
+  for (const auto& [k, v] : env) add(c, {"--setenv", k, v});
+  c.push_back("--");
+  c.insert(c.end(), argv.begin(), argv.end());
+  return c;
+}
+
+const std::string& sandbox_unavailable() {
+  static std::once_flag once;
+  static std::string why;
+  std::call_once(once, [] {
+    Sandbox box;
+    ProcessOptions po;
+    po.timeout_s = 30;
+    po.clear_env = true;
+    fs::path err = fs::temp_directory_path() / ("pkb-sandbox-probe-" + std::to_string(getpid()));
+    po.stderr_path = err;
+    ProcessResult r;
+    try {
+      r = run_process(sandbox_command(box, {"/bin/true"}), po);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty() && !r.ok()) {
+      std::string tail = file_tail(err, 400);
+      while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+      why = r.exit_code == 127 ? "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set PKB_BWRAP"
+                               : "bubblewrap cannot create its namespaces here (" + r.summary() + "): " + tail;
+    }
+    std::error_code ec;
+    fs::remove(err, ec);
+  });
+  return why;
+}
+
+std::vector<fs::path> library_dirs_outside_system(const fs::path& binary) {
+  static std::mutex m;
+  static std::map<fs::path, std::vector<fs::path>> cache;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = cache.find(binary); it != cache.end()) return it->second;
+  std::vector<fs::path> dirs;
+  std::istringstream lines(capture_stdout({"ldd", binary.string()}, 60));
+  for (std::string line; std::getline(lines, line);) {
+    auto arrow = line.find("=> /");
+    std::string path = arrow != std::string::npos ? line.substr(arrow + 3) : line.substr(line.find_first_not_of(" \t"));
+    path = path.substr(0, path.find(" ("));
+    if (path.empty() || path[0] != '/') continue;
+    // Both the directory the loader names and the one its links lead to must exist inside.
+    std::error_code ec;
+    for (fs::path dir : {fs::path(path).parent_path(), fs::canonical(path, ec).parent_path()})
+      if (!dir.empty() && !under_system_dir(dir) && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
+        dirs.push_back(dir);
+  }
+  return cache[binary] = dirs;
+}
+
+void apply_limits(ProcessOptions& po, const SandboxLimits& l) {
+  if (l.address_space) po.rlimits.push_back({RLIMIT_AS, l.address_space});
+  if (l.file_size) po.rlimits.push_back({RLIMIT_FSIZE, l.file_size});
+  if (l.cpu_s > 0) po.rlimits.push_back({RLIMIT_CPU, static_cast<unsigned long>(l.cpu_s + 1)});
+  if (l.processes) po.rlimits.push_back({RLIMIT_NPROC, l.processes});
+  po.rlimits.push_back({RLIMIT_CORE, 0});  // a crashing candidate leaves no core file of its memory behind
+}
+
+}  // namespace pkb

@@ -1,0 +1,302 @@
+// The verdict against candidates that try to forge it (tests/fixtures/adversarial): each evaluation must end in
+// the right status, and nothing outside the sandbox may change: no file written, no connection made, no secret
+// in the record, no process left running, the reference cache intact.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "core/files.h"
+#include "core/sha256.h"
+#include "launch/process.h"
+#include "spec/catalog.h"
+#include "../unit/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const fs::path kFixtures = pkb::repo_root() / "tests/fixtures/adversarial";
+
+// A candidate in its own folder (with fixture.h beside it), with the test's macros prepended.
+fs::path stage(const fs::path& dir, const std::string& fixture, const std::string& macros = "",
+               const std::string& file_name = "") {
+  fs::create_directories(dir);
+  fs::copy_file(kFixtures / "fixture.h", dir / "fixture.h", fs::copy_options::overwrite_existing);
+  fs::path dst = dir / (file_name.empty() ? fixture + ".cpp" : file_name);
+  pkb::test::write_file(dst, macros + pkb::read_text_file(kFixtures / (fixture + ".cpp")));
+  return dst;
+}
+
+struct Eval {
+  int exit_code;
+  json record;
+  std::string out, err;
+};
+
+Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, double timeout_s = 60,
+          std::map<std::string, std::string> env = {}) {
+  auto r = pkb::test::run_cli(PKB_BINARY, {"eval", src.string(), "--problem", "1", "-w", "2", "--device", "cpu",
+                                           "--param", "M=64", "--param", "N=48", "--trials", "2", "--warmup", "1",
+                                           "--iters", "5", "--timeout", std::to_string(timeout_s), "--out",
+                                           out.string(), "--cache", cache.string(), "--json"},
+                              env, 300);
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "pkb eval printed no JSON record:\n" << r.out << r.err;
+  // Every record appended to results.jsonl is valid JSON, whatever bytes the candidate produced.
+  std::ifstream lines(out / "results.jsonl");
+  for (std::string line; std::getline(lines, line);) EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
+  return {r.exit_code, j.is_discarded() ? json() : j, r.out, r.err};
+}
+
+// sha256 of every file under dir (relative path -> digest).
+std::map<std::string, std::string> digests(const fs::path& dir) {
+  std::map<std::string, std::string> d;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) d[fs::relative(e.path(), dir).string()] = pkb::sha256_hex(pkb::read_text_file(e.path()));
+  return d;
+}
+
+// Processes whose command line contains `needle`.
+int processes_with(const std::string& needle) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// A TCP listener on the host's loopback that counts the connections it accepts.
+class Listener {
+ public:
+  Listener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    listen(fd_, 8);
+    fcntl(fd_, F_SETFL, O_NONBLOCK);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c >= 0) ++accepted_, close(c);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+  ~Listener() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// The honest kernel, as the adversarial ones see the world: a copy of tests/fixtures/cpu/correct.cpp.
+fs::path honest(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(kFixtures / "fixture.h", dir / "fixture.h", fs::copy_options::overwrite_existing);
+  fs::copy_file(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", dir / "correct.cpp",
+                fs::copy_options::overwrite_existing);
+  return dir / "correct.cpp";
+}
+
+TEST(Security, EscapesReachNothing) {
+  pkb::test::TempDir tmp;
+  fs::path target = tmp.path() / "outside";
+  fs::create_directories(target);
+  std::string canary = "canary-" + std::to_string(std::random_device{}());
+  pkb::test::write_file(target / "canary", canary);
+  std::string marker = "3000." + std::to_string(100000 + std::random_device{}() % 800000);
+  Listener listener;
+  std::string secret = "sk-test-" + std::to_string(std::random_device{}());
+  std::string macros = "#define PKB_TARGET_DIR \"" + target.string() + "\"\n#define PKB_PORT " +
+                       std::to_string(listener.port()) + "\n#define PKB_MARKER \"" + marker + "\"\n";
+  auto e = eval(stage(tmp.path() / "cand", "escape", macros), tmp.path() / "eval", tmp.path() / "cache", 60,
+                {{"PKB_TEST_SECRET", secret}});
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_TRUE(e.record["sandbox"].value("enabled", false));
+  EXPECT_FALSE(fs::exists(target / "shell-was-here"));
+  EXPECT_FALSE(fs::exists(target / "file-was-written"));
+  EXPECT_EQ(listener.accepted(), 0);
+  // What it printed reached the logs, but none of what it looked for was there to print.
+  std::string logs = e.out + e.err;
+  for (const auto& f : fs::recursive_directory_iterator(tmp.path() / "eval"))
+    if (f.is_regular_file()) logs += pkb::read_text_file(f.path());
+  EXPECT_NE(logs.find("secret: (none)"), std::string::npos) << "the candidate's stderr should be in its run directory";
+  EXPECT_EQ(logs.find(canary), std::string::npos);
+  EXPECT_EQ(logs.find(secret), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(processes_with(marker), 0) << "a process the candidate started outlived its evaluation";
+}
+
+TEST(Security, CannotReadOrPoisonTheReferenceCache) {
+  pkb::test::TempDir tmp;
+  auto first = eval(honest(tmp.path() / "honest"), tmp.path() / "eval", tmp.path() / "cache");
+  ASSERT_EQ(first.record.value("status", ""), "correct") << first.out << first.err;
+  auto before = digests(tmp.path() / "cache/reference");
+  std::string macros = "#define PKB_TARGET_DIR \"" + (tmp.path() / "cache").string() + "\"\n";
+  auto attack = eval(stage(tmp.path() / "cand", "poison_cache", macros), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(attack.record.value("status", ""), "incorrect");
+  EXPECT_EQ(digests(tmp.path() / "cache/reference"), before) << "the candidate changed the reference cache";
+  auto after = eval(honest(tmp.path() / "honest"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(after.record.value("status", ""), "correct");
+  EXPECT_TRUE(after.record["reference"].value("cached", false));
+}
+
+TEST(Security, FilesRewrittenAfterReturnChangeNothing) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "rewrite_after_return"), tmp.path() / "eval", tmp.path() / "cache");
+  ASSERT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_NE(e.record["timing"]["candidate"].value("median_us", 0.0), 0.001);
+  EXPECT_EQ(e.record["timing"]["candidate"].value("iters", 0), 5);
+}
+
+TEST(Security, FramesInjectedIntoTheSealedChannelAreCaught) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "inject_frames"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(e.record.value("status", ""), "runtime_error") << e.record.dump(2).substr(0, 3000);
+  EXPECT_NE(e.record.value("message", "").find("sealed"), std::string::npos) << e.record.value("message", "");
+}
+
+TEST(Security, SkippingTheTimedCallsIsCaught) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "skip_when_unchecked"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(e.record.value("status", ""), "incorrect") << e.record.dump(2).substr(0, 3000);
+  EXPECT_NE(e.record.value("message", "").find("a timed call"), std::string::npos) << e.record.value("message", "");
+}
+
+TEST(Security, EveryCallIsPoisonedAndChecked) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "poison_detector"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_GE(e.record["checks"].value("timed_calls_checked", 0), 1);
+}
+
+TEST(Security, NoTwoCallsSeeTheSameInputContents) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "repeat_detector"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_EQ(e.record["timing"]["candidate"].value("repeated_content_iters", -1), 0);
+}
+
+TEST(Security, BytesThatAreNotUtf8NeverBreakARecord) {
+  pkb::test::TempDir tmp;
+  auto crash = eval(stage(tmp.path() / "a", "bad_utf8_stderr"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(crash.exit_code, 1);
+  EXPECT_EQ(crash.record.value("status", ""), "crash") << crash.out << crash.err;
+  auto compile = eval(stage(tmp.path() / "b", "bad_utf8_compile"), tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(compile.record.value("status", ""), "compile_error") << compile.out << compile.err;
+  EXPECT_NE(compile.record["compile"].value("log", "").find("\xEF\xBF\xBD"), std::string::npos);
+  // A file name that is not UTF-8.
+  fs::path odd = honest(tmp.path() / "c");
+  fs::path renamed = odd.parent_path() / "kernel-\xff\xfe.cpp";
+  fs::rename(odd, renamed);
+  auto named = eval(renamed, tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(named.record.value("status", ""), "correct") << named.out << named.err;
+  // A lint excerpt cut in the middle of a multi-byte character.
+  std::string line = "int x = system(\"" + std::string(190, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9\");\n";
+  pkb::test::write_file(tmp.path() / "d/lint.cpp", "#include <cstdlib>\n" + line);
+  auto lint = eval(tmp.path() / "d/lint.cpp", tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(lint.record.value("status", ""), "lint_violation") << lint.out << lint.err;
+}
+
+// Caches verify themselves: a damaged compile entry or reference entry is rebuilt, never believed.
+TEST(Security, DamagedCachesAreRebuilt) {
+  pkb::test::TempDir tmp;
+  fs::path src = honest(tmp.path() / "honest");
+  auto first = eval(src, tmp.path() / "eval", tmp.path() / "cache");
+  ASSERT_EQ(first.record.value("status", ""), "correct") << first.out << first.err;
+  fs::path entry;
+  for (const auto& e : fs::directory_iterator(tmp.path() / "cache/compile")) entry = e.path();
+  auto damage_library = [&](int how) {
+    fs::path lib = entry / "candidate.so";
+    if (how == 0) fs::resize_file(lib, 100);                    // truncated
+    if (how == 1) fs::remove(lib);                              // deleted
+    if (how == 2) pkb::test::write_file(lib, "not a library");  // replaced
+  };
+  for (int how = 0; how < 3; ++how) {
+    damage_library(how);
+    auto again = eval(src, tmp.path() / "eval", tmp.path() / "cache");
+    EXPECT_EQ(again.record.value("status", ""), "correct") << how << again.out << again.err;
+    EXPECT_FALSE(again.record["compile"].value("cached", true)) << how;
+  }
+  // A flipped value in the expected outputs.
+  fs::path ref;
+  for (const auto& e : fs::directory_iterator(tmp.path() / "cache/reference")) ref = e.path();
+  fs::path expected = ref / "trial0/precise.rank0.safetensors";
+  std::string bytes = pkb::read_text_file(expected);
+  bytes[bytes.size() - 3] ^= 0x40;
+  pkb::test::write_file(expected, bytes);
+  // And a work directory of a process that died while building.
+  fs::create_directories(ref.string() + ".work-999999-0/trial0");
+  auto again = eval(src, tmp.path() / "eval", tmp.path() / "cache");
+  EXPECT_EQ(again.record.value("status", ""), "correct") << again.out << again.err;
+  EXPECT_FALSE(again.record["reference"].value("cached", true));
+  EXPECT_NE(again.record["reference"].value("cache_damage", "").find("trial0/precise.rank0.safetensors"), std::string::npos);
+  EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
+}
+
+// SIGKILL of pkb itself, while its candidate spins and has started daemons: nothing survives.
+TEST(Security, KillingPkbLeavesNothingRunning) {
+  pkb::test::TempDir tmp;
+  fs::path target = tmp.path() / "outside";
+  fs::create_directories(target);
+  std::string marker = "3000." + std::to_string(100000 + std::random_device{}() % 800000);
+  std::string macros = "#define PKB_TARGET_DIR \"" + target.string() + "\"\n#define PKB_PORT 9\n#define PKB_MARKER \"" +
+                       marker + "\"\n#define PKB_SPIN 1\n";
+  fs::path src = stage(tmp.path() / "cand", "escape", macros);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1), dup2(null_fd, 2);
+    execl(PKB_BINARY, PKB_BINARY, "eval", src.c_str(), "--problem", "1", "-w", "2", "--device", "cpu", "--param",
+          "M=64", "--param", "N=48", "--trials", "1", "--timeout", "120", "--out", (tmp.path() / "eval").c_str(),
+          "--cache", (tmp.path() / "cache").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool started = false;
+  for (int i = 0; i < 600 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    started = processes_with(marker) > 0;
+  }
+  ASSERT_TRUE(started) << "the candidate never started its daemons";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  int left = 1;
+  for (int i = 0; i < 50 && left; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = processes_with(marker) + processes_with(src.string());
+  }
+  EXPECT_EQ(left, 0) << "processes of the killed evaluation are still running";
+}
+
+}  // namespace

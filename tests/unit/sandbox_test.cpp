@@ -1,0 +1,88 @@
+// The sandbox itself, probed with a shell inside it: what it can see, write, reach and inherit.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/files.h"
+#include "launch/sandbox.h"
+#include "test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Inside {
+  pkb::ProcessResult result;
+  std::string out;
+};
+
+Inside run_inside(const pkb::Sandbox& box, const std::string& script, const pkb::SandboxLimits& limits = {}) {
+  pkb::test::TempDir logs;
+  pkb::ProcessOptions po;
+  po.timeout_s = 30;
+  po.clear_env = true;
+  po.stdout_path = logs.path() / "out";
+  po.stderr_path = logs.path() / "err";
+  pkb::apply_limits(po, limits);
+  auto r = pkb::run_process(pkb::sandbox_command(box, {"/bin/sh", "-c", script}), po);
+  return {r, pkb::file_tail(logs.path() / "out", 1 << 20) + pkb::file_tail(logs.path() / "err", 1 << 20)};
+}
+
+class Sandbox : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!pkb::sandbox_unavailable().empty()) GTEST_SKIP() << pkb::sandbox_unavailable();
+  }
+};
+
+TEST_F(Sandbox, SeesOnlyItsScratchAndTheSystem) {
+  pkb::test::TempDir scratch, outside;
+  pkb::test::write_file(outside.path() / "secret", "top secret");
+  pkb::Sandbox box;
+  box.writable = {scratch.path()};
+  auto in = run_inside(box, "echo hi > " + scratch.path().string() + "/ok; echo x > " + outside.path().string() +
+                                "/leak; cat " + outside.path().string() + "/secret; ls /root /work 2>&1; "
+                                "echo x > /usr/leak; id -u; test -e /etc/shadow && echo SHADOW; exit 0");
+  EXPECT_TRUE(in.result.ok()) << in.out;
+  EXPECT_EQ(pkb::read_text_file(scratch.path() / "ok"), "hi\n");
+  EXPECT_FALSE(fs::exists(outside.path() / "leak"));
+  EXPECT_FALSE(fs::exists("/usr/leak"));
+  EXPECT_EQ(in.out.find("top secret"), std::string::npos) << in.out;
+  EXPECT_EQ(in.out.find("SHADOW"), std::string::npos) << in.out;
+  EXPECT_NE(in.out.find("65534"), std::string::npos) << "runs as nobody inside: " << in.out;
+}
+
+TEST_F(Sandbox, HasNoEnvironmentNetworkOrStdinOfItsCaller) {
+  setenv("PKB_TEST_API_KEY", "sk-must-not-leak", 1);
+  pkb::Sandbox box;
+  auto in = run_inside(box, "env; cat /proc/1/environ; echo; cat /proc/net/dev; read line && echo STDIN:$line; exit 0");
+  unsetenv("PKB_TEST_API_KEY");
+  EXPECT_EQ(in.out.find("sk-must-not-leak"), std::string::npos) << in.out;
+  EXPECT_NE(in.out.find("lo:"), std::string::npos) << in.out;
+  for (const char* dev : {"eth", "ens", "enp", "wlan", "veth"}) EXPECT_EQ(in.out.find(std::string(dev)), std::string::npos) << in.out;
+  EXPECT_EQ(in.out.find("STDIN:"), std::string::npos);
+}
+
+TEST_F(Sandbox, FileSizeLimitCapsOutput) {
+  pkb::test::TempDir scratch;
+  pkb::Sandbox box;
+  box.writable = {scratch.path()};
+  pkb::SandboxLimits limits;
+  limits.file_size = 1 << 16;
+  auto in = run_inside(box, "head -c 1000000 /dev/zero > " + scratch.path().string() + "/big; exit 0", limits);
+  EXPECT_EQ(fs::file_size(scratch.path() / "big"), 1u << 16);
+}
+
+TEST_F(Sandbox, ItsProcessesDieWithIt) {
+  pkb::Sandbox box;
+  pkb::test::TempDir logs;
+  pkb::ProcessOptions po;
+  po.timeout_s = 1;
+  po.clear_env = true;
+  auto r = pkb::run_process(pkb::sandbox_command(box, {"/bin/sh", "-c", "(setsid sleep 3000.424242 &); sleep 100"}), po);
+  EXPECT_TRUE(r.timed_out);
+  std::string found = pkb::capture_stdout({"sh", "-c", "sleep 0.3; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"});
+  EXPECT_EQ(found.find("sleep 3000.424242"), std::string::npos) << "a process outlived its sandbox";
+}
+
+}  // namespace
