@@ -2,7 +2,8 @@
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
-# PKB_STEPS picks steps (default: all of comm unit validate fixtures experts bench run replay regress topology);
+# PKB_STEPS picks steps (default: all of comm unit validate fixtures adversarial experts bench sandbox run replay
+# regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table.
 set -uo pipefail
@@ -14,7 +15,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 world=${PKB_WORLD:-$gpus}
-steps=" ${PKB_STEPS:-comm unit validate fixtures experts bench run replay regress topology} "
+steps=" ${PKB_STEPS:-comm unit validate fixtures adversarial experts bench sandbox run replay regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
@@ -34,6 +35,12 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, 
   nvcc --version | tail -1; mpirun --version | head -1; } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 "$root/scripts/setup.sh" || true
+# Candidates run only inside bubblewrap. GPU images rarely have it: a copy of Debian's binary may travel with the
+# checkout (.gpu/bwrap, git-ignored); without either, evaluations refuse to run and say why.
+if ! command -v bwrap >/dev/null && [ -z "${PKB_BWRAP:-}" ] && [ -x "$root/.gpu/bwrap" ]; then
+  export PKB_BWRAP="$root/.gpu/bwrap"
+fi
+echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; install bubblewrap or set PKB_BWRAP')}"
 targets="pkb pkb-rank"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests"
@@ -58,8 +65,18 @@ if want fixtures; then
       --timeout 20 --out "$out/eval_fixtures"
   done
 fi
+want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
+  "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
 want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
+# What the sandbox costs an honest evaluation: the same cached candidate with and without it.
+if want sandbox; then
+  for mode in sandbox no-sandbox; do
+    flag=(); [ $mode = no-sandbox ] && flag=(--no-sandbox)
+    step "bench_$mode" env PKB="$build/pkb" OUT="$out/bench_$mode" "$root/scripts/bench_eval.sh" \
+      problems/001_allreduce/solution.cu 1 4 -w "$world" "${flag[@]}"
+  done
+fi
 # pkb run as the main job (no arguments: every expert kernel on every GPU), then over a replayed mix of good, wrong,
 # hanging and faulting kernels, whose counts must come out 4 samples, 1 correct.
 # One archive per run: the device tool brings back only a few files per call.

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The adversarial candidates of tests/fixtures/adversarial as CUDA files on a GPU node (the CPU suite,
+# tests/security, runs them in CI): each must land in its status with nothing outside the sandbox changed.
+# Usage: scripts/gpu_adversarial.sh [-w W]   (PKB: the pkb binary; OUT: where records and logs go)
+# Prints one line per candidate and exits non-zero if any expectation failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkb=${PKB:-$root/build/pkb}
+out=${OUT:-$root/results/gpu_adversarial}
+world=1
+[ "${1:-}" = "-w" ] && world=$2
+mkdir -p "$out"
+work=$(mktemp -d)
+target="$work/outside"
+mkdir -p "$target" "$work/src"
+echo "canary-$RANDOM$RANDOM" >"$target/canary"
+marker="3000.$((100000 + RANDOM))"
+secret="sk-test-$RANDOM$RANDOM"
+# A loopback listener outside the sandbox that records every connection it accepts.
+port_file="$work/port"
+python3 - "$port_file" "$work/connections" <<'PY' &
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+while True:
+    c, _ = s.accept(); open(sys.argv[2], "a").write("connected\n"); c.close()
+PY
+listener=$!
+trap 'kill $listener 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
+port=$(cat "$port_file")
+cp "$root/tests/fixtures/adversarial/fixture.h" "$work/src/"
+for f in "$root"/tests/fixtures/adversarial/*.cpp; do
+  name=$(basename "$f" .cpp)
+  { echo "#define PKB_TARGET_DIR \"$target\""; echo "#define PKB_PORT $port"; echo "#define PKB_MARKER \"$marker\""
+    cat "$f"; } >"$work/src/$name.cu"
+done
+# poison_cache hunts in the reference cache: point it there.
+cache="$out/cache"
+sed -i "s|^#define PKB_TARGET_DIR .*|#define PKB_TARGET_DIR \"$cache\"|" "$work/src/poison_cache.cu"
+
+failures=0
+evaluate() {  # evaluate NAME EXPECTED_STATUS [MESSAGE_FRAGMENT]
+  local name=$1 want=$2 fragment=${3:-}
+  PKB_TEST_SECRET=$secret "$pkb" eval "$work/src/$name.cu" --problem 1 -w "$world" --trials 2 --iters 30 \
+    --timeout 60 --out "$out/eval" --cache "$cache" --json >"$out/$name.json" 2>"$out/$name.stderr"
+  local got msg
+  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$out/$name.json" 2>/dev/null)
+  msg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("message",""))' "$out/$name.json" 2>/dev/null)
+  local verdict=ok
+  [ "$got" = "$want" ] || verdict=FAIL
+  [ -z "$fragment" ] || [[ "$msg" == *"$fragment"* ]] || verdict=FAIL
+  printf '%-22s %-14s (want %-14s) %s  %s\n' "$name" "$got" "$want" "$verdict" "${msg:0:100}"
+  [ $verdict = ok ] || failures=$((failures + 1))
+}
+check() {  # check DESCRIPTION COMMAND...: an expectation about the world outside the sandbox
+  if "${@:2}"; then printf '  %-60s ok\n' "$1"; else printf '  %-60s FAIL\n' "$1"; failures=$((failures + 1)); fi
+}
+
+evaluate poison_detector correct
+check "timed calls were checked" python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["checks"]["timed_calls_checked"] < 1)' "$out/poison_detector.json"
+before=$(cd "$cache/reference" && find . -type f -exec sha256sum {} + | sort | sha256sum)
+evaluate poison_cache incorrect
+after=$(cd "$cache/reference" && find . -type f -exec sha256sum {} + | sort | sha256sum)
+check "reference cache unchanged by poison_cache" test "$before" = "$after"
+evaluate escape correct
+check "no file written outside the sandbox" test ! -e "$target/shell-was-here" -a ! -e "$target/file-was-written"
+check "no connection to the host's loopback" test ! -e "$work/connections"
+check "secret and canary absent from records and logs" bash -c '! grep -rqF -e "$1" -e "$(cat "$2")" "$3"' _ "$secret" "$target/canary" "$out"
+sleep 0.5
+check "no process the candidate started is alive" bash -c '! grep -qF "$1" /proc/[0-9]*/cmdline 2>/dev/null' _ "$marker"
+evaluate rewrite_after_return correct
+check "timing not the forged 0.001 us" python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["timing"]["candidate"]["median_us"] == 0.001)' "$out/rewrite_after_return.json"
+evaluate inject_frames runtime_error sealed
+evaluate skip_when_unchecked incorrect "a timed call"
+evaluate repeat_detector correct
+echo "adversarial: $failures failed expectations"
+exit $((failures > 0))
