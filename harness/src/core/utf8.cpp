@@ -1,5 +1,7 @@
 #include "core/utf8.h"
 
+#include <cstdint>
+
 namespace pkb {
 namespace {
 
