@@ -18,6 +18,9 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // More ranks than cores: waiting ranks must yield or they starve the ones doing work.
   bool oversubscribed = static_cast<unsigned>(opts.world) > std::thread::hardware_concurrency();
   job.env["OMPI_MCA_mpi_yield_when_idle"] = (!opts.cuda && oversubscribed) ? "1" : "0";
+  // Every rank is local: the remote launcher is never used, but Open MPI refuses to start when it cannot find
+  // ssh or rsh, which a sandbox (or a minimal image) has not got.
+  job.env["OMPI_MCA_plm_rsh_agent"] = "false";
   for (const auto& [k, v] : opts.env) job.env[k] = v;
 
   job.argv = {PKB_MPIRUN};
