@@ -82,8 +82,13 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
               t["baseline_libtorch_nccl"]["median_us"].get<double>() / t["candidate"]["median_us"].get<double>(), 1e-9);
   EXPECT_TRUE(j["checks"]["robust_pass"].get<bool>());
   EXPECT_TRUE(j["checks"]["pkb_pass"].get<bool>());
-  // Trials 0, 1 and the post-timing trial 2, on both ranks.
-  EXPECT_EQ(j["checks"]["comparisons"].size(), 6u);
+  // Trials 0, 1 and the post-timing trial 2, on both ranks, then the checked timed calls.
+  int trial_checks = 0, timed_checks = 0;
+  for (const auto& c : j["checks"]["comparisons"]) (c.contains("trial") ? trial_checks : timed_checks)++;
+  EXPECT_EQ(trial_checks, 6);
+  EXPECT_GE(j["checks"]["timed_calls_checked"].get<int>(), 1);
+  EXPECT_EQ(timed_checks, 2 * j["checks"]["timed_calls_checked"].get<int>());
+  EXPECT_TRUE(j["sandbox"]["enabled"].get<bool>());
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
 }

@@ -87,7 +87,7 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 2;
+constexpr int kReferenceCacheVersion = 3;
 // Copies of the timing rotation whose outputs are checked (drawn per reference entry, kept from candidates).
 constexpr int kTimedChecks = 4;
 
@@ -509,6 +509,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   wall["candidate_s"] = since(t0);
   rec["run_dir"] = cand_dir.string();
   rec["sandbox"] = cr_run.sandbox;
+  if (!cr_run.records.empty() && cr_run.records[0].is_object() && cr_run.records[0].contains("phase_s"))
+    wall["candidate_phases"] = cr_run.records[0]["phase_s"];
   const ProcessResult& pr = cr_run.process;
   const std::vector<json>& records = cr_run.records;
   if (auto f = launch_failure(pr, records)) {

@@ -4,7 +4,11 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 #include <fstream>
 #include <iostream>
 
@@ -55,6 +59,10 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   env.run = resolve_run(env.spec, world, *dtype, parse_param_overrides(o.params));
   const char* lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   env.local_rank = lr ? std::atoi(lr) : rank;
+  // Host-side work (input generation) shares the node's cores with the other ranks on it.
+  const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int ranks_here = std::max(1, local_size ? std::atoi(local_size) : world);
+  at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
   if (o.device == "cuda") {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device visible");
