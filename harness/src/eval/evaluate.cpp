@@ -397,6 +397,79 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   return res;
 }
 
+// Stages 3 and 4 of evaluate_candidate: the candidate pass in the sandbox, then the checks and the timing.
+template <class Finish>
+EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const CompileResult& cr,
+                           const fs::path& ref_dir, const std::string& source_hash, json& rec, json& wall,
+                           Finish& finish) {
+  auto t0 = std::chrono::steady_clock::now();
+  // 3. Candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
+  fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
+                                             std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
+  json ref_record = read_json_or_null(ref_dir / "rank0.json");
+  std::vector<CheckedCall> calls = checked_calls(o, ref_record);
+  CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
+  wall["candidate_s"] = since(t0);
+  rec["run_dir"] = cand_dir.string();
+  rec["sandbox"] = cr_run.sandbox;
+  if (!cr_run.records.empty() && cr_run.records[0].is_object() && cr_run.records[0].contains("phase_s"))
+    wall["candidate_phases"] = cr_run.records[0]["phase_s"];
+  const ProcessResult& pr = cr_run.process;
+  const std::vector<json>& records = cr_run.records;
+  if (auto f = launch_failure(pr, records)) {
+    rec["failure"] = f->detail;
+    return finish(f->status, f->message);
+  }
+  if (!cr_run.seal_error.empty()) {
+    rec["failure"] = {{"sealed_channel", cr_run.seal_error}};
+    return finish(EvalStatus::runtime_error, "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
+  }
+  if (!cr_run.ended.empty()) {
+    rec["failure"] = {{"stderr_tail", stderr_tail(pr, 2000)}};
+    return finish(EvalStatus::crash, cr_run.ended);
+  }
+
+  // 4. Check, then time.
+  t0 = std::chrono::steady_clock::now();
+  json checks;
+  std::string bad = check_candidate_outputs(spec, run, ref_dir, cand_dir / "sealed", calls, records, checks);
+  wall["check_s"] = since(t0);
+  rec["checks"] = checks;
+
+  json timing;
+  json cand_t = records[0].value("timing", json());
+  json cpp_t = ref_record.value("timing", json());
+  json py_t = read_json_or_null(ref_dir / "timing.py.json");
+  timing["candidate"] = cand_t;
+  timing["baseline_libtorch_nccl"] = cpp_t;
+  timing["baseline_pytorch_eager"] = py_t;
+  bool have_py = py_t.is_object() && py_t.contains("median_us");
+  timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
+  if (!have_py)
+    timing["baseline_note"] = rec["reference"].value("python", false) ? "reference.py timing missing"
+                                                                       : "Python torch absent: strict C++ baseline used";
+  auto median = [](const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; };
+  double c = median(cand_t);
+  if (c > 0) {
+    if (median(cpp_t) > 0) timing["speedup_vs_libtorch_nccl"] = median(cpp_t) / c;
+    if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
+    timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
+  }
+  json roof = roofline_floor(spec, run, o.topology);
+  auto sol = [&](const json& t) { return speed_of_light(roof, median(t)); };
+  roof["sol_candidate"] = sol(cand_t);
+  roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
+  roof["sol_baseline_pytorch_eager"] = sol(py_t);
+  rec["roofline"] = roof;
+  bool escape = false;
+  for (const auto& r : records)
+    if (r.is_object() && r.contains("timing")) escape |= r["timing"].value("stream_escape", false);
+  timing["stream_escape"] = escape;
+  rec["timing"] = timing;
+  if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
+  return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
+}
+
 }  // namespace
 
 CompileOptions eval_compile_options(const EvalOptions& o) {
@@ -493,76 +566,19 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   // already has it answers the question for free.
   bool python = o.baseline == "auto" && o.device == "cuda" &&
                 (fs::exists(reference_dir(spec, run, o, prov, true) / "complete.json") || python_torch_available());
-  json ref_info;
+  json ref_info = {{"python", python}};
   t0 = std::chrono::steady_clock::now();
   fs::path ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
   wall["reference_s"] = since(t0);
   rec["reference"] = ref_info;
 
-  // 3. Candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
-  fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
-                                             std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
-  json ref_record = read_json_or_null(ref_dir / "rank0.json");
-  std::vector<CheckedCall> calls = checked_calls(o, ref_record);
-  t0 = std::chrono::steady_clock::now();
-  CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
-  wall["candidate_s"] = since(t0);
-  rec["run_dir"] = cand_dir.string();
-  rec["sandbox"] = cr_run.sandbox;
-  if (!cr_run.records.empty() && cr_run.records[0].is_object() && cr_run.records[0].contains("phase_s"))
-    wall["candidate_phases"] = cr_run.records[0]["phase_s"];
-  const ProcessResult& pr = cr_run.process;
-  const std::vector<json>& records = cr_run.records;
-  if (auto f = launch_failure(pr, records)) {
-    rec["failure"] = f->detail;
-    return finish(f->status, f->message);
+  // 3-4. Everything from here on reads what the candidate produced: whatever goes wrong is its result, recorded,
+  // never an exception that would cost the run its other samples.
+  try {
+    return judge_candidate(spec, run, o, cr, ref_dir, source_hash, rec, wall, finish);
+  } catch (const std::exception& e) {
+    return finish(EvalStatus::runtime_error, std::string("its results could not be processed: ") + e.what());
   }
-  if (!cr_run.seal_error.empty()) {
-    rec["failure"] = {{"sealed_channel", cr_run.seal_error}};
-    return finish(EvalStatus::runtime_error, "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
-  }
-  if (!cr_run.ended.empty()) {
-    rec["failure"] = {{"stderr_tail", stderr_tail(pr, 2000)}};
-    return finish(EvalStatus::crash, cr_run.ended);
-  }
-
-  // 4. Check, then time.
-  t0 = std::chrono::steady_clock::now();
-  json checks;
-  std::string bad = check_candidate_outputs(spec, run, ref_dir, cand_dir / "sealed", calls, records, checks);
-  wall["check_s"] = since(t0);
-  rec["checks"] = checks;
-
-  json timing;
-  json cand_t = records[0].value("timing", json());
-  json cpp_t = ref_record.value("timing", json());
-  json py_t = read_json_or_null(ref_dir / "timing.py.json");
-  timing["candidate"] = cand_t;
-  timing["baseline_libtorch_nccl"] = cpp_t;
-  timing["baseline_pytorch_eager"] = py_t;
-  bool have_py = py_t.is_object() && py_t.contains("median_us");
-  timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
-  if (!have_py) timing["baseline_note"] = python ? "reference.py timing missing" : "Python torch absent: strict C++ baseline used";
-  auto median = [](const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; };
-  double c = median(cand_t);
-  if (c > 0) {
-    if (median(cpp_t) > 0) timing["speedup_vs_libtorch_nccl"] = median(cpp_t) / c;
-    if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
-    timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
-  }
-  json roof = roofline_floor(spec, run, o.topology);
-  auto sol = [&](const json& t) { return speed_of_light(roof, median(t)); };
-  roof["sol_candidate"] = sol(cand_t);
-  roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
-  roof["sol_baseline_pytorch_eager"] = sol(py_t);
-  rec["roofline"] = roof;
-  bool escape = false;
-  for (const auto& r : records)
-    if (r.is_object() && r.contains("timing")) escape |= r["timing"].value("stream_escape", false);
-  timing["stream_escape"] = escape;
-  rec["timing"] = timing;
-  if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
-  return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
 
 std::string format_verdict(const json& r) {

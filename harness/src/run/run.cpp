@@ -357,9 +357,10 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
           ++recorded_count;
           double speedup = r.record.contains("timing") ? r.record["timing"].value("speedup", 0.0) : 0.0;
           progress.finished(t, eval_status_name(r.status), speedup);
-        } catch (const Error& err) {
+        } catch (const std::exception& err) {
           // The harness, not the candidate, failed (e.g. the reference pass): nothing is recorded, so the next
-          // invocation retries; the problem's other samples would fail the same way.
+          // invocation retries; the problem's other samples would fail the same way. (Any exception: one escaping
+          // this thread would end pkb in std::terminate.)
           harness_errors += static_cast<int>(group.size() - i);
           std::fprintf(stderr, "pkb run: %s: harness error, %zu samples left unrecorded: %s\n",
                        t.spec->folder().c_str(), group.size() - i, err.what());
