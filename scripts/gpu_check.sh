@@ -15,6 +15,10 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 world=${PKB_WORLD:-$gpus}
+# One GPU: the multi-rank checks run with ranks sharing it (pkb starts its own MPS daemon, launch/gpus.h), and
+# PKB_SHARED_EXTRA lists further world sizes for the expert kernels (e.g. "4 8").
+if [ -z "${PKB_WORLD:-}" ] && [ "$gpus" = 1 ]; then world=2; fi
+echo "gpus: $gpus, world: $world$([ "$world" -gt "$gpus" ] && echo ' (ranks share GPUs)')"
 steps=" ${PKB_STEPS:-comm unit validate fixtures adversarial experts bench sandbox run replay regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
@@ -47,7 +51,11 @@ want unit && targets+=" pkb_unit_tests"
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
-want comm && step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
+if [ "$world" -gt "$gpus" ]; then  # NCCL refuses two ranks on one GPU: the staged communicator instead
+  want comm && step comm_staged "${mpi[@]}" "$build/tests/comm_test" --staged
+else
+  want comm && step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
+fi
 want unit && step unit "$build/tests/pkb_unit_tests"
 cd "$root"
 selection=${PKB_VALIDATE:-all}
@@ -68,6 +76,9 @@ fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
+for w in ${PKB_SHARED_EXTRA:-}; do
+  want experts && step "experts_w$w" env PKB="$build/pkb" OUT="$out/experts_w$w" "$root/scripts/eval_experts.sh" -w "$w"
+done
 want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
 # What the sandbox costs an honest evaluation: the same cached candidate with and without it.
 if want sandbox; then

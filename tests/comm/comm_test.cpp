@@ -1,5 +1,7 @@
 // Every communicator operation on every rank, against values each rank can compute for all peers.
-// Run under mpirun: `comm_test` (MPI on CPU tensors) or `comm_test --cuda` (NCCL on the GPUs).
+// Run under mpirun: `comm_test` (MPI on CPU tensors), `comm_test --cuda` (NCCL on the GPUs) or
+// `comm_test --staged` (CUDA tensors staged through host memory over MPI, for ranks sharing a GPU; on a machine
+// without CUDA the same communicator on CPU tensors).
 // Exits non-zero on the first mismatch, naming the operation, dtype and rank.
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -149,14 +151,20 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   bool cuda = argc > 1 && std::strcmp(argv[1], "--cuda") == 0;
+  bool staged = argc > 1 && std::strcmp(argv[1], "--staged") == 0;
+  const char* kind = cuda ? "nccl" : staged ? "staged" : "mpi";
   try {
     std::unique_ptr<Communicator> world;
-    if (cuda) {
+    int gpus = 0;
+    if (cuda || (staged && at::hasCUDA() && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0)) {
       const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
       int local = lr ? std::atoi(lr) : g_rank;
+      if (staged) local %= gpus;  // ranks share the GPUs
       cudaSetDevice(local);
       g_device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local));
-      world = make_nccl_world();
+      world = staged ? make_staged_world() : make_nccl_world();
+    } else if (staged) {
+      world = make_staged_world();
     } else {
       world = make_mpi_world();
     }
@@ -169,7 +177,7 @@ int main(int argc, char** argv) {
   }
   int total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("comm_test (%s): %s\n", cuda ? "nccl" : "mpi", total ? "FAILED" : "all operations correct");
+  if (g_rank == 0) std::printf("comm_test (%s): %s\n", kind, total ? "FAILED" : "all operations correct");
   MPI_Finalize();
   return total ? 1 : 0;
 }

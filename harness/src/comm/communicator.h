@@ -51,5 +51,7 @@ std::unique_ptr<Communicator> make_mpi_world();
 // NCCL over the current CUDA device, bootstrapped through MPI. Work goes on the legacy default stream, which is
 // the stream ATen uses unless told otherwise, so references need no extra synchronization.
 std::unique_ptr<Communicator> make_nccl_world();
+// CUDA tensors over MPI, staged through host memory: for ranks sharing a GPU (NCCL refuses two ranks on one GPU).
+std::unique_ptr<Communicator> make_staged_world();
 
 }  // namespace pkb

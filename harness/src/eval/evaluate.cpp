@@ -17,6 +17,7 @@
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
 #include "core/files.h"
+#include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/sandbox.h"
 #include "seal/seal.h"
@@ -49,11 +50,23 @@ std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions&
   return a;
 }
 
+// How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
+GpuSharing gpu_sharing(const EvalOptions& o) {
+  if (o.device != "cuda") return {};
+  int gpus = o.visible_devices.empty() ? static_cast<int>(visible_gpus().size())
+                                       : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
+  return plan_gpu_sharing(o.world, gpus);
+}
+
+RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env};
+  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  return job;
+}
+
 ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
                      const std::string& tag) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, {}};
-  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-  return run_rank_job(job);
+  return run_rank_job(rank_job(o, args, dir, tag));
 }
 
 // The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
@@ -353,8 +366,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   if (copies > 0) args.insert(args.end(), {"--rotation-copies", std::to_string(copies)});
   if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
 
-  RankJob job{o.world, o.device == "cuda", args, cand_dir, "candidate", o.timeout_s, {}};
-  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  RankJob job = rank_job(o, args, cand_dir, "candidate");
   Sandbox box;
   if (boxed) {
     box.gpu = o.device == "cuda";
@@ -467,6 +479,12 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   timing["stream_escape"] = escape;
   rec["timing"] = timing;
   if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
+  if (rec.contains("gpu_sharing")) {
+    // Ranks shared a GPU: the verdict stands, the times measure contention. No speedup is claimed.
+    rec["timing"]["contended"] = true;
+    rec["timing"].erase("speedup");
+    return finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
+  }
   return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
 
@@ -564,7 +582,11 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   // 2. Reference pass and baselines (cached).
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free.
-  bool python = o.baseline == "auto" && o.device == "cuda" &&
+  // Ranks sharing a GPU: NCCL cannot run, and times measure contention, so no eager baseline is timed.
+  GpuSharing sharing = gpu_sharing(o);
+  if (sharing.ranks_per_gpu > 1)
+    rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
+  bool python = o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
                 (fs::exists(reference_dir(spec, run, o, prov, true) / "complete.json") || python_torch_available());
   json ref_info = {{"python", python}};
   t0 = std::chrono::steady_clock::now();

@@ -56,7 +56,8 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
     for (const auto& e : fs::directory_iterator("/dev", ec))
       if (e.path().filename().string().rfind("nvidia", 0) == 0) add(c, {"--dev-bind", e.path().string(), e.path().string()});
     // The MPS control daemon's pipes, where one serves this GPU (several ranks sharing it).
-    if (const char* mps = getenv("CUDA_MPS_PIPE_DIRECTORY"); mps && *mps) add(c, {"--bind-try", mps, mps});
+    auto mps = box.env.find("CUDA_MPS_PIPE_DIRECTORY");
+    if (mps != box.env.end()) add(c, {"--bind-try", mps->second, mps->second});
   }
   for (const auto& p : box.read_only) add(c, {"--ro-bind", p.string(), p.string()});
   for (const auto& [from, to] : box.read_only_at) add(c, {"--ro-bind", from.string(), to.string()});
@@ -66,8 +67,6 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
   std::map<std::string, std::string> env = {{"PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"},
                                             {"HOME", cwd.string()}, {"TMPDIR", "/tmp"}, {"LANG", "C.UTF-8"}};
   if (const char* ld = getenv("LD_LIBRARY_PATH"); ld && *ld) env["LD_LIBRARY_PATH"] = ld;
-  if (box.gpu)
-    if (const char* mps = getenv("CUDA_MPS_PIPE_DIRECTORY"); mps && *mps) env["CUDA_MPS_PIPE_DIRECTORY"] = mps;
   for (const auto& [k, v] : box.env) env[k] = v;
   for (const auto& [k, v] : env) add(c, {"--setenv", k, v});
   c.push_back("--");

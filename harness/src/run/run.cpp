@@ -1,5 +1,7 @@
 #include "run/run.h"
 
+#include "launch/gpus.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -34,25 +36,6 @@ std::string utc_now() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return stamp;
-}
-
-// CUDA_VISIBLE_DEVICES' entries, or 0..N-1 for the N GPUs the driver lists.
-std::vector<std::string> visible_gpus() {
-  std::error_code ec;
-  int listed = 0;
-  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) (void)e, ++listed;
-  std::vector<std::string> ids;
-  if (const char* env = getenv("CUDA_VISIBLE_DEVICES")) {
-    std::stringstream ss(env);
-    for (std::string id; std::getline(ss, id, ',');) {
-      if (id.empty() || id == "-1") break;  // CUDA stops at the first invalid entry
-      ids.push_back(id);
-    }
-    if (static_cast<int>(ids.size()) > listed) ids.resize(listed);
-    return ids;
-  }
-  for (int i = 0; i < listed; ++i) ids.push_back(std::to_string(i));
-  return ids;
 }
 
 // What makes two invocations the same run; `samples` may grow between them.
@@ -217,9 +200,6 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
   o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
   if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
-  if (o.eval.device == "cuda" && sum.gpu_evaluation && static_cast<int>(gpus.size()) < o.world)
-    throw Error("-w " + std::to_string(o.world) + " needs " + std::to_string(o.world) + " GPUs; " +
-                std::to_string(gpus.size()) + " visible");
   o.eval.world = o.world;
   o.eval.topology = o.topology;
   std::string selection = o.problems;
@@ -323,7 +303,9 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   // One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
   // whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
   std::vector<std::string> slots;
-  if (o.eval.device == "cuda" && sum.gpu_evaluation) {
+  if (o.eval.device == "cuda" && sum.gpu_evaluation && gpus.size() < static_cast<size_t>(o.world)) {
+    slots.push_back("");  // more ranks than GPUs: one slot, ranks share the GPUs (launch/gpus.h)
+  } else if (o.eval.device == "cuda" && sum.gpu_evaluation) {
     for (size_t first = 0; first + o.world <= gpus.size(); first += o.world) {
       std::string ids;
       for (int i = 0; i < o.world; ++i) ids += (i ? "," : "") + gpus[first + i];

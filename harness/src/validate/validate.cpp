@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
+#include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -38,6 +39,7 @@ ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& 
                trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed), "--out", dir.string()},
               dir, "mpirun", o.timeout_s, {}};
   for (const auto& [k, v] : o.params) job.args.insert(job.args.end(), {"--param", k + "=" + std::to_string(v)});
+  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).env;
   if (save_inputs) job.args.push_back("--save-inputs");
   if (o.time)
     job.args.insert(job.args.end(), {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
@@ -49,7 +51,10 @@ ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, 
   std::vector<std::string> extra;
   if (o.time)
     extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
-  return run_python_runner({o.world, o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra, o.timeout_s, {}});
+  // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
+  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).ranks_per_gpu > 1;
+  return run_python_runner({o.world, shared ? "cpu" : o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra,
+                            o.timeout_s, {}});
 }
 
 struct Tally {

@@ -425,7 +425,7 @@ class CandidateHost {
 }  // namespace
 
 void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
-  if (env.cuda) record["gpu"] = runtime_versions(env.local_rank).gpu;
+  if (env.cuda) record["gpu"] = runtime_versions(env.device).gpu;
   CandidateHost(o, env, record).run();
 }
 

@@ -66,9 +66,10 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   if (o.device == "cuda") {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device visible");
-    if (env.local_rank >= count)
-      throw Error("local rank " + std::to_string(env.local_rank) + " has no GPU (" + std::to_string(count) + " visible)");
-    if (cudaSetDevice(env.local_rank) != cudaSuccess) throw Error("cudaSetDevice failed");
+    // More ranks than GPUs: ranks share GPUs round-robin (under the driver's MPS daemon, where it runs).
+    env.shared_gpu = ranks_here > count;
+    env.device = env.local_rank % count;
+    if (cudaSetDevice(env.device) != cudaSuccess) throw Error("cudaSetDevice failed");
     env.cuda = true;
   } else if (o.device != "cpu") {
     throw Error("--device must be cpu or cuda, got '" + o.device + "'");

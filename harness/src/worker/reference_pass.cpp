@@ -64,9 +64,10 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
 #ifndef PKB_TORCH_HAS_CUDA
     throw Error("--device cuda: this build's libtorch has no CUDA support (CPU-only libtorch)");
 #endif
-    ctx.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
-    world_comm = make_nccl_world();
-    record["gpu"] = runtime_versions(env.local_rank).gpu;
+    ctx.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.device));
+    world_comm = env.shared_gpu ? make_staged_world() : make_nccl_world();
+    record["gpu"] = runtime_versions(env.device).gpu;
+    record["communicator"] = env.shared_gpu ? "staged_mpi" : "nccl";
   } else {
     world_comm = make_mpi_world();
   }

@@ -40,7 +40,9 @@ struct WorkerEnv {
   ProblemSpec spec;
   RunShape run;
   int rank = 0, world = 1, local_rank = 0;
+  int device = 0;           // CUDA device of this rank
   bool cuda = false;
+  bool shared_gpu = false;  // several ranks on one GPU: no NCCL (the references stage through host memory)
 };
 
 WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world);

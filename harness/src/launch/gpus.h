@@ -1,0 +1,29 @@
+// The GPUs a job may use, and sharing them: when a job has more ranks than GPUs (a one-GPU machine checking a
+// multi-rank kernel), ranks are mapped round-robin onto the GPUs and run under an MPS control daemon that pkb
+// starts for itself (own pipe and log directories) and stops when it exits, so that the ranks' kernels are
+// resident at once and spin barriers make progress. Without MPS they time-slice: correct, but slow.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pkb {
+
+// CUDA_VISIBLE_DEVICES' entries, or 0..N-1 for the N GPUs the driver lists, read from /proc without initializing
+// CUDA in the driver (which would hold every GPU for the driver's lifetime).
+std::vector<std::string> visible_gpus();
+
+struct GpuSharing {
+  int ranks_per_gpu = 1;                   // 1: every rank has a GPU of its own
+  bool mps = false;                        // pkb's MPS daemon serves the ranks
+  std::map<std::string, std::string> env;  // for every rank: the daemon's pipe directory and the SM share
+  std::string note;                        // for the console and the record ("" when nothing is shared)
+};
+
+// The plan for a CUDA job of `world` ranks on `gpus` GPUs. Starts pkb's MPS daemon the first time ranks must
+// share (once per pkb process). Never throws: when MPS cannot start, note says so and ranks time-slice.
+// `ranks_per_gpu_wanted` > 0 forces sharing (--ranks-per-gpu).
+GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted = 0);
+
+}  // namespace pkb
