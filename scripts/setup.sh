@@ -7,8 +7,10 @@ set -euo pipefail
 packages=(cmake g++ make libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
           libcurl4-openssl-dev libgtest-dev bubblewrap chromium)
 have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
-# The reference code needs libtorch: Debian's libtorch-dev on CPU machines, the Python package's on GPU nodes.
-have_python_torch || packages+=(libtorch-dev)
+# The reference code needs libtorch: the Python package's on GPU nodes; on CPU machines Debian's libtorch-dev, named
+# explicitly (python3-torch only recommends it, and its include symlinks dangle without it), and python3-torch for
+# the reference.py cross-check on CPU ranks (gloo). Debian has no safetensors module; the runner needs none.
+have_python_torch || packages+=(libtorch-dev python3-torch)
 
 # A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
 # from pip, for instance).

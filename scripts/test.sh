@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (unit tests, multi-rank CPU
-# validation of every problem, CLI tests). Exit status is ctest's.
+# validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
+# then lists the 10 slowest tests. Exit status is ctest's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 cd "${PKB_BUILD_DIR:-$root/build}"
-ctest --output-on-failure -j "$(nproc)" "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+ctest --output-on-failure -j "$(nproc)" "$@" | tee "$log" || status=$?  # pipefail: ctest's status
+# ctest's own result lines ("  3/301 Test  #17: name ......   Passed   12.34 sec"), slowest first.
+echo "10 slowest tests:"
+sed -nE 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: +([^ ]+) .* ([0-9]+\.[0-9]+) sec.*$/\2 \1/p' "$log" |
+  sort -rn | head -n 10 | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
+exit "$status"

@@ -1,22 +1,140 @@
-"""Runs a problem's reference.py under torchrun on inputs pkb wrote, and writes its outputs for comparison.
+"""Runs a problem's reference.py on inputs pkb wrote, and writes its outputs for comparison.
 
-Launched by `pkb validate` (and the evaluation's PyTorch-eager baseline) as
-  python3 -m torch.distributed.run --standalone --nproc-per-node W run_reference.py \
-      --problem-dir problems/NNN_slug --io DIR --trials 0,1,2 --device cuda
+pkb launches the W ranks itself (harness/src/launch/jobs.cpp), one process each, with the env:// rendezvous
+variables MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK (no torchrun: Debian's torch 1.13 torchrun
+takes other flags and crashes on Python 3.11):
+  RANK=r WORLD_SIZE=W ... python3 run_reference.py --problem-dir problems/NNN_slug --io DIR --trials 0,1,2 --device cpu
 Reads DIR/trialT/inputs.rankR.safetensors (tensors by name, scalars in the metadata as "scalar.NAME"), calls
 solution(*args) in problem.json's argument order, and writes DIR/trialT/py.rankR.safetensors with the outputs
-named as problem.json lists them.
+named as problem.json lists them. Every rank leaves DIR/py.rankR.json: {"status": "ok"}, {"status": "skip",
+"reason": ...} when this machine cannot run the check (exit 3), or {"status": "error", "error": the exception's
+first line, "where": the innermost reference.py frame} (exit 1).
+
+Safetensors are read and written here (the format is an 8-byte header length, a JSON header and the raw bytes):
+Debian packages no `safetensors` module. On gloo (CPU), collectives that old torch's gloo lacks are expressed
+with ones it has; see install_gloo_shims.
 """
 import argparse
+import datetime
 import importlib.util
+import inspect
 import json
 import os
+import re
+import struct
 import sys
+import time
+import traceback
 
 import torch
 import torch.distributed as dist
-from safetensors import safe_open
-from safetensors.torch import save_file
+
+SKIP_EXIT = 3  # every rank raised CannotRunHere: pkb reports a skip with the reason, not a failure
+
+
+class CannotRunHere(Exception):
+    """This machine's torch cannot run the check (e.g. gloo without bf16): a skip, not a disagreement."""
+
+
+# safetensors dtype names <-> torch dtypes (the subset pkb writes: harness/src/core/dtype.cpp).
+DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
+          "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32, "I64": torch.int64,
+          "BOOL": torch.bool}
+NAMES = {v: k for k, v in DTYPES.items()}
+
+
+def read_safetensors(path):
+    """(tensors by name, metadata) from a safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (header_len,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_len])
+    metadata = header.pop("__metadata__", None) or {}
+    body = memoryview(data)[8 + header_len:]
+    tensors = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        dtype = DTYPES[entry["dtype"]]
+        if end > begin:
+            flat = torch.frombuffer(bytearray(body[begin:end]), dtype=dtype)
+        else:
+            flat = torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(entry["shape"])
+    return tensors, metadata
+
+
+def write_safetensors(path, tensors):
+    header, chunks, offset = {}, [], 0
+    for name, t in tensors.items():
+        raw = t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header).encode()
+    encoded += b" " * ((8 - len(encoded) % 8) % 8)  # data section 8-byte aligned, as the format recommends
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)) + encoded + b"".join(chunks))
+    os.replace(tmp, path)
+
+
+def install_gloo_shims():
+    """gloo in torch 1.13 has no all_gather_into_tensor / reduce_scatter_tensor (and later versions still lack
+    reduce_scatter): on gloo they are expressed with all_gather into a list and all_reduce, which every version
+    has. Same results (a SUM's order may differ, within the check's tolerance); only the synchronous form the
+    references use."""
+
+    def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+        assert not async_op, "the gloo shim is synchronous"
+        parts = [torch.empty_like(input_tensor) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(parts, input_tensor.contiguous(), group=group)
+        output_tensor.copy_(torch.cat([p.reshape(-1) for p in parts]).view(output_tensor.shape))
+
+    def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        assert not async_op, "the gloo shim is synchronous"
+        reduced = input.clone()
+        dist.all_reduce(reduced, op=op, group=group)
+        mine = reduced.reshape(dist.get_world_size(group), -1)[dist.get_rank(group)]
+        output.copy_(mine.view(output.shape))
+
+    dist.all_gather_into_tensor = all_gather_into_tensor
+    dist.reduce_scatter_tensor = reduce_scatter_tensor
+
+
+def require_gloo_dtypes(dtypes):
+    """Probes a one-element all-reduce per reduced-precision dtype of the inputs. gloo rejects an unsupported
+    dtype before communicating, on every rank alike, so all ranks skip together."""
+    for dtype in sorted({d for d in dtypes if d in (torch.bfloat16, torch.float16)}, key=str):
+        try:
+            dist.all_reduce(torch.zeros(1, dtype=dtype))
+        except RuntimeError as e:
+            raise CannotRunHere(f"gloo in torch {torch.__version__} has no {str(dtype).replace('torch.', '')} "
+                                f"collectives ({first_line(e)})") from None
+
+
+def missing_torch_feature(exc):
+    """"torch 1.13 has no torch.float8_e4m3fn" when reference.py uses something this torch lacks, else None."""
+    m = re.fullmatch(r"module '(torch[\w.]*)' has no attribute '(\w+)'", str(exc))
+    if isinstance(exc, AttributeError) and m:
+        return f"torch {torch.__version__} has no {m.group(1)}.{m.group(2)}"
+    return None
+
+
+def first_line(exc):
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else "")[:300]
+
+
+def describe(exc, problem_dir):
+    """The exception's type and first line, and the innermost frame in reference.py (else the innermost one)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    reference = os.path.realpath(os.path.join(problem_dir, "reference.py"))
+    in_reference = [f for f in frames if os.path.realpath(f.filename) == reference]
+    where = ""
+    if frames:
+        f = (in_reference or frames)[-1]
+        where = f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+    return {"error": f"{type(exc).__name__}: {first_line(exc)}", "where": where}
 
 
 def load_solution(problem_dir):
@@ -27,15 +145,11 @@ def load_solution(problem_dir):
 
 
 def load_args(problem, path, device):
-    with safe_open(path, framework="pt", device=str(device)) as f:
-        metadata = f.metadata() or {}
-        args = []
-        for entry in problem["inputs"]:
-            name = entry["name"]
-            if "value" in entry:
-                args.append(int(metadata["scalar." + name]))
-            else:
-                args.append(f.get_tensor(name))
+    tensors, metadata = read_safetensors(path)
+    args = []
+    for entry in problem["inputs"]:
+        name = entry["name"]
+        args.append(int(metadata["scalar." + name]) if "value" in entry else tensors[name].to(device))
     return args
 
 
@@ -43,6 +157,50 @@ def as_output_list(result):
     if isinstance(result, (list, tuple)):
         return list(result)
     return [result]
+
+
+def run(opts, rank):
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    # A peer that died leaves the others blocked; pkb kills the group, this only bounds a stray process.
+    timeout = datetime.timedelta(seconds=opts.timeout)
+    if opts.device == "cuda":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        # device_id (torch >= 2.3) binds the communicator to the GPU at once, as torchrun-era runs did.
+        bind = {"device_id": device} if "device_id" in inspect.signature(dist.init_process_group).parameters else {}
+        dist.init_process_group("nccl", init_method="env://", timeout=timeout, **bind)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo", init_method="env://", timeout=timeout)
+        install_gloo_shims()
+
+    with open(os.path.join(opts.problem_dir, "problem.json")) as f:
+        problem = json.load(f)
+    output_names = [o["name"] for o in problem["outputs"]]
+    solution = load_solution(opts.problem_dir)
+    trials = [int(t) for t in opts.trials.split(",")]
+
+    for i, trial in enumerate(trials):
+        trial_dir = os.path.join(opts.io, f"trial{trial}")
+        args = load_args(problem, os.path.join(trial_dir, f"inputs.rank{rank}.safetensors"), device)
+        if i == 0 and opts.device == "cpu":
+            require_gloo_dtypes(a.dtype for a in args if isinstance(a, torch.Tensor))
+        outputs = as_output_list(solution(*args))
+        if opts.device == "cuda":
+            torch.cuda.synchronize()
+        dist.barrier()
+        if len(outputs) != len(output_names):
+            raise RuntimeError(f"solution returned {len(outputs)} outputs, problem.json lists {len(output_names)}")
+        write_safetensors(os.path.join(trial_dir, f"py.rank{rank}.safetensors"), dict(zip(output_names, outputs)))
+
+    if opts.time:
+        args = load_args(problem, os.path.join(opts.io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
+        stats = time_solution(solution, args, opts, device)
+        if rank == 0:
+            with open(os.path.join(opts.io, "timing.py.json"), "w") as f:
+                json.dump(stats, f, indent=2)
+
+    dist.destroy_process_group()
 
 
 def main():
@@ -54,44 +212,43 @@ def main():
     parser.add_argument("--time", action="store_true", help="time solution() on the first trial's inputs")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
 
     rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    if opts.device == "cuda":
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-        dist.init_process_group("nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
+    record_path = os.path.join(opts.io, f"py.rank{rank}.json")
+    try:
+        run(opts, rank)
+        record, code = {"status": "ok"}, 0
+    except CannotRunHere as e:
+        record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
+    except Exception as e:  # noqa: BLE001 - any failure of reference.py becomes the rank's record
+        traceback.print_exc()
+        missing = missing_torch_feature(e)
+        if missing:
+            record, code = {"status": "skip", "reason": missing}, SKIP_EXIT
+        else:
+            # "time" lets pkb report the first rank that failed, not the peers that lost it.
+            record, code = dict(status="error", time=time.time(), **describe(e, opts.problem_dir)), 1
+    with open(record_path + ".tmp", "w") as f:
+        json.dump(record, f)
+    os.replace(record_path + ".tmp", record_path)
+    if rank == 0:
+        # Rank 0 hosts the rendezvous store: leaving early would break peers still using it (a skip they are about
+        # to record would turn into "connection reset"). Peers blocked after an error never record; pkb kills them.
+        wait_for_records(opts.io, int(os.environ.get("WORLD_SIZE", 1)), 30 if code != 1 else 2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip teardown: a failed rank's peers may still block in a collective, and pkb kills them.
+    os._exit(code)
 
-    with open(os.path.join(opts.problem_dir, "problem.json")) as f:
-        problem = json.load(f)
-    output_names = [o["name"] for o in problem["outputs"]]
-    solution = load_solution(opts.problem_dir)
 
-    for trial in [int(t) for t in opts.trials.split(",")]:
-        trial_dir = os.path.join(opts.io, f"trial{trial}")
-        args = load_args(problem, os.path.join(trial_dir, f"inputs.rank{rank}.safetensors"), device)
-        outputs = as_output_list(solution(*args))
-        if opts.device == "cuda":
-            torch.cuda.synchronize()
-        dist.barrier()
-        if len(outputs) != len(output_names):
-            sys.exit(f"rank {rank}: solution returned {len(outputs)} outputs, problem.json lists {len(output_names)}")
-        tensors = {name: t.detach().to("cpu").contiguous() for name, t in zip(output_names, outputs)}
-        save_file(tensors, os.path.join(trial_dir, f"py.rank{rank}.safetensors"))
-
-    if opts.time:
-        first = int(opts.trials.split(",")[0])
-        args = load_args(problem, os.path.join(opts.io, f"trial{first}", f"inputs.rank{rank}.safetensors"), device)
-        stats = time_solution(solution, args, opts, device)
-        if rank == 0:
-            with open(os.path.join(opts.io, "timing.py.json"), "w") as f:
-                json.dump(stats, f, indent=2)
-
-    dist.destroy_process_group()
+def wait_for_records(io, world, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(os.path.exists(os.path.join(io, f"py.rank{r}.json")) for r in range(world)):
+            return
+        time.sleep(0.02)
 
 
 def rotation_copies(args, device):
@@ -105,24 +262,35 @@ def rotation_copies(args, device):
 
 def time_solution(solution, args, opts, device):
     """Times solution() like pkb times candidates: a cross-rank barrier before each iteration (an all-reduce of
-    one element on the stream, untimed), per-iteration CUDA events, rotated input copies, slowest rank per
-    iteration."""
+    one element on the stream, untimed), per-iteration CUDA events (a host clock on CPU), rotated input copies,
+    slowest rank per iteration."""
     copies = [args] + [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]
                        for _ in range(rotation_copies(args, device) - 1)]
     token = torch.zeros(1, device=device)
+    cuda = device.type == "cuda"
     for i in range(opts.warmup):
         dist.all_reduce(token)
         solution(*copies[i % len(copies)])
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
+    if cuda:
+        torch.cuda.synchronize()
+    times_us = []
+    if cuda:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
     for i in range(opts.iters):
         dist.all_reduce(token)
-        starts[i].record()
-        solution(*copies[i % len(copies)])
-        ends[i].record()
-    torch.cuda.synchronize()
-    mine = torch.tensor([1e3 * s.elapsed_time(e) for s, e in zip(starts, ends)], dtype=torch.float64, device=device)
+        if cuda:
+            starts[i].record()
+            solution(*copies[i % len(copies)])
+            ends[i].record()
+        else:
+            t0 = time.perf_counter()
+            solution(*copies[i % len(copies)])
+            times_us.append(1e6 * (time.perf_counter() - t0))
+    if cuda:
+        torch.cuda.synchronize()
+        times_us = [1e3 * s.elapsed_time(e) for s, e in zip(starts, ends)]
+    mine = torch.tensor(times_us, dtype=torch.float64, device=device)
     gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, mine)
     slowest = torch.stack(gathered).max(dim=0).values.cpu()

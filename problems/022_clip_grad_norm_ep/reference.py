@@ -12,14 +12,23 @@ def _ep_groups(ep_size: int):
     world = dist.get_world_size()
     if (world, ep_size) not in _groups:
         if ep_size > 1 and world % ep_size == 0:
-            ep_group, _ = dist.new_subgroups_by_enumeration(
-                [list(range(f * ep_size, (f + 1) * ep_size)) for f in range(world // ep_size)])
-            ep_fsdp_group, _ = dist.new_subgroups_by_enumeration(
-                [list(range(e, world, ep_size)) for e in range(ep_size)])
+            ep_group = _my_group([list(range(f * ep_size, (f + 1) * ep_size)) for f in range(world // ep_size)])
+            ep_fsdp_group = _my_group([list(range(e, world, ep_size)) for e in range(ep_size)])
             _groups[(world, ep_size)] = (ep_fsdp_group, ep_group)
         else:
             _groups[(world, ep_size)] = (dist.group.WORLD, None)
     return _groups[(world, ep_size)]
+
+
+def _my_group(rank_lists):
+    """The group among rank_lists that holds this rank. Every rank creates every group, in the same order (what
+    new_subgroups_by_enumeration does, which torch 1.13 refuses to run without CUDA)."""
+    mine = None
+    for ranks in rank_lists:
+        group = dist.new_group(ranks)
+        if dist.get_rank() in ranks:
+            mine = group
+    return mine
 
 
 def _norm_pow(g, p):

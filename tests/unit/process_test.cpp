@@ -49,3 +49,34 @@ TEST(Process, MissingProgramIs127) {
   auto r = pkb::run_process({"/nonexistent/program"}, o);
   EXPECT_EQ(r.exit_code, 127);
 }
+
+// The W ranks of a Python job: one rank failing must not leave its peers (blocked in a collective) running until
+// the deadline, and the deadline still kills every member.
+TEST(ProcessGroup, OneFailureEndsThePeersSoon) {
+  pkb::test::TempDir tmp;
+  pkb::ProcessOptions o;
+  o.timeout_s = 60;
+  o.stderr_path = tmp.path() / "err0";
+  pkb::ProcessOptions peer = o;
+  peer.stderr_path = tmp.path() / "err1";
+  auto rs = pkb::run_process_group({{"sh", "-c", "echo boom >&2; exit 4"}, {"sh", "-c", "sleep 60"}}, {o, peer}, 0.5);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].exit_code, 4);
+  EXPECT_EQ(rs[0].stderr_tail, "boom\n");
+  EXPECT_EQ(rs[1].signal, SIGKILL);
+  EXPECT_LT(rs[1].wall_s, 10.0);
+  EXPECT_FALSE(rs[1].timed_out);
+}
+
+TEST(ProcessGroup, AllSucceedOrTheDeadlineKillsAll) {
+  pkb::ProcessOptions o;
+  auto ok = pkb::run_process_group({{"true"}, {"sh", "-c", "sleep 0.2"}}, {o, o});
+  EXPECT_TRUE(ok[0].ok() && ok[1].ok());
+  o.timeout_s = 0.5;
+  o.kill_grace_s = 0.2;
+  auto slow = pkb::run_process_group({{"sleep", "30"}, {"sleep", "30"}}, {o, o});
+  for (const auto& r : slow) {
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_LT(r.wall_s, 5.0);
+  }
+}

@@ -4,6 +4,7 @@
 // Exit 0 only when every selected problem passed (skips for a W the problem forbids are not failures).
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -57,6 +58,8 @@ int run_validate(ValidateCliOptions& o) {
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   auto selected = c.select(o.selection);
   int passed = 0, failed = 0, skipped = 0;
+  std::map<std::string, int> python_verdicts;  // agrees, skipped, disagrees, failed
+  bool python_asked = o.v.python == PythonCheck::on || (o.v.python == PythonCheck::auto_detect && o.v.device == "cuda");
   std::vector<ValidationResult> results;
   for (const ProblemSpec* p : selected) {
     ValidationResult r;
@@ -69,7 +72,10 @@ int run_validate(ValidateCliOptions& o) {
     }
     std::printf("%s %-28s W=%d %s %s %5.1fs  %s\n", verdict_name(r.verdict), r.problem.c_str(), o.v.world,
                 o.v.device.c_str(), o.v.dtype.c_str(), r.wall_s, r.detail.c_str());
-    if (o.v.device == "cuda" && !r.python.empty()) std::printf("     %-28s python: %s\n", "", r.python.c_str());
+    if (python_asked && !r.python.empty()) {
+      std::printf("     %-28s python: %s\n", "", r.python.c_str());
+      python_verdicts[r.python.substr(0, r.python.find(':'))]++;
+    }
     if (!r.timing.empty()) std::printf("     %-28s time: %s\n", "", r.timing.c_str());
     std::fflush(stdout);
     results.push_back(r);
@@ -78,6 +84,11 @@ int run_validate(ValidateCliOptions& o) {
   if (o.v.time) print_timing_table(results, o.v);
   std::printf("validate: %d passed, %d failed, %d skipped (W=%d, %s, %s)\n", passed, failed, skipped, o.v.world,
               o.v.device.c_str(), o.v.dtype.c_str());
+  if (python_asked) {
+    std::string line;
+    for (const auto& [verdict, n] : python_verdicts) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + verdict;
+    std::printf("validate: reference.py cross-check: %s\n", line.empty() ? "none ran" : line.c_str());
+  }
   if (!c.errors.empty()) return 2;
   return failed == 0 ? 0 : 1;
 }
@@ -95,7 +106,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->v.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_flag("--small", o->v.small, "Use each problem's test_parameters (small CI shapes); --param still wins");
-  cmd->add_option("--python", o->python, "Cross-check reference.py under torchrun")->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
   cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");

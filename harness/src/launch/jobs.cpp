@@ -1,7 +1,15 @@
 #include "launch/jobs.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
+#include "core/error.h"
 #include "launch/mpirun.h"
 #include "spec/catalog.h"
 
@@ -36,29 +44,141 @@ ProcessResult run_rank_job(const RankJob& job) {
   return run_process(sandbox_command(box, mpi.argv), po);
 }
 
-ProcessResult run_python_runner(const PythonRunnerJob& job) {
-  std::vector<std::string> argv = {"python3", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-                                   std::to_string(job.world), (repo_root() / "harness/python/run_reference.py").string(),
-                                   "--problem-dir", job.problem_dir.string(), "--io", job.io_dir.string(),
-                                   "--trials", job.trials, "--device", job.device};
-  argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
-  ProcessOptions po;
-  po.timeout_s = job.timeout_s;
-  po.stdout_path = job.io_dir / "torchrun.stdout";
-  po.stderr_path = job.io_dir / "torchrun.stderr";
-  po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"}};
-  po.env.insert(job.env.begin(), job.env.end());
-  return run_process(argv, po);
+namespace {
+
+// A TCP port free on 127.0.0.1 now (the kernel picks it); another process may still take it before rank 0 binds
+// it, which run_python_runner detects and retries.
+int free_local_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(std::string("socket: ") + strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  close(fd);
+  if (port < 0) throw Error(std::string("cannot find a free local port: ") + strerror(errno));
+  return port;
 }
 
-std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world) {
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of(" \n\r\t");
+  if (end == std::string::npos) return "";
+  size_t begin = text.rfind('\n', end);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+// One result for the W ranks, from their records first: the rank that raised first, not the peers that then lost
+// their connection to it or were killed.
+PythonRunResult combine(const std::vector<ProcessResult>& ranks, const std::vector<nlohmann::json>& records) {
+  PythonRunResult out;
+  int skips = 0, failed = -1, raised = -1;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const nlohmann::json& rec = records[r];
+    std::string status = rec.is_object() ? rec.value("status", "") : "";
+    skips += status == "skip";
+    if (status == "error" && (raised < 0 || rec.value("time", 0.0) < records[raised].value("time", 0.0)))
+      raised = static_cast<int>(r);
+    if (!ranks[r].ok() && failed < 0 && status != "skip") failed = static_cast<int>(r);
+  }
+  if (raised >= 0) {
+    const nlohmann::json& rec = records[raised];
+    std::string where = rec.value("where", "");
+    out.detail = "rank " + std::to_string(raised) + ": " + rec.value("error", "?") + (where.empty() ? "" : " (" + where + ")");
+    failed = raised;
+  }
+  const ProcessResult& lead = ranks[failed >= 0 ? failed : 0];
+  static_cast<ProcessResult&>(out) = lead;
+  out.wall_s = 0;
+  for (const auto& pr : ranks) out.wall_s = std::max(out.wall_s, pr.wall_s);
+  if (failed < 0 && skips == static_cast<int>(ranks.size())) {
+    out.outcome = PythonRunResult::Outcome::skip;
+    out.detail = records[0].value("reason", "cannot run here");
+  } else if (failed < 0 && skips == 0) {
+    out.outcome = PythonRunResult::Outcome::ok;
+  } else if (failed < 0) {
+    out.detail = "the ranks disagree on whether reference.py can run here";
+  } else if (out.detail.empty()) {
+    std::string line = last_line(lead.stderr_tail);
+    out.detail = "rank " + std::to_string(std::max(failed, 0)) + ": " + lead.summary() + (line.empty() ? "" : ": " + line);
+  }
+  if (out.outcome != PythonRunResult::Outcome::ok) out.stderr_tail = out.detail;  // what callers print
+  if (out.outcome == PythonRunResult::Outcome::error && out.ok()) out.exit_code = 1;  // some rank did not finish
+  return out;
+}
+
+bool port_taken(const PythonRunResult& r) {
+  return r.detail.find("Address already in use") != std::string::npos || r.detail.find("errno: 98") != std::string::npos;
+}
+
+}  // namespace
+
+const std::string& python_with_torch() {
+  static const std::string found = [] {
+    std::vector<std::string> candidates = {"python3", "/usr/bin/python3"};
+    if (const char* p = std::getenv("PKB_PYTHON"); p && *p) candidates = {p};
+    for (const auto& py : candidates) {
+      ProcessOptions po;
+      po.timeout_s = 60;
+      if (run_process({py, "-c", "import torch, torch.distributed"}, po).ok()) return py;
+    }
+    return std::string();
+  }();
+  return found;
+}
+
+PythonRunResult run_python_runner(const PythonRunnerJob& job) {
+  const std::string& python = python_with_torch();
+  if (python.empty()) {
+    PythonRunResult r;
+    r.outcome = PythonRunResult::Outcome::skip;
+    r.detail = r.stderr_tail = "no python3 here can import torch (set PKB_PYTHON)";
+    return r;
+  }
+  std::vector<std::string> argv = {python, (repo_root() / "harness/python/run_reference.py").string(), "--problem-dir",
+                                   job.problem_dir.string(), "--io", job.io_dir.string(), "--trials", job.trials,
+                                   "--device", job.device, "--timeout", std::to_string(job.timeout_s)};
+  argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
+  for (int attempt = 1;; ++attempt) {
+    std::string port = std::to_string(free_local_port());
+    std::vector<std::vector<std::string>> argvs;
+    std::vector<ProcessOptions> opts;
+    for (int r = 0; r < job.world; ++r) {
+      std::filesystem::remove(job.io_dir / ("py.rank" + std::to_string(r) + ".json"));
+      ProcessOptions po;
+      po.timeout_s = job.timeout_s;
+      po.stdout_path = job.io_dir / ("python.rank" + std::to_string(r) + ".stdout");
+      po.stderr_path = job.io_dir / ("python.rank" + std::to_string(r) + ".stderr");
+      po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"},
+                {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}, {"RANK", std::to_string(r)},
+                {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(job.world)},
+                {"LOCAL_WORLD_SIZE", std::to_string(job.world)}};
+      po.env.insert(job.env.begin(), job.env.end());
+      argvs.push_back(argv);
+      opts.push_back(po);
+    }
+    std::vector<ProcessResult> ranks = run_process_group(argvs, opts);
+    PythonRunResult r = combine(ranks, read_records(job.io_dir, "py.rank", job.world));
+    if (r.outcome == PythonRunResult::Outcome::error && port_taken(r) && attempt < 3) continue;  // lost the race
+    return r;
+  }
+}
+
+std::vector<nlohmann::json> read_records(const std::filesystem::path& dir, const std::string& prefix, int world) {
   std::vector<nlohmann::json> out;
   for (int r = 0; r < world; ++r) {
-    std::ifstream in(dir / ("rank" + std::to_string(r) + ".json"));
+    std::ifstream in(dir / (prefix + std::to_string(r) + ".json"));
     nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
     out.push_back(j.is_discarded() ? nlohmann::json() : j);
   }
   return out;
+}
+
+std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world) {
+  return read_records(dir, "rank", world);
 }
 
 std::optional<RankError> first_rank_error(const std::vector<nlohmann::json>& records) {

@@ -1,6 +1,6 @@
 // The two kinds of job the driver launches, shared by `pkb validate` and `pkb eval`: pkb-rank under mpirun and
-// reference.py under torchrun, each with a deadline, its output in the job directory, and the GPU safety settings
-// (NVLink multicast off) in its environment. Plus reading what the ranks recorded.
+// reference.py in W Python processes, each with a deadline, its output in the job directory, and the GPU safety
+// settings (NVLink multicast off) in its environment. Plus reading what the ranks recorded.
 #pragma once
 
 #include <filesystem>
@@ -42,10 +42,26 @@ struct PythonRunnerJob {
   double timeout_s = 120;
   std::map<std::string, std::string> env;     // extra variables, e.g. CUDA_VISIBLE_DEVICES
 };
-// harness/python/run_reference.py under `python3 -m torch.distributed.run`.
-ProcessResult run_python_runner(const PythonRunnerJob& job);
 
-// dir/rankR.json for every rank (null where a rank wrote none or it does not parse).
+// The W ranks' launch as one result (ok() when every rank exited 0; stderr_tail says why not) plus what the ranks
+// recorded in io_dir/py.rankR.json.
+struct PythonRunResult : ProcessResult {
+  enum class Outcome { ok, skip, error } outcome = Outcome::error;
+  std::string detail;  // skip: the reason; error: "rank R: Type: message (reference.py:L in f: code)"
+};
+
+// harness/python/run_reference.py in W processes that pkb starts itself (no torchrun: its flags and Python
+// support differ across torch versions), rendezvous over env:// on a free local port, one process group killed
+// as a whole on the deadline or soon after one rank fails. Outputs in io_dir/python.rankR.{stdout,stderr}.
+PythonRunResult run_python_runner(const PythonRunnerJob& job);
+
+// The Python interpreter that can import torch: $PKB_PYTHON, else `python3` on PATH, else /usr/bin/python3
+// (Debian's python3-torch when PATH's python3 is another one, e.g. pyenv's); "" when none can. Cached.
+const std::string& python_with_torch();
+
+// dir/PREFIXR.json for every rank R (null where a rank wrote none or it does not parse).
+std::vector<nlohmann::json> read_records(const std::filesystem::path& dir, const std::string& prefix, int world);
+// dir/rankR.json, what pkb-rank records.
 std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world);
 
 struct RankError {

@@ -78,7 +78,10 @@ std::string file_tail(const std::filesystem::path& p, size_t max_bytes) {
   return s;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+namespace {
+
+// Forks and execs one child into process group `group` (0: a new group it leads).
+pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group) {
   if (argv.empty()) throw Error("run_process: empty command");
   std::vector<std::string> env_strings;
   for (char** e = environ; !opts.clear_env && *e; ++e) {
@@ -95,12 +98,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 
   int out_fd = open_sink(opts.stdout_path), err_fd = open_sink(opts.stderr_path);
   if (out_fd < 0 || err_fd < 0) throw Error("run_process: cannot open output files for " + argv[0]);
-
-  double start = now_s();
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
   if (pid == 0) {
-    setpgid(0, 0);
+    setpgid(0, group);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
     int null_fd = ::open("/dev/null", O_RDONLY);
@@ -118,32 +119,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
     _exit(127);
   }
-  setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
-  track_child(pid);
+  setpgid(pid, group ? group : pid);  // also from the parent, so the group exists before we might signal it
   close(out_fd);
   close(err_fd);
+  return pid;
+}
 
-  ProcessResult r;
-  int status = 0;
-  double deadline = start + opts.timeout_s, kill_at = 0;
-  for (int sleep_us = 200;; sleep_us = std::min(sleep_us * 2, 20000)) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    double t = now_s();
-    if (!r.timed_out && t >= deadline) {
-      r.timed_out = true;
-      kill(-pid, SIGTERM);
-      kill_at = t + opts.kill_grace_s;
-    } else if (r.timed_out && kill_at > 0 && t >= kill_at) {
-      kill(-pid, SIGKILL);
-      kill_at = 0;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-  }
-  // Reap stragglers the leader left behind (ranks of a crashed mpirun).
-  kill(-pid, SIGKILL);
-  untrack_child(pid);
-  r.wall_s = now_s() - start;
+void fill_result(ProcessResult& r, int status, const ProcessOptions& opts) {
   if (WIFEXITED(status)) {
     r.exited = true;
     r.exit_code = WEXITSTATUS(status);
@@ -152,7 +134,71 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   if (!opts.stdout_path.empty()) r.stdout_tail = file_tail(opts.stdout_path);
   if (!opts.stderr_path.empty()) r.stderr_tail = file_tail(opts.stderr_path);
-  return r;
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+  return run_process_group({argv}, {opts}).front();
+}
+
+std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::string>>& argvs,
+                                             const std::vector<ProcessOptions>& opts, double peer_grace_s) {
+  if (argvs.empty() || argvs.size() != opts.size()) throw Error("run_process_group: one ProcessOptions per command");
+  const ProcessOptions& first = opts.front();
+  double start = now_s();
+  std::vector<pid_t> pids;
+  try {
+    for (size_t i = 0; i < argvs.size(); ++i) {
+      pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front()));
+      if (i == 0) track_child(pids.front());
+    }
+  } catch (...) {
+    if (!pids.empty()) {
+      kill(-pids.front(), SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      untrack_child(pids.front());
+    }
+    throw;
+  }
+  const pid_t group = pids.front();
+
+  std::vector<ProcessResult> results(pids.size());
+  std::vector<int> statuses(pids.size(), 0);
+  std::vector<bool> done(pids.size(), false);
+  size_t running = pids.size();
+  bool timed_out = false;
+  double deadline = start + first.timeout_s, kill_at = 0;
+  for (int sleep_us = 200; running > 0; sleep_us = std::min(sleep_us * 2, 20000)) {
+    bool progressed = false;
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (done[i] || waitpid(pids[i], &statuses[i], WNOHANG) != pids[i]) continue;
+      done[i] = true, --running, progressed = true;
+      results[i].wall_s = now_s() - start;
+      bool failed = !WIFEXITED(statuses[i]) || WEXITSTATUS(statuses[i]) != 0;
+      if (failed && running > 0 && kill_at == 0) kill_at = now_s() + peer_grace_s;  // peers may wait on it forever
+    }
+    if (progressed) sleep_us = 200;
+    double t = now_s();
+    if (!timed_out && t >= deadline) {
+      timed_out = true;
+      kill(-group, SIGTERM);
+      kill_at = t + first.kill_grace_s;
+    } else if (kill_at > 0 && t >= kill_at) {
+      kill(-group, SIGKILL);
+      kill_at = 0;
+    }
+    if (running > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+  }
+  // Reap stragglers the children left behind (ranks of a crashed mpirun).
+  kill(-group, SIGKILL);
+  untrack_child(group);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    results[i].timed_out = timed_out;
+    if (timed_out) results[i].wall_s = now_s() - start;
+    fill_result(results[i], statuses[i], opts[i]);
+  }
+  return results;
 }
 
 void kill_children_on_termination() {

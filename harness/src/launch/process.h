@@ -36,6 +36,13 @@ struct ProcessResult {
 // Throws pkb::Error only if the child cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
 
+// Several children in one process group that the first leads (the W ranks of a Python job), under the first
+// options' deadline; on expiry the whole group is killed as above. When one child fails, the others get
+// `peer_grace_s` to finish before the group is killed: peers blocked in a collective with a dead rank would
+// otherwise wait for the deadline. One result per child, in order.
+std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::string>>& argvs,
+                                             const std::vector<ProcessOptions>& opts, double peer_grace_s = 2);
+
 // Makes SIGINT, SIGTERM and SIGHUP kill every child process group still running before this process dies of the
 // signal: children lead their own groups, so a Ctrl-C or a `kill` aimed at pkb would otherwise leave mpirun and
 // its ranks (a spinning candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed.

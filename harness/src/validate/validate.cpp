@@ -47,7 +47,7 @@ ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& 
   return run_rank_job(job);
 }
 
-ProcessResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
+PythonRunResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
   std::vector<std::string> extra;
   if (o.time)
     extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
@@ -118,15 +118,7 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
 
 const char* verdict_name(Verdict v) { return v == Verdict::pass ? "PASS" : v == Verdict::skip ? "SKIP" : "FAIL"; }
 
-bool python_torch_available() {
-  static int cached = -1;
-  if (cached < 0) {
-    ProcessOptions po;
-    po.timeout_s = 60;
-    cached = run_process({"python3", "-c", "import torch, safetensors"}, po).ok() ? 1 : 0;
-  }
-  return cached == 1;
-}
+bool python_torch_available() { return !python_with_torch().empty(); }
 
 ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& options) {
   ValidateOptions o = options;
@@ -138,14 +130,17 @@ ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions
   auto start = std::chrono::steady_clock::now();
   ValidationResult res;
   res.problem = spec.folder();
+  fs::path dir;  // the problem's working directory, once made: validation.json goes there
+  std::string python_verdict = "not run", python_detail;
   auto finish = [&](Verdict v, std::string detail) {
     res.verdict = v;
     res.detail = std::move(detail);
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     res.record["verdict"] = verdict_name(v);
     res.record["detail"] = res.detail;
-    res.record["python"] = res.python;
+    res.record["python"] = {{"verdict", python_verdict}, {"detail", python_detail}};
     res.record["wall_s"] = res.wall_s;
+    if (!dir.empty()) std::ofstream(dir / "validation.json") << res.record.dump(2) << "\n";
     return res;
   };
 
@@ -158,7 +153,7 @@ ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions
   const ReferenceImpl* impl = find_reference(spec.slug);
   if (!impl) return finish(Verdict::fail, "no reference.cpp registered for '" + spec.slug + "'");
 
-  fs::path dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
+  dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
   fs::remove_all(dir);
   fs::create_directories(dir);
   bool want_python = o.python == PythonCheck::on ||
@@ -186,30 +181,35 @@ ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions
   res.record["worst_abs_err"] = tally.worst_abs;
 
   if (!want_python) {
-    res.python = o.python == PythonCheck::off ? "skipped: --python off"
-                 : o.device == "cuda"         ? "skipped: python3 cannot import torch and safetensors"
-                                              : "skipped: the reference.py cross-check runs on --device cuda";
+    python_verdict = "skipped";
+    python_detail = o.python == PythonCheck::off ? "--python off"
+                    : o.device == "cuda"         ? "no python3 here can import torch"
+                                                 : "on --device cpu the reference.py cross-check runs with --python on";
   } else {
-    ProcessResult py = run_python_job(spec, o, dir);
+    PythonRunResult py = run_python_job(spec, o, dir);
     res.record["python_launch_s"] = py.wall_s;
-    if (!py.ok()) {
-      tally.pass = false;
-      if (tally.first_failure.empty()) tally.first_failure = "reference.py under torchrun failed: " + launch_failure(py, dir, 0);
-      res.python = "failed to run";
+    if (py.outcome == PythonRunResult::Outcome::skip) {
+      python_verdict = "skipped";
+      python_detail = "cannot run here: " + py.detail;
+    } else if (py.outcome == PythonRunResult::Outcome::error) {
+      python_verdict = "failed";
+      python_detail = py.detail;
+      if (tally.pass) tally.pass = false, tally.first_failure = "reference.py failed: " + py.detail;
     } else {
       Tally py_tally;
       json& pylog = res.record["python_comparisons"] = json::array();
       for (int t = 0; t < o.trials; ++t)
         compare_trial(spec, run, dir, t, "py.rank", read_outputs(spec, run, dir, t, "rank"), Policy::pkb, py_tally, pylog);
-      res.python = py_tally.pass ? "agrees" : "disagrees: " + py_tally.first_failure;
+      python_verdict = py_tally.pass ? "agrees" : "disagrees";
+      python_detail = py_tally.pass ? "" : py_tally.first_failure;
       if (!py_tally.pass && tally.pass) {
         tally.pass = false;
         tally.first_failure = "reference.py vs reference.cpp: " + py_tally.first_failure;
       }
     }
   }
-  if (o.time) res.timing = baseline_timing(spec, run, o, dir, want_python && res.python != "failed to run", res.record);
-  std::ofstream(dir / "validation.json") << res.record.dump(2) << "\n";
+  res.python = python_verdict + (python_detail.empty() ? "" : ": " + python_detail);
+  if (o.time) res.timing = baseline_timing(spec, run, o, dir, python_verdict == "agrees", res.record);
   if (!tally.pass) return finish(Verdict::fail, tally.first_failure);
   char buf[160];
   std::snprintf(buf, sizeof buf, "%d trials x %d ranks match the oracle (worst rel_l2 %.2g, max abs err %.2g)",

@@ -1,7 +1,8 @@
 // `pkb validate`: proves a problem's references right. The libtorch reference runs under mpirun (pkb-rank, W
 // ranks); the driver recomputes every rank's inputs, runs the problem's oracle in-process and compares each
-// rank's outputs with it. Where Python torch exists (GPU nodes), reference.py runs under torchrun on the very
-// same input bytes and must agree with reference.cpp.
+// rank's outputs with it. With the Python cross-check (by default on GPU nodes where Python torch exists; on CPU
+// with --python on, gloo), reference.py runs in W Python processes on the very same input bytes and must agree
+// with reference.cpp; where this machine's torch cannot run it (gloo without bf16) the check is skipped with why.
 #pragma once
 
 #include <filesystem>
@@ -43,7 +44,7 @@ struct ValidationResult {
   std::string problem;  // folder name
   Verdict verdict = Verdict::fail;
   std::string detail;   // one line: why it failed or was skipped, or a summary of errors when it passed
-  std::string python;   // "agrees", "skipped: ...", or the disagreement
+  std::string python;   // "agrees", "skipped: why", "disagrees: ...", "failed: rank R: the exception (frame)"
   double wall_s = 0;
   std::string timing;     // with --time: one line of baseline times and SOL%, or why they are missing
   nlohmann::json record;  // everything measured, written to validation.json
@@ -51,7 +52,7 @@ struct ValidationResult {
 
 ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& opts);
 
-// Whether `python3` can import torch and safetensors (cached per process).
+// Whether some python3 here can import torch (launch/jobs.h python_with_torch; cached per process).
 bool python_torch_available();
 
 }  // namespace pkb
