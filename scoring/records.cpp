@@ -36,6 +36,7 @@ Sample make_sample(const ResultRecord& rec, std::vector<std::string>& warnings, 
   s.speedup = rec.speedup;
   s.sol_candidate = rec.sol_candidate;
   s.sol_baseline = rec.sol_baseline;  // of the baseline the speedup was measured against
+  s.record = rec;
   return s;
 }
 
@@ -133,6 +134,11 @@ LoadedResults parse_results(std::istream& in, const std::string& name) {
     try {
       if (j.is_discarded()) throw Error("not valid JSON");
       ResultRecord rec = record_from_json(j);
+      if (rec.status == "generation_failed" && rec.generation_status == "error") {
+        // Written by an older pkb run: the service never answered, which is no sample (the model was not heard).
+        r.warnings.push_back(where + ": ignored: a service failure (no answer from the API) is not a sample");
+        continue;
+      }
       add_record(r, problem_at, rec, make_sample(rec, r.warnings, where));
       note_settings(r, rec);
       ++r.records;

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result_record.h"
+
 namespace pkb::scoring {
 
 // Which check decides that a sample is correct (docs/metrics.md).
@@ -36,6 +38,8 @@ struct Sample {
   std::optional<double> speedup;        // timing.speedup: baseline median / candidate median (x)
   std::optional<double> sol_candidate;  // roofline.sol_candidate: floor_us / candidate median (fraction)
   std::optional<double> sol_baseline;   // the same for the baseline timing.baseline names (fraction)
+
+  ResultRecord record;                  // the record as read, for readers beyond scoring (pkb regress)
 
   bool correct(Policy p) const { return p == Policy::robust ? robust_pass : pkb_pass; }
 };

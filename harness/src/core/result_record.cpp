@@ -1,6 +1,7 @@
 #include "core/result_record.h"
 
 #include <initializer_list>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -30,9 +31,14 @@ template <typename T>
 std::optional<T> value(const json& j, std::initializer_list<const char*> keys) {
   const json* v = find(j, keys);
   if (!v) return std::nullopt;
-  if constexpr (std::is_same_v<T, bool>) return v->is_boolean() ? std::optional<T>(v->get<bool>()) : std::nullopt;
-  if constexpr (std::is_same_v<T, int>) return v->is_number_integer() ? std::optional<T>(v->get<int>()) : std::nullopt;
-  if constexpr (std::is_same_v<T, double>) return v->is_number() ? std::optional<T>(v->get<double>()) : std::nullopt;
+  bool fits;
+  if constexpr (std::is_same_v<T, bool>)
+    fits = v->is_boolean();
+  else if constexpr (std::is_same_v<T, int>)
+    fits = v->is_number_integer();
+  else
+    fits = v->is_number();
+  return fits ? std::optional<T>(v->get<T>()) : std::nullopt;
 }
 
 // Sets j[k0][k1]... to x, or removes the leaf when x is unset; the typed field always wins over `fields`.
@@ -129,6 +135,7 @@ ResultRecord record_from_json(const json& j) {
   r.warmup = value<int>(j, {"timing_settings", "warmup"});
   r.iters = value<int>(j, {"timing_settings", "iters"});
   r.trials = value<int>(j, {"trials"});
+  r.total_s = value<double>(j, {"wall", "total_s"});
   if (const json* p = find(j, {"provenance"}); p && p->is_object()) r.provenance = *p;
   return r;
 }
@@ -157,6 +164,7 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"timing_settings", "warmup"}, r.warmup);
   put(j, {"timing_settings", "iters"}, r.iters);
   put(j, {"trials"}, r.trials);
+  put(j, {"wall", "total_s"}, r.total_s);
   if (!r.provenance.empty()) j["provenance"] = r.provenance;
   return j;
 }

@@ -57,6 +57,7 @@ struct ResultRecord {
   std::optional<double> sol_candidate;                // roofline.sol_candidate (fraction)
   std::optional<double> sol_baseline;                 // roofline.sol_baseline_<baseline> (fraction)
   std::optional<int> warmup, iters, trials;           // timing_settings and trials: the timing method
+  std::optional<double> total_s;                      // wall.total_s: the evaluation's wall time (seconds)
   nlohmann::json provenance = nlohmann::json::object();
   nlohmann::json fields = nlohmann::json::object();   // every other field, as written
 
