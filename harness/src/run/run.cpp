@@ -428,13 +428,12 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   sum.recorded += recorded_count;
   sum.harness_errors = harness_errors;
 
-  // 6. Score and report, from the records alone.
+  // 6. Score and report, from the records alone; a run without any record (say, the service refused every
+  // request) still reports its selection's problems, as missing.
+  if (!fs::exists(results)) std::ofstream{results};
   scoring::LoadedResults loaded = scoring::load_results(sum.dir);
   for (const auto& w : loaded.warnings) std::fprintf(stderr, "pkb: warning: %s\n", w.c_str());
-  if (loaded.records > 0) {
-    scoring::Scores scores = scoring::score(loaded, scoring::ScoreSettings{});
-    scoring::write_report(scores, loaded, sum.dir);
-  }
+  scoring::write_report(scoring::score(loaded, scoring::ScoreSettings{}), loaded, sum.dir);
   return sum;
 }
 
