@@ -122,7 +122,8 @@ TEST(HtmlChromium, ReportSortsAscendingWithMissingValuesLast) {
 TEST(HtmlChromium, LeaderboardRunsItsScriptAndDrawsOneCurvePerRun) {
   TempDir tmp;
   auto json = tmp.path() / "board" / "leaderboard.json";
-  pkb_command({"leaderboard", kFixtures + "/run", kFixtures, "-o", json.string()}, tmp);
+  // Two fixtures that cover different problems: ranked together only with --allow-mixed.
+  pkb_command({"leaderboard", kFixtures + "/run", kFixtures, "-o", json.string(), "--allow-mixed"}, tmp);
   std::string dom = dump_dom(tmp.path() / "board" / "leaderboard.html", "sort=rank:desc", tmp);
   ASSERT_FALSE(dom.empty());
   EXPECT_TRUE(ready(dom)) << dom.substr(0, 2000);
