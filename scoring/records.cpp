@@ -72,7 +72,8 @@ void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, con
   if (fresh)
     r.problems.push_back({rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
   ProblemSamples& problem = r.problems[it->second];
-  bool skipped = s.status == "not_evaluated";
+  const StatusInfo* info = find_status(s.status);
+  bool skipped = info && !info->sample;  // not_evaluated: a placeholder until a real evaluation supersedes it
   auto& target = skipped ? problem.not_evaluated : problem.samples;
   auto& other = skipped ? problem.samples : problem.not_evaluated;
   auto same = [&](const Sample& x) { return same_sample(x, s); };

@@ -110,6 +110,43 @@ TEST(Score, FailureBreakdownPerProblemCategoryAndOverall) {
   EXPECT_EQ(s.overall.failures.size(), 4u);
 }
 
+// One serializer: a record read and written back is the record (fields pkb does not type travel verbatim), and
+// setting the sample index and model, as `pkb run` does, changes only those.
+TEST(Record, RoundTripsAndKeepsUntypedFields) {
+  nlohmann::json j = nlohmann::json::parse(record_line({.sha256 = "A", .speedup = 1.5}));
+  j["compile"] = {{"status", "ok"}, {"log", "x"}};
+  j["roofline"] = {{"floor_us", 3.0}, {"sol_candidate", 0.5}, {"sol_baseline_pytorch_eager", 0.25}};
+  j["timing_settings"] = {{"warmup", 20}, {"iters", 100}};
+  j["wall"] = {{"total_s", 2.5}};
+  pkb::ResultRecord r = pkb::record_from_json(j);
+  EXPECT_EQ(pkb::record_to_json(r), j);
+  EXPECT_EQ(r.sol_baseline, 0.25);  // the baseline timing.baseline names
+  EXPECT_EQ(r.iters, 100);
+  EXPECT_EQ(r.sample_key(), "001_allreduce@A");
+  r.sample = 4;
+  r.model = "openai:gpt-5";
+  nlohmann::json back = pkb::record_to_json(r);
+  EXPECT_EQ(back["sample"], 4);
+  EXPECT_EQ(back["model"], "openai:gpt-5");
+  back.erase("sample"), back.erase("model");
+  EXPECT_EQ(back, j);
+  EXPECT_EQ(pkb::record_from_json(pkb::record_to_json(r)).sample_key(), "001_allreduce#4");
+}
+
+TEST(Record, EveryStatusHasOneTableRow) {
+  for (auto s : {pkb::ResultStatus::compile_error, pkb::ResultStatus::correct, pkb::ResultStatus::generation_failed,
+                 pkb::ResultStatus::not_evaluated}) {
+    const pkb::StatusInfo* info = pkb::find_status(pkb::result_status_name(s));
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->status, s);
+  }
+  EXPECT_EQ(pkb::result_statuses().size(), 10u);
+  EXPECT_FALSE(pkb::find_status("not_evaluated")->sample);
+  EXPECT_TRUE(pkb::find_status("generation_failed")->sample);
+  EXPECT_FALSE(pkb::find_status("generation_failed")->evaluated);
+  EXPECT_EQ(pkb::find_status("bogus"), nullptr);
+}
+
 TEST(Load, EmptyInputAndUnreadableFile) {
   std::istringstream in("\n\n");
   LoadedResults r = parse_results(in, "empty");

@@ -332,7 +332,9 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     if (asked.empty() || asked.back() != spec) asked.push_back(spec);
     ++sum.samples;
     const Recorded* rec = find_recorded(done, t);
-    if (rec && (rec->status != "not_evaluated" || !sum.gpu_evaluation)) {
+    const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
+    bool placeholder = info && !info->sample;  // not_evaluated: done only where no GPU could do better
+    if (rec && (!placeholder || !sum.gpu_evaluation)) {
       ++sum.resumed;
       pass += rec->status == "correct";
       fast += rec->status == "correct" && rec->speedup > 1.0;
