@@ -144,8 +144,8 @@ json record_to_json(const ResultRecord& r) {
   json j = r.fields.is_object() ? r.fields : json::object();
   j["schema"] = kResultSchema;
   put(j, {"time"}, nonempty(r.time));
-  j["problem"] = {{"id", r.problem_id}, {"slug", r.problem_slug}, {"folder", r.problem_folder},
-                  {"category", r.problem_category}};
+  j["problem"] = {
+      {"id", r.problem_id}, {"slug", r.problem_slug}, {"folder", r.problem_folder}, {"category", r.problem_category}};
   j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256}};
   put(j, {"sample"}, r.sample);
   put(j, {"model"}, nonempty(r.model));

@@ -7,12 +7,11 @@
 // identified by its candidate's sha256 instead (sample_key).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace pkb {
 
@@ -20,8 +19,18 @@ inline constexpr const char* kResultSchema = "pkb.result/1";
 
 // `pkb eval`'s outcomes, then `pkb run`'s two: a sample the model produced no kernel for, a candidate left
 // unevaluated (no GPU).
-enum class ResultStatus { compile_error, lint_violation, load_error, runtime_error, timeout, crash, incorrect,
-                          correct, generation_failed, not_evaluated };
+enum class ResultStatus {
+  compile_error,
+  lint_violation,
+  load_error,
+  runtime_error,
+  timeout,
+  crash,
+  incorrect,
+  correct,
+  generation_failed,
+  not_evaluated
+};
 
 struct StatusInfo {
   ResultStatus status;
@@ -48,7 +57,7 @@ struct ResultRecord {
   std::string model;             // "provider:model", expert, replay:DIR; "" when unknown (pkb eval)
   int world = 0;
   std::string device, dtype;
-  std::string status;            // a name of result_statuses(); an unknown one is kept as read
+  std::string status;  // a name of result_statuses(); an unknown one is kept as read
   std::string message;
   std::string generation_status, generation_message;  // generation_failed: no_code, truncated, refused
   std::optional<bool> pkb_pass;                       // checks.pkb_pass: the paper's allclose
@@ -59,7 +68,7 @@ struct ResultRecord {
   std::optional<int> warmup, iters, trials;           // timing_settings and trials: the timing method
   std::optional<double> total_s;                      // wall.total_s: the evaluation's wall time (seconds)
   nlohmann::json provenance = nlohmann::json::object();
-  nlohmann::json fields = nlohmann::json::object();   // every other field, as written
+  nlohmann::json fields = nlohmann::json::object();  // every other field, as written
 
   const StatusInfo* status_entry() const { return find_status(status); }
   bool correct() const { return status == "correct"; }
