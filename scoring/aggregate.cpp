@@ -39,8 +39,10 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
   ps.id = p.id, ps.slug = p.slug, ps.folder = p.folder, ps.category = p.category;
   ps.n = static_cast<int>(p.samples.size());
   ps.not_evaluated = static_cast<int>(p.not_evaluated.size());
+  ps.missing = p.missing;
   for (const Sample& s : p.samples) {
     ps.generation_failed += s.status == "generation_failed";
+    if (!s.robust_pass) ++ps.failures[s.failure.empty() ? "unknown" : s.failure];
     ps.c_robust += s.correct(Policy::robust);
     ps.c_pkb += s.correct(Policy::pkb);
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
@@ -64,6 +66,8 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
     return;
   }
   ++a.problems;
+  a.missing += ps.missing;
+  for (const auto& [kind, count] : ps.failures) a.failures[kind] += count;
   a.generation_failed += ps.generation_failed;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
@@ -119,6 +123,7 @@ Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
       s.not_fully_evaluated.push_back(ps.folder);
     else if (ps.n == 0)
       s.without_samples.push_back(ps.folder);
+    if (ps.missing) s.missing.push_back(ps.folder);
     add_problem(s.overall, ps);
     std::string category = ps.category.empty() ? "unknown" : ps.category;
     add_problem(s.by_category.try_emplace(category, empty_aggregate(settings.ks.size())).first->second, ps);

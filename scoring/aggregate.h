@@ -38,6 +38,8 @@ struct ProblemScore {
   int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
   int generation_failed = 0;                       // of the n samples, those the model never produced
   int not_evaluated = 0;                           // candidates compiled but not run: not in n
+  bool missing = false;                            // in the run's selection without any record: counts 0
+  std::map<std::string, int> failures;             // failed samples (of n) by bucket: compile, ..., no_code
   std::vector<AtK> pass_robust, pass_pkb, fast;    // one per ScoreSettings::ks
   std::optional<double> best_speedup;              // over robust-correct samples (x)
   Mean log_speedup;                                // ln(speedup) over robust-correct samples
@@ -53,6 +55,8 @@ struct Aggregate {
   int generation_failed = 0;     // samples (in `samples`) the model never produced
   int not_evaluated = 0;         // candidates compiled but not evaluated, over every problem
   int not_fully_evaluated = 0;   // problems left out of the means because some evaluation was skipped
+  int missing = 0;               // problems of the selection without any record (in `problems`, counted 0)
+  std::map<std::string, int> failures;  // failed samples by bucket, over the problems in the means
   std::vector<double> pass_robust, pass_pkb, fast;  // sums of per-problem estimates: "count out of N problems"
   Mean log_speedup, sol_candidate, sol_baseline;    // pooled over every robust-correct sample
   double mean(double sum) const { return problems ? sum / problems : 0.0; }
@@ -69,6 +73,7 @@ struct Scores {
   ScoreSettings settings;
   std::vector<ProblemScore> problems;
   std::vector<std::string> without_samples;      // folders that count as 0
+  std::vector<std::string> missing;              // of those, the selection's problems without any record
   std::vector<std::string> not_fully_evaluated;  // folders left out of the aggregates and the curve
   Aggregate overall;
   std::map<std::string, Aggregate> by_category;

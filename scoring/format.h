@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "core/result_record.h"
 #include "scoring/aggregate.h"
 
 namespace pkb::scoring {
@@ -34,5 +37,23 @@ inline std::optional<double> percent(const Mean& fraction) {
 
 // "fast_1": the name of the per-problem fast_p@k columns.
 inline std::string fast_name(const ScoreSettings& st) { return "fast_" + short_number(st.headline_p); }
+
+// A failure breakdown in a fixed order: the status table's buckets (compile, lint, load, runtime, timeout,
+// crash, incorrect), then generation failures by kind and anything else, alphabetically.
+inline std::vector<std::pair<std::string, int>> ordered_failures(const std::map<std::string, int>& failures) {
+  std::vector<std::pair<std::string, int>> out;
+  std::map<std::string, int> rest = failures;
+  for (const auto& e : result_statuses())
+    if (auto it = rest.find(e.failure_kind); *e.failure_kind && it != rest.end()) out.push_back(*it), rest.erase(it);
+  for (const auto& kv : rest) out.push_back(kv);
+  return out;
+}
+
+// "compile 1, incorrect 2, no_code 1"; "-" without failures.
+inline std::string failures_text(const std::map<std::string, int>& failures) {
+  std::string out;
+  for (const auto& [kind, n] : ordered_failures(failures)) out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+  return out.empty() ? "-" : out;
+}
 
 }  // namespace pkb::scoring

@@ -78,6 +78,28 @@ ojson compact_problem(const ProblemScore& p, size_t k1, const ScoreSettings& st)
           {"best_speedup", null_or(p.best_speedup)}};
 }
 
+// The settings the entries do not share; throws unless allow_mixed.
+std::vector<std::string> differing_settings(const std::vector<LeaderboardEntry>& entries, bool allow_mixed) {
+  std::vector<std::string> mixed;
+  if (entries.empty()) return mixed;
+  ojson first = comparable_settings(entries.front());
+  std::string why;
+  for (const auto& [field, value] : first.items())
+    for (const auto& e : entries) {
+      ojson other = comparable_settings(e)[field];
+      // A run whose records never say (no correct sample: no baseline measured) does not contradict another.
+      bool unknown = field != "problems" && (other.empty() || value.empty());
+      if (other == value || unknown) continue;
+      mixed.push_back(field);
+      why += "; " + field + ": " + entries.front().label + " has " + value.dump() + ", " + e.label + " has " +
+             other.dump();
+      break;
+    }
+  if (!mixed.empty() && !allow_mixed)
+    throw Error("the runs are not comparable" + why + " (pass --allow-mixed to rank them anyway)");
+  return mixed;
+}
+
 ojson entry_json(const LeaderboardEntry& e, int rank, const ScoreSettings& st) {
   const LoadedResults& l = e.loaded;
   ojson j = {
@@ -88,6 +110,7 @@ ojson entry_json(const LeaderboardEntry& e, int rank, const ScoreSettings& st) {
       {"run", ojson(l.run)},
       {"fingerprint", l.fingerprint},
       {"configurations", l.configurations},
+      {"settings", comparable_settings(e)},
       {"input",
        {{"records", l.records}, {"malformed", l.malformed}, {"duplicates", l.duplicates}, {"warnings", l.warnings}}},
       {"aggregate", aggregate_json(e.scores.overall, st.ks)}};
@@ -122,6 +145,7 @@ std::string ranking_table(const Leaderboard& board) {
                               {"geomean_speedup", "geomean speedup"},
                               {"sol_candidate_pct", "SOL% cand"},
                               {"sol_baseline_pct", "SOL% base"},
+                              {"failures", "failures", false},
                               {"not_evaluated", "not evaluated"}};
   std::vector<std::vector<Cell>> rows;
   for (size_t i = 0; i < board.entries.size(); ++i) {
@@ -138,9 +162,36 @@ std::string ranking_table(const Leaderboard& board) {
                     html::number_cell(a.samples, 0), estimate(a.fast[k1]), estimate(a.pass_robust[k1]),
                     estimate(a.pass_pkb[k1]), html::number_cell(a.geomean_speedup(), 2, "x"),
                     html::number_cell(percent(a.sol_candidate), 1), html::number_cell(percent(a.sol_baseline), 1),
-                    html::number_cell(a.not_evaluated, 0)});
+                    html::text_cell(failures_text(a.failures)), html::number_cell(a.not_evaluated, 0)});
   }
   return html::sortable_table("ranking", cols, rows);
+}
+
+// One row per run: what it was measured under, so a reader sees that the ranked runs are comparable.
+std::string settings_table(const Leaderboard& board) {
+  std::vector<Column> cols = {{"model", "model", false},    {"problems", "problems"},
+                              {"world", "W", false},        {"dtype", "dtype", false},
+                              {"device", "device", false},  {"gpu", "GPU", false},
+                              {"timing", "timing", false},  {"baseline", "baseline", false}};
+  std::vector<std::vector<Cell>> rows;
+  auto values = [](const ojson& v) {
+    std::string out;
+    for (const auto& x : v) {
+      std::string one = x.is_string() ? x.get<std::string>() : x.is_object() ? "" : x.dump();
+      if (x.is_object())
+        for (const auto& [k, y] : x.items()) one += (one.empty() ? "" : " ") + k + " " + y.dump();
+      out += (out.empty() ? "" : "; ") + one;
+    }
+    return out.empty() ? std::string("unknown") : out;
+  };
+  for (const auto& e : board.entries) {
+    ojson c = comparable_settings(e);
+    rows.push_back({html::text_cell(e.label), html::number_cell(static_cast<double>(c["problems"].size()), 0),
+                    html::text_cell(values(c["world"])), html::text_cell(values(c["dtype"])),
+                    html::text_cell(values(c["device"])), html::text_cell(values(c["gpu"])),
+                    html::text_cell(values(c["timing"])), html::text_cell(values(c["baseline"]))});
+  }
+  return html::sortable_table("settings", cols, rows);
 }
 
 std::string combined_chart(const Leaderboard& board) {
@@ -206,13 +257,25 @@ std::string notices(const Leaderboard& board) {
 
 }  // namespace
 
-Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings) {
+ojson comparable_settings(const LeaderboardEntry& e) {
+  ojson problems = ojson::array();
+  for (const auto& p : e.scores.problems) problems.push_back(p.folder);
+  const nlohmann::json& s = e.loaded.settings;
+  auto seen = [&](const char* key) { return s.contains(key) ? ojson(s[key]) : ojson::array(); };
+  const nlohmann::json& fp = e.loaded.fingerprint;
+  return {{"problems", problems}, {"world", seen("world")}, {"dtype", seen("dtype")}, {"device", seen("device")},
+          {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()}, {"timing", seen("timing")},
+          {"baseline", seen("baseline")}};
+}
+
+Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings, bool allow_mixed) {
   if (std::find(settings.ks.begin(), settings.ks.end(), 1) == settings.ks.end())
     settings.ks.insert(settings.ks.begin(), 1);
   Leaderboard board;
   board.settings = settings;
   for (const auto& dir : run_dirs) board.entries.push_back(load_entry(dir, settings));
   assign_labels(board.entries);
+  board.mixed = differing_settings(board.entries, allow_mixed);
   size_t k1 = at_k1(settings);
   std::stable_sort(board.entries.begin(), board.entries.end(),
                    [&](const auto& x, const auto& y) { return rank_key(x, k1) < rank_key(y, k1); });
@@ -220,7 +283,8 @@ Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettin
 }
 
 ojson leaderboard_json(const Leaderboard& board) {
-  ojson j = {{"schema", "pkb.leaderboard/1"}, {"settings", settings_json(board.settings)}};
+  ojson j = {{"schema", "pkb.leaderboard/1"}, {"settings", settings_json(board.settings)},
+             {"comparable", board.mixed.empty()}, {"mixed", board.mixed}};
   j["entries"] = ojson::array();
   for (size_t i = 0; i < board.entries.size(); ++i)
     j["entries"].push_back(entry_json(board.entries[i], static_cast<int>(i + 1), board.settings));
@@ -237,7 +301,14 @@ std::string leaderboard_html(const Leaderboard& board) {
        << "results.jsonl with k = " << escape(ks) << " and thresholds " << escape(thresholds) << ". Ranked by "
        << escape(fast_name(st)) << "@1, then pass@1, then geomean speedup. Definitions: docs/metrics.md.</p>\n"
        << notices(board);
+  if (!board.mixed.empty()) {
+    std::string fields;
+    for (const auto& f : board.mixed) fields += (fields.empty() ? "" : ", ") + f;
+    body << "<div class=\"notice\" id=\"mixed\">These runs differ in " << escape(fields)
+         << " (ranked anyway: --allow-mixed); their numbers are not directly comparable.</div>\n";
+  }
   body << "<h2>Ranking</h2>\n" << ranking_table(board);
+  body << "<h2>Settings</h2>\n" << settings_table(board);
   body << "<h2>" << escape(fast_name(st)) << "@1 against the speedup threshold</h2>\n" << combined_chart(board);
   body << "<h2>Problems</h2>\n<p class=\"note\">Best speedup among robust-correct samples; otherwise correct "
        << "(without a speedup), failed, not evaluated, or - (not in that run). Hover for counts.</p>\n"

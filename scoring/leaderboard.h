@@ -23,12 +23,19 @@ struct LeaderboardEntry {
 struct Leaderboard {
   ScoreSettings settings;                 // ks always holds 1: the ranking is by @1
   std::vector<LeaderboardEntry> entries;  // best first
+  std::vector<std::string> mixed;         // settings the entries differ in (only with allow_mixed)
 };
+
+// What must be equal for two runs to be ranked together: the problems scored, W, dtype, device, GPU, timing
+// method (trials, warmup, iters) and baseline kind, each as the distinct values the run's records hold.
+nlohmann::ordered_json comparable_settings(const LeaderboardEntry& e);
 
 // Loads and scores each run directory. Throws pkb::Error naming the directory when it holds no results.jsonl
 // or no well-formed record. Ranked by fast_1@1 mean, then pass@1 mean, then geomean speedup (all descending),
-// then label; k = 1 is added to settings.ks when missing.
-Leaderboard build_leaderboard(const std::vector<std::filesystem::path>& run_dirs, ScoreSettings settings);
+// then label; k = 1 is added to settings.ks when missing. Runs whose comparable_settings differ are refused
+// (pkb::Error naming the setting and two runs) unless allow_mixed; then `mixed` names what differs.
+Leaderboard build_leaderboard(const std::vector<std::filesystem::path>& run_dirs, ScoreSettings settings,
+                              bool allow_mixed = false);
 
 nlohmann::ordered_json leaderboard_json(const Leaderboard& board);
 std::string leaderboard_html(const Leaderboard& board);

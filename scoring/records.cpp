@@ -1,127 +1,111 @@
 #include "scoring/records.h"
 
 #include <algorithm>
-#include <array>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <tuple>
 
 #include "core/error.h"
+#include "core/result_record.h"
 
 namespace pkb::scoring {
 namespace {
 
 using json = nlohmann::json;
 
-// `pkb eval`'s outcomes, then `pkb run`'s: a sample the model never produced, a candidate left unevaluated.
-constexpr std::array<const char*, 10> kStatuses = {
-    "compile_error", "lint_violation", "load_error", "runtime_error", "timeout", "crash", "incorrect", "correct",
-    "generation_failed", "not_evaluated"};
-
-// The value at j[k0][k1]..., or nullptr when any step is missing or not an object.
-const json* find(const json& j, std::initializer_list<const char*> keys) {
-  const json* at = &j;
-  for (const char* k : keys) {
-    if (!at->is_object() || !at->contains(k)) return nullptr;
-    at = &(*at)[k];
-  }
-  return at;
-}
-
-std::optional<double> number(const json& j, std::initializer_list<const char*> keys) {
-  const json* v = find(j, keys);
-  return v && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
-}
-
-std::string text(const json& j, std::initializer_list<const char*> keys, bool required) {
-  const json* v = find(j, keys);
-  if (v && v->is_string()) return v->get<std::string>();
-  if (required) throw Error(std::string("missing string field ") + *std::prev(keys.end()));
-  return "";
-}
-
-int sample_index(const std::string& path) {
-  static const std::regex re(R"(sample_(\d+)\.[A-Za-z]+$)");
-  std::smatch m;
-  return std::regex_search(path, m, re) ? std::stoi(m[1]) : -1;
-}
-
-Sample parse_sample(const json& j) {
+Sample make_sample(const ResultRecord& rec, std::vector<std::string>& warnings, const std::string& where) {
   Sample s;
-  s.sha256 = text(j, {"candidate", "sha256"}, true);
-  s.path = text(j, {"candidate", "path"}, false);
-  const json* index = find(j, {"sample"});
-  s.index = index && index->is_number_integer() ? index->get<int>() : sample_index(s.path);
-  s.status = text(j, {"status"}, true);
-  if (std::find(kStatuses.begin(), kStatuses.end(), s.status) == kStatuses.end())
-    throw Error("unknown status '" + s.status + "'");
-  s.generation_status = text(j, {"generation", "status"}, false);
-  s.robust_pass = s.status == "correct";
-  const json* pkb = find(j, {"checks", "pkb_pass"});
+  s.key = rec.sample_key();
+  s.sha256 = rec.candidate_sha256;
+  s.path = rec.candidate_path;
+  s.index = rec.sample.value_or(-1);
+  s.status = rec.status;
+  s.generation_status = rec.generation_status;
+  const StatusInfo* info = rec.status_entry();
+  if (!info) {
+    warnings.push_back(where + ": unknown status '" + rec.status + "': counted as a failed sample");
+    s.failure = "unknown";
+  } else if (info->status == ResultStatus::generation_failed) {
+    s.failure = rec.generation_status.empty() ? "generation" : rec.generation_status;
+  } else {
+    s.failure = info->failure_kind;
+  }
+  s.robust_pass = rec.correct();
   // Only an evaluated candidate can pass; a stray checks object on a placeholder record must not count.
-  bool evaluated = s.status != "generation_failed" && s.status != "not_evaluated";
-  s.pkb_pass = evaluated && pkb && pkb->is_boolean() && pkb->get<bool>();
-  s.speedup = number(j, {"timing", "speedup"});
-  s.sol_candidate = number(j, {"roofline", "sol_candidate"});
-  // The baseline the speedup was measured against is the one whose SOL% we report.
-  bool eager = text(j, {"timing", "baseline"}, false) == "pytorch_eager";
-  s.sol_baseline = number(j, {"roofline", eager ? "sol_baseline_pytorch_eager" : "sol_baseline_libtorch_nccl"});
+  s.pkb_pass = info && info->evaluated && rec.pkb_pass.value_or(false);
+  s.speedup = rec.speedup;
+  s.sol_candidate = rec.sol_candidate;
+  s.sol_baseline = rec.sol_baseline;  // of the baseline the speedup was measured against
+  s.record = rec;
   return s;
 }
 
-ProblemSamples parse_problem(const json& j) {
-  const json* id = find(j, {"problem", "id"});
-  if (!id || !id->is_number_integer()) throw Error("missing integer field problem.id");
-  return {id->get<int>(), text(j, {"problem", "slug"}, false), text(j, {"problem", "folder"}, true),
-          text(j, {"problem", "category"}, false), {}, {}};
-}
-
 void add_distinct(json& array, const json& value) {
+  if (!array.is_array()) array = json::array();
   if (std::find(array.begin(), array.end(), value) == array.end()) array.push_back(value);
 }
 
-void note_provenance(LoadedResults& r, const json& j) {
-  const json* prov = find(j, {"provenance"});
-  if (prov && prov->is_object())
-    for (const auto& [k, v] : prov->items()) add_distinct(r.fingerprint[k], v);
-  add_distinct(r.configurations, {{"world", j.value("world", json())}, {"device", j.value("device", json())},
-                                  {"dtype", j.value("dtype", json())}});
+void note_settings(LoadedResults& r, const ResultRecord& rec) {
+  for (const auto& [k, v] : rec.provenance.items()) add_distinct(r.fingerprint[k], v);
+  add_distinct(r.configurations, {{"world", rec.world ? json(rec.world) : json()},
+                                  {"device", rec.device.empty() ? json() : json(rec.device)},
+                                  {"dtype", rec.dtype.empty() ? json() : json(rec.dtype)}});
+  const StatusInfo* info = rec.status_entry();
+  if (!info || !info->evaluated) return;  // placeholders carry no timing method or baseline
+  auto or_null = [](const auto& x) { return x ? json(*x) : json(); };
+  add_distinct(r.settings["timing"],
+               {{"trials", or_null(rec.trials)}, {"warmup", or_null(rec.warmup)}, {"iters", or_null(rec.iters)}});
+  if (!rec.baseline.empty()) add_distinct(r.settings["baseline"], rec.baseline);
 }
 
-std::vector<Sample>::iterator find_candidate(std::vector<Sample>& list, const std::string& sha256) {
-  return std::find_if(list.begin(), list.end(), [&](const Sample& x) { return x.sha256 == sha256; });
+bool same_sample(const Sample& a, const Sample& b) {
+  // A record with a sample index supersedes an earlier one of the same bytes without an index (records
+  // written before records carried `sample`), so resuming an older run directory counts each sample once.
+  return a.key == b.key || (a.index < 0 && b.index >= 0 && a.sha256 == b.sha256);
 }
 
-// Adds the record's candidate to its problem. A candidate seen before is replaced wherever it was (the later
-// record wins), so a GPU evaluation appended later supersedes the candidate's not_evaluated placeholder.
-void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, ProblemSamples p, Sample s) {
-  auto [it, fresh] = problem_at.emplace(p.folder, r.problems.size());
-  if (fresh) r.problems.push_back(std::move(p));
+// Adds the record's sample to its problem. A sample seen before is replaced wherever it was (the later record
+// wins): a re-evaluation supersedes the earlier verdict, a GPU evaluation its not_evaluated placeholder, a
+// kernel generated on a later invocation the sample's generation_failed record.
+void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, const ResultRecord& rec, Sample s) {
+  auto [it, fresh] = problem_at.emplace(rec.problem_folder, r.problems.size());
+  if (fresh)
+    r.problems.push_back({rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
   ProblemSamples& problem = r.problems[it->second];
-  bool skipped = s.status == "not_evaluated";
+  const StatusInfo* info = find_status(s.status);
+  bool skipped = info && !info->sample;  // not_evaluated: a placeholder until a real evaluation supersedes it
   auto& target = skipped ? problem.not_evaluated : problem.samples;
   auto& other = skipped ? problem.samples : problem.not_evaluated;
-  if (auto same = find_candidate(target, s.sha256); same != target.end()) {
-    *same = std::move(s);  // in place: the sample keeps its position
+  auto same = [&](const Sample& x) { return same_sample(x, s); };
+  if (auto at = std::find_if(target.begin(), target.end(), same); at != target.end()) {
+    *at = std::move(s);  // in place: the sample keeps its position
     ++r.duplicates;
     return;
   }
-  if (auto stale = find_candidate(other, s.sha256); stale != other.end()) {
+  if (auto stale = std::find_if(other.begin(), other.end(), same); stale != other.end()) {
     other.erase(stale);
     ++r.duplicates;
   }
-  // A sample whose generation failed (say, an API error after every retry) and that a later invocation did get
-  // a kernel for: the kernel's record supersedes the failure, or the sample would count twice.
-  if (s.status != "generation_failed" && s.index >= 0) {
-    auto failed = std::find_if(problem.samples.begin(), problem.samples.end(), [&](const Sample& x) {
-      return x.status == "generation_failed" && x.index == s.index;
-    });
-    if (failed != problem.samples.end()) {
-      problem.samples.erase(failed);
-      ++r.duplicates;
-    }
-  }
   target.push_back(std::move(s));
+}
+
+// The problems `pkb run` selected (manifest.json "selection": id, slug, folder, category, W allowed): one
+// without any record (every sample hit a harness error, or the run stopped) is still a problem of the run.
+void add_missing(LoadedResults& r) {
+  if (!r.run.is_object() || !r.run.contains("selection") || !r.run["selection"].is_array()) return;
+  for (const json& p : r.run["selection"]) {
+    if (!p.is_object() || !p.contains("folder") || !p["folder"].is_string()) continue;
+    std::string folder = p["folder"];
+    bool seen = std::any_of(r.problems.begin(), r.problems.end(), [&](const auto& x) { return x.folder == folder; });
+    if (!seen)
+      r.problems.push_back({p.value("id", 0), p.value("slug", ""), folder, p.value("category", ""), {}, {}, true});
+  }
+}
+
+void sort_problems(LoadedResults& r) {
+  std::sort(r.problems.begin(), r.problems.end(), [](const ProblemSamples& a, const ProblemSamples& b) {
+    return std::tie(a.id, a.folder) < std::tie(b.id, b.folder);
+  });
 }
 
 // manifest.json as `pkb run` wrote it, copied verbatim into reports; null (with a warning if it is unusable)
@@ -150,17 +134,26 @@ LoadedResults parse_results(std::istream& in, const std::string& name) {
     json j = json::parse(line, nullptr, false);
     try {
       if (j.is_discarded()) throw Error("not valid JSON");
-      if (j.value("schema", "") != "pkb.result/1") throw Error("schema is not pkb.result/1");
-      add_record(r, problem_at, parse_problem(j), parse_sample(j));
-      note_provenance(r, j);
+      ResultRecord rec = record_from_json(j);
+      if (rec.status == "generation_failed" && rec.generation_status == "error") {
+        // Written by an older pkb run: the service never answered, which is no sample (the model was not heard).
+        r.warnings.push_back(where + ": ignored: a service failure (no answer from the API) is not a sample");
+        continue;
+      }
+      add_record(r, problem_at, rec, make_sample(rec, r.warnings, where));
+      note_settings(r, rec);
       ++r.records;
     } catch (const Error& e) {
       ++r.malformed;
       r.warnings.push_back(where + ": skipped: " + e.what());
     }
   }
-  std::sort(r.problems.begin(), r.problems.end(),
-            [](const ProblemSamples& a, const ProblemSamples& b) { return std::tie(a.id, a.folder) < std::tie(b.id, b.folder); });
+  sort_problems(r);
+  for (const auto& c : r.configurations) {
+    add_distinct(r.settings["world"], c["world"]);
+    add_distinct(r.settings["device"], c["device"]);
+    add_distinct(r.settings["dtype"], c["dtype"]);
+  }
   if (r.configurations.size() > 1)
     r.warnings.push_back(name + ": records mix configurations " + r.configurations.dump() + "; scored together");
   return r;
@@ -175,6 +168,8 @@ LoadedResults load_results(const std::filesystem::path& dir_or_jsonl) {
   fs::path dir = fs::absolute(file).lexically_normal().parent_path();
   r.source = (dir.filename() / file.filename()).string();
   r.run = read_manifest(dir / "manifest.json", r.warnings);
+  add_missing(r);
+  sort_problems(r);
   return r;
 }
 

@@ -1,6 +1,10 @@
-// Result records as scoring sees them: one Sample per record (schema "pkb.result/1"), grouped per problem.
-// `pkb eval` writes evaluated candidates; `pkb run` adds generation failures (samples that are never correct)
-// and, without a GPU, candidates that were compiled but not evaluated (not samples: kept apart and counted).
+// Result records as scoring sees them: one Sample per (problem, sample index), grouped per problem, read through
+// the one record type (core/result_record.h) that `pkb run` and `pkb regress` read too. A later record of the
+// same sample supersedes the earlier one; identical bytes in two samples are two samples. `pkb eval` writes
+// records without a sample index: those are identified by candidate sha256. `pkb run` adds generation
+// failures (samples that are never correct) and, without a GPU, candidates that were compiled but not
+// evaluated (not samples: kept apart and counted). A status the table does not know counts as a failed
+// sample, with a warning: it must never drop out of n (which would raise pass@k).
 // Loading never aborts on a bad line: it is skipped, counted and named in a warning, because one truncated
 // line (a run killed mid-write) must not hide a whole run's results.
 // Limit: records are grouped by problem only; runs at different W/dtype/device in one file are flagged in
@@ -15,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result_record.h"
+
 namespace pkb::scoring {
 
 // Which check decides that a sample is correct (docs/metrics.md).
@@ -22,14 +28,18 @@ enum class Policy { robust, pkb };
 const char* policy_name(Policy p);
 
 struct Sample {
+  std::string key;  // ResultRecord::sample_key(): what makes two records the same sample
   std::string sha256, path, status;
-  std::string generation_status;  // for status "generation_failed": no_code, truncated or error
-  int index = -1;            // the record's `sample`, else K of .../sample_K.cu; -1 when neither says
+  std::string generation_status;  // for status "generation_failed": no_code, truncated or refused
+  std::string failure;       // the failure breakdown's bucket (compile, ..., incorrect, no_code, ...); "" if correct
+  int index = -1;            // the record's `sample`; -1 when it has none (a bare `pkb eval`)
   bool robust_pass = false;  // status == "correct": every trial and the post-timing check passed
   bool pkb_pass = false;     // checks.pkb_pass: the paper's allclose (atol = rtol = 1e-2)
   std::optional<double> speedup;        // timing.speedup: baseline median / candidate median (x)
   std::optional<double> sol_candidate;  // roofline.sol_candidate: floor_us / candidate median (fraction)
   std::optional<double> sol_baseline;   // the same for the baseline timing.baseline names (fraction)
+
+  ResultRecord record;                  // the record as read, for readers beyond scoring (pkb regress)
 
   bool correct(Policy p) const { return p == Policy::robust ? robust_pass : pkb_pass; }
 };
@@ -37,8 +47,9 @@ struct Sample {
 struct ProblemSamples {
   int id = 0;
   std::string slug, folder, category;
-  std::vector<Sample> samples;        // one per distinct candidate sha256, the latest record kept
+  std::vector<Sample> samples;        // one per sample, the latest record kept
   std::vector<Sample> not_evaluated;  // status "not_evaluated": compiled, never run; not samples
+  bool missing = false;               // in the run's selection (manifest.json) but without any record
 };
 
 struct LoadedResults {
@@ -48,9 +59,12 @@ struct LoadedResults {
   std::vector<std::string> warnings;     // "where: why", one per skipped line or oddity
   int records = 0;                       // well-formed records read
   int malformed = 0;                     // lines skipped
-  int duplicates = 0;                    // records replaced by a later one for the same candidate
+  int duplicates = 0;                    // records replaced by a later one for the same sample
   nlohmann::json fingerprint = nlohmann::json::object();  // provenance field -> distinct values seen
   nlohmann::json configurations = nlohmann::json::array();  // distinct {world, device, dtype}
+  // What two runs must share to be ranked together (leaderboard): distinct values seen per setting
+  // (world, dtype, device, gpu, timing {trials, warmup, iters}, baseline).
+  nlohmann::json settings = nlohmann::json::object();
 };
 
 // Reads PATH/results.jsonl (PATH a directory) or PATH itself, and manifest.json beside it when present. Throws

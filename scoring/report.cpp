@@ -13,6 +13,12 @@ using ojson = nlohmann::ordered_json;
 
 ojson null_or(const std::optional<double>& x) { return x ? ojson(*x) : ojson(nullptr); }
 
+ojson failures_json(const std::map<std::string, int>& failures) {
+  ojson out = ojson::object();
+  for (const auto& [kind, n] : ordered_failures(failures)) out[kind] = n;
+  return out;
+}
+
 // ---- report.json
 
 // A problem with no sample because its evaluations were skipped has no estimate (null), not a 0.
@@ -34,7 +40,8 @@ ojson problem_json(const ProblemScore& p) {
   bool unknown = p.n == 0 && !p.fully_evaluated();
   return {{"id", p.id}, {"slug", p.slug}, {"folder", p.folder}, {"category", p.category}, {"n", p.n},
           {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"generation_failed", p.generation_failed},
-          {"not_evaluated", p.not_evaluated}, {"pass_at_k", at_k_json(p.pass_robust, unknown)},
+          {"not_evaluated", p.not_evaluated}, {"missing", p.missing}, {"failures", failures_json(p.failures)},
+          {"pass_at_k", at_k_json(p.pass_robust, unknown)},
           {"pkb_pass_at_k", at_k_json(p.pass_pkb, unknown)}, {"fast_p_at_k", at_k_json(p.fast, unknown)},
           {"best_speedup", null_or(p.best_speedup)}, {"geomean_speedup", null_or(p.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(p.sol_candidate))},
@@ -73,7 +80,8 @@ std::string problem_row(const ProblemScore& p, bool with_skipped_column) {
   for (const auto* xs : {&p.pass_robust, &p.pass_pkb, &p.fast})
     for (const AtK& x : *xs) row += " " + estimate_cell(x, unknown) + " |";
   row += " " + or_dash(p.best_speedup, 2, "x") + " |" +
-         tail_cells(p.geomean_speedup(), p.sol_candidate, p.sol_baseline);
+         tail_cells(p.geomean_speedup(), p.sol_candidate, p.sol_baseline) + " " +
+         (p.missing ? std::string("missing: no record") : failures_text(p.failures)) + " |";
   return with_skipped_column ? row + " " + std::to_string(p.not_evaluated) + " |" : row;
 }
 
@@ -82,7 +90,8 @@ std::string aggregate_row(const std::string& name, const Aggregate& a) {
                     std::to_string(a.correct) + " |";
   for (const auto* sums : {&a.pass_robust, &a.pass_pkb, &a.fast})
     for (double sum : *sums) row += " " + aggregate_cell(a, sum) + " |";
-  return row + tail_cells(a.geomean_speedup(), a.sol_candidate, a.sol_baseline);
+  return row + tail_cells(a.geomean_speedup(), a.sol_candidate, a.sol_baseline) + " " + failures_text(a.failures) +
+         " |";
 }
 
 std::string separator(size_t text_columns, size_t number_columns) {
@@ -107,7 +116,8 @@ std::string folder_list(const std::vector<std::string>& folders) {
 ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
   return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
           {"correct", a.correct}, {"generation_failed", a.generation_failed}, {"not_evaluated", a.not_evaluated},
-          {"not_fully_evaluated", a.not_fully_evaluated}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
+          {"not_fully_evaluated", a.not_fully_evaluated}, {"missing", a.missing},
+          {"failures", failures_json(a.failures)}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
           {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
           {"geomean_speedup", null_or(a.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(a.sol_candidate))},
@@ -152,6 +162,7 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
   j["problems"] = ojson::array();
   for (const auto& p : s.problems) j["problems"].push_back(problem_json(p));
   j["without_samples"] = s.without_samples;
+  j["missing"] = s.missing;
   j["not_fully_evaluated"] = s.not_fully_evaluated;
   j["aggregate"] = aggregate_json(s.overall, st.ks);
   j["by_category"] = ojson::object();
@@ -170,19 +181,21 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   o << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
     << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
     << "robust-correct samples. Definitions: docs/metrics.md.\n\n";
-  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base |"
+  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base | failures |"
     << (skipped ? " not evaluated |" : "") << "\n"
-    << separator(2, 2 + metrics + 4 + skipped) << "\n";
+    << separator(2, 2 + metrics + 4) << "---|" << (skipped ? "--:|" : "") << "\n";
   for (const auto& p : s.problems) o << problem_row(p, skipped) << "\n";
-  o << "\n| set | problems | samples | correct |" << metric_headers(st) << " geomean | SOL% cand | SOL% base |\n"
-    << separator(1, 3 + metrics + 3) << "\n" << aggregate_row("all", s.overall) << "\n";
+  o << "\n| set | problems | samples | correct |" << metric_headers(st) << " geomean | SOL% cand | SOL% base | failures |\n"
+    << separator(1, 3 + metrics + 3) << "---|\n" << aggregate_row("all", s.overall) << "\n";
   for (const auto& [name, a] : s.by_category) o << aggregate_row(name, a) << "\n";
   o << "\nAggregates: mean over problems (sum of per-problem estimates / problems). "
     << "* estimated at k = n (fewer than k samples): a lower bound.\n";
   if (s.overall.generation_failed)
     o << "n includes " << plural(s.overall.generation_failed, "failed generation", "failed generations")
       << " (no usable kernel): failed samples.\n";
-  if (!s.without_samples.empty())
+  if (!s.missing.empty())
+    o << "Problems of the run without any record (count as 0; rerun to retry):" << folder_list(s.missing) << "\n";
+  if (s.without_samples.size() > s.missing.size())
     o << "Problems without samples (count as 0):" << folder_list(s.without_samples) << "\n";
   if (!s.not_fully_evaluated.empty())
     o << "Problems with skipped evaluations (left out of the aggregates):" << folder_list(s.not_fully_evaluated)

@@ -44,6 +44,8 @@ std::string counts_items(const Scores& s, const LoadedResults& loaded) {
        {"problems", std::to_string(s.problems.size()) + " (" + std::to_string(a.problems) + " in the aggregates)"},
        {"samples", std::to_string(a.samples) + " (" + std::to_string(a.generation_failed) + " failed generations), " +
                        std::to_string(a.correct) + " correct"},
+       {"failures", failures_text(a.failures)},
+       {"missing", a.missing ? std::to_string(a.missing) + " problems of the run without any record (count 0)" : "0"},
        {"not evaluated", std::to_string(a.not_evaluated)}});
 }
 
@@ -103,6 +105,7 @@ std::vector<Column> problem_columns(const ScoreSettings& st) {
                                                 {"geomean_speedup", "geomean speedup"},
                                                 {"sol_candidate_pct", "SOL% cand"},
                                                 {"sol_baseline_pct", "SOL% base"},
+                                                {"failures", "failures", false},
                                                 {"not_evaluated", "not evaluated"}})
     cols.push_back(std::move(c));
   return cols;
@@ -120,6 +123,9 @@ std::vector<Cell> problem_row(const ProblemScore& p) {
   row.push_back(html::number_cell(p.geomean_speedup(), 2, "x"));
   row.push_back(html::number_cell(percent(p.sol_candidate), 1));
   row.push_back(html::number_cell(percent(p.sol_baseline), 1));
+  Cell failures = html::text_cell(failures_text(p.failures));
+  if (p.missing) failures.text = "missing: no record", failures.title = "in the run's selection; counts 0";
+  row.push_back(failures);
   Cell skipped = html::number_cell(p.not_evaluated, 0);
   if (p.not_evaluated) skipped.css_class = "skipped", skipped.title = "left out of the aggregates";
   row.push_back(skipped);
@@ -135,6 +141,7 @@ std::vector<Column> category_columns(const ScoreSettings& st) {
   for (Column c : std::initializer_list<Column>{{"geomean_speedup", "geomean speedup"},
                                                 {"sol_candidate_pct", "SOL% cand"},
                                                 {"sol_baseline_pct", "SOL% base"},
+                                                {"failures", "failures", false},
                                                 {"not_evaluated", "not evaluated"}})
     cols.push_back(std::move(c));
   return cols;
@@ -156,6 +163,7 @@ std::vector<Cell> category_row(const std::string& name, const Aggregate& a) {
   row.push_back(html::number_cell(a.geomean_speedup(), 2, "x"));
   row.push_back(html::number_cell(percent(a.sol_candidate), 1));
   row.push_back(html::number_cell(percent(a.sol_baseline), 1));
+  row.push_back(html::text_cell(failures_text(a.failures)));
   row.push_back(html::number_cell(a.not_evaluated, 0));
   return row;
 }

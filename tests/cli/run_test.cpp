@@ -119,6 +119,101 @@ TEST(Run, AnswersWithoutCodeAreFailedSamples) {
   EXPECT_EQ(result_lines(run).size(), 2u);
 }
 
+// Greedy decoding returns the same kernel for every sample: each is still a sample, and the progress line, the
+// records and the report agree on n and c.
+TEST(Run, IdenticalKernelsInTwoSamplesAreTwoSamples) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";
+  write_file(replay / "001_allreduce/sample_0.cu", cpu_fixture("correct"));
+  write_file(replay / "001_allreduce/sample_1.cu", cpu_fixture("correct"));
+  write_file(replay / "001_allreduce/sample_2.cu", cpu_fixture("wrong_value"));
+  CliRun r = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 3));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 3u) << r.err;
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(lines[k]["sample"], k) << lines[k].dump();  // in run order: one slot
+  EXPECT_EQ(lines[0]["model"], "replay:" + replay.string());
+  json p = report(run)["problems"][0];
+  EXPECT_EQ(p["n"], 3);
+  EXPECT_EQ(p["c"], 2);
+  EXPECT_NEAR(p["pass_at_k"][0]["value"].get<double>(), 2.0 / 3, 1e-9);
+  EXPECT_EQ(p["failures"], json({{"incorrect", 1}}));
+  EXPECT_NE(r.err.find("[3/3] 001_allreduce sample 2: incorrect"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("| pass 2, fast"), std::string::npos) << r.err;  // the progress line agrees with the report
+  CliRun again = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 3));
+  EXPECT_NE(again.err.find("resuming: 3 of 3 samples already recorded"), std::string::npos) << again.err;
+  EXPECT_EQ(result_lines(run).size(), 3u);
+}
+
+// The service failing is not the model failing: with every request answered 401 nothing is recorded, the run
+// says it is incomplete with the provider's message and exits 1, the batch stops at the first 401, and a later
+// invocation (the key fixed) asks again and completes.
+TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
+  testing::LoopbackServer server;
+  server.set_fallback(testing::json_response(
+      401, R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 3);
+  args.insert(args.end(), {"--concurrency", "1", "--max-attempts", "2", "--retry-base-ms", "1"});
+  CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(server.request_count(), 1);  // 401 is not retried and stops the batch
+  EXPECT_NE(r.err.find("pkb run: incomplete: 3 samples without a record"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Incorrect API key provided"), std::string::npos) << r.err;
+  EXPECT_EQ(result_lines(run).size(), 0u);
+  EXPECT_EQ(report(run)["missing"], json::array({"001_allreduce"}));  // counts 0, named, not vanished
+
+  server.set_fallback(testing::json_response(200, testing::chat_body("```cuda\n" + cpu_fixture("correct") + "\n```\n")));
+  CliRun fixed = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  EXPECT_EQ(server.request_count(), 4);
+  EXPECT_EQ(report(run)["problems"][0]["c"], 3);
+}
+
+// A provider cut-off other than length is a failed sample of its own kind; retry warnings go to stderr, not into
+// the results on stdout; a rerun served from the cache spends nothing new.
+TEST(Run, RefusedAnswersRetryWarningsAndCachedSpend) {
+  testing::LoopbackServer server;
+  server.push(testing::json_response(500, R"({"error":{"message":"try again"}})"));
+  server.push(testing::json_response(200, testing::chat_body("```cuda\n__global__ void k(", "content_filter")));
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 1);
+  args.insert(args.end(), {"--retry-base-ms", "1"});
+  CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["generation"]["status"], "refused");
+  EXPECT_EQ(report(run)["problems"][0]["failures"], json({{"refused", 1}}));
+  EXPECT_EQ(r.out.find("retrying"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("retrying"), std::string::npos) << r.err;
+  CliRun again = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server.request_count(), 2);
+  json gen = json::parse(read_text_file(run / "generations.jsonl"));
+  EXPECT_EQ(gen["from_cache"], true);
+  EXPECT_EQ(gen["sent"]["model"], "tiny");
+}
+
+// Resuming with another prompt variant (or temperature, token cap, templates) would mix two experiments.
+TEST(Run, RefusesToResumeWithAnotherPromptVariant) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";
+  write_file(replay / "001_allreduce.cu", cpu_fixture("correct"));
+  ASSERT_EQ(pkb_cli(cpu_run_args("replay:" + replay.string(), run, 1)).exit_code, 0);
+  auto args = cpu_run_args("replay:" + replay.string(), run, 1);
+  args.insert(args.end(), {"--variant", "zero-shot"});
+  CliRun r = pkb_cli(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("manifest.json was written with variant = \"one-shot\""), std::string::npos) << r.err;
+  json settings = json::parse(read_text_file(run / "manifest.json"))["settings"];
+  for (const char* key : {"temperature", "max_tokens", "arch", "prompts_sha256"}) EXPECT_TRUE(settings.contains(key)) << key;
+  EXPECT_EQ(settings["arch"], "sm_90a");  // from the chosen topology's GPU
+}
+
 TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
   TempDir tmp;
   fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";

@@ -130,6 +130,35 @@ TEST(Generate, EndToEndWithRetriesThenFromCache) {
   EXPECT_EQ(saved["system"], body["messages"][0]["content"]);
 }
 
+// A priced model: a rerun from the cache spends nothing new and shows what the answers had cost apart; the
+// record says what was sent (GPT-5 models take no temperature, so the 0.5 asked for was not sent).
+TEST(Generate, CachedRerunSpendsNothingAndRecordsWhatWasSent) {
+  LoopbackServer server;
+  server.set_fallback(json_response(200, chat_body(kAnswer)));
+  TempDir tmp;
+  fs::path out = tmp.path() / "gen";
+  std::vector<std::string> args = {"generate", "--model", "openai:gpt-5.4", "--problems", "1", "--out", out.string(),
+                                   "--temperature", "0.5"};
+  std::map<std::string, std::string> env = {{"OPENAI_API_KEY", "sk-test-0123456789"},
+                                            {"PKB_OPENAI_BASE_URL", server.url() + "/v1"}};
+  CliRun first = pkb_cli(args, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  json r = records(out)[0];
+  ASSERT_TRUE(r["cost_usd"].is_number()) << r.dump();
+  EXPECT_EQ(r["spent_usd"], r["cost_usd"]);
+  EXPECT_FALSE(r["sent"].contains("temperature")) << r["sent"].dump();
+  EXPECT_EQ(r["sent"]["model"], "gpt-5.4");
+  EXPECT_NE(first.err.find("new, $0.0000 from cache"), std::string::npos) << first.err;
+  CliRun second = pkb_cli(args, env);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  json again = records(out)[0];
+  EXPECT_EQ(again["from_cache"], true);
+  EXPECT_EQ(again["spent_usd"], 0.0);
+  EXPECT_EQ(again["cost_usd"], r["cost_usd"]);
+  EXPECT_NE(second.err.find("$0.0000 new, $"), std::string::npos) << second.err;
+  EXPECT_EQ(server.request_count(), 1);
+}
+
 TEST(Generate, AnswersWithoutUsableCodeKeepTheRawReply) {
   LoopbackServer server;
   server.set_responder([](const testing::RecordedRequest& req) {

@@ -165,6 +165,11 @@ TEST(Prompt, DefaultTopologyIsTheSmallestThatFits) {
   EXPECT_EQ(build(1, 8).topology, "h100_8");
   EXPECT_EQ(build(1, 9).topology, "b200_72");
   EXPECT_THROW(choose_topology("", 1000), Error);
+  // The smallest machine that fits W, preferring this machine's GPU: 2x H100 is not described as H200.
+  EXPECT_EQ(choose_topology("", 2, "").name, "h200_2");
+  EXPECT_EQ(choose_topology("", 2, "NVIDIA H200").name, "h200_2");
+  EXPECT_EQ(choose_topology("", 2, "NVIDIA H100 80GB HBM3").name, "h100_8");
+  EXPECT_EQ(choose_topology("", 4, "NVIDIA H200").name, "h100_8");  // no H200 topology has 4 GPUs
 }
 
 TEST(Prompt, HardwareBlockCarriesTheTopologysNumbers) {

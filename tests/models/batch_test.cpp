@@ -101,6 +101,25 @@ std::string read_all_files(const std::filesystem::path& dir) {
   return all;
 }
 
+// With a bad key every request fails the same way: the batch stops at the first 401 instead of sending the
+// rest, and the requests not sent say why.
+TEST(Dispatch, ANonRetryableFailureStopsTheBatch) {
+  LoopbackServer server;
+  server.set_fallback(json_response(
+      401, R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
+  auto provider = make_provider("openai:gpt-4o", fast_options(server));
+  DispatchOptions opt;
+  opt.max_in_flight = 1;
+  auto replies = run_requests(*provider, numbered_requests(6), opt);
+  EXPECT_EQ(server.request_count(), 1);
+  EXPECT_EQ(replies[0].error, ErrorKind::auth);
+  for (size_t i = 1; i < replies.size(); ++i) {
+    EXPECT_EQ(replies[i].error, ErrorKind::not_sent) << i;
+    EXPECT_NE(replies[i].error_message.find("Incorrect API key provided"), std::string::npos)
+        << replies[i].error_message;
+  }
+}
+
 TEST(Cache, HitSendsNoRequest) {
   TempDir dir;
   ReplyCache cache(dir.path());

@@ -42,6 +42,18 @@ TEST(ExtractCode, PrefersTheBlockDefiningPkbRunOverALargerOne) {
   EXPECT_EQ(e.language, "cpp");
 }
 
+// "Here is a first version ... and here is the optimized final kernel": the last complete block defining
+// pkb_run is the answer, even when an earlier draft is larger.
+TEST(ExtractCode, PrefersTheLastCompleteBlockDefiningPkbRun) {
+  std::string draft = "// draft with a long comment explaining a slow first attempt at length\n" + std::string(kKernel);
+  std::string final_kernel = "extern \"C\" int pkb_run(void** b, int n) { return 1; }\n";
+  auto e = extract_code("First:\n" + fence("cuda", draft) + "Final:\n" + fence("cuda", final_kernel), FinishReason::stop);
+  EXPECT_EQ(e.code, final_kernel);
+  // A last block left open (the text ends inside it) is not the final kernel when a complete one exists.
+  auto open = extract_code(fence("cuda", final_kernel) + "Variant:\n```cuda\n" + kKernel, FinishReason::stop);
+  EXPECT_EQ(open.code, final_kernel);
+}
+
 TEST(ExtractCode, FallsBackToTheLargestBlock) {
   std::string small = "int a;\n", large = "__global__ void k(float* x) { x[0] = 1; }\n";
   auto e = extract_code(fence("cuda", small) + fence("cuda", large), FinishReason::stop);
@@ -151,6 +163,17 @@ TEST(SplitThink, SeveralBlocksUseTheLastClose) {
   EXPECT_EQ(s.answer, "answer");
   EXPECT_NE(s.reasoning.find('a'), std::string::npos);
   EXPECT_NE(s.reasoning.find('b'), std::string::npos);
+}
+
+// A model that writes about tags ("no <think> output") must not lose the kernel that follows.
+TEST(SplitThink, LiteralTagsInTheAnswerAreAnswerText) {
+  std::string answer = "Here is the kernel (I print no <think> tags):\n" + fence("cuda", kKernel);
+  auto s = split_think(answer);
+  EXPECT_EQ(s.answer, answer);
+  EXPECT_EQ(s.reasoning, "");
+  EXPECT_EQ(extract_code(s.answer, FinishReason::stop).code, kKernel);
+  std::string closing = fence("cuda", std::string(kKernel) + "// strips </think> from logs\n") + "done";
+  EXPECT_EQ(split_think(closing).answer, closing);  // a </think> after a fence is code, not the end of reasoning
 }
 
 TEST(SplitThink, UnclosedThinkIsAllReasoning) {

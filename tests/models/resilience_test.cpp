@@ -148,12 +148,39 @@ TEST(Retry, CloudflareIntegerCodeIsRetried) {
 
 TEST(BrokenServers, MalformedJsonSuccessBodyIsAClearError) {
   LoopbackServer server;
-  server.push(json_response(200, R"({"id":"x","choices":[{"message":{"content":"hi")"));
+  server.set_fallback(json_response(200, R"({"id":"x","choices":[{"message":{"content":"hi")"));
   Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
   EXPECT_EQ(r.error, ErrorKind::bad_response);
   EXPECT_EQ(r.http_status, 200);
   EXPECT_NE(r.error_message.find("not a JSON object"), std::string::npos) << r.error_message;
-  EXPECT_EQ(server.request_count(), 1);
+  EXPECT_EQ(server.request_count(), 3);  // retried: a cut 2xx body is mostly transient
+}
+
+// Gemini sometimes answers 200 with no candidates and no block reason: retried like any broken reply, and the
+// answer that follows is the one recorded (not a cached no_code).
+TEST(BrokenServers, GeminiWithoutCandidatesIsRetried) {
+  LoopbackServer server;
+  server.push(json_response(200, R"({"usageMetadata":{"promptTokenCount":5},"modelVersion":"gemini-2.5-pro"})"));
+  server.push(json_response(200, fx::kGemini));
+  Reply r = make_provider("gemini:gemini-2.5-pro", fast_options(server, "/v1beta"))->complete(request());
+  EXPECT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(r.attempts, 2);
+  EXPECT_EQ(server.request_count(), 2);
+}
+
+// Records say what was sent: a temperature dropped for a model that rejects it is not reported as used.
+TEST(Requests, ReplyCarriesTheParametersActuallySent) {
+  LoopbackServer server;
+  server.set_fallback(json_response(200, fx::kAnthropic));
+  Request req = request();
+  req.temperature = 0.5;
+  Reply dropped = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(req);
+  ASSERT_TRUE(dropped.ok()) << dropped.error_message;
+  EXPECT_FALSE(dropped.sent.contains("temperature")) << dropped.sent.dump();
+  EXPECT_FALSE(dropped.sent.contains("messages"));  // the prompt itself is not repeated
+  EXPECT_EQ(dropped.sent["max_tokens"], req.max_output_tokens);
+  Reply kept = make_provider("anthropic:claude-sonnet-4-5", fast_options(server))->complete(req);
+  EXPECT_EQ(kept.sent["temperature"], 0.5);
 }
 
 TEST(BrokenServers, SlowServerTripsTheTotalTimeout) {

@@ -135,7 +135,35 @@ TEST(OpenAIChatParse, RefusalWithNullContent) {
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.text, "No.");
   EXPECT_EQ(r.finish_raw, "refusal");
-  EXPECT_EQ(r.finish, FinishReason::other);
+  EXPECT_EQ(r.finish, FinishReason::refused);
+}
+
+// Cut-offs other than length: the answer may hold half a kernel, which must not be recorded as ok.
+TEST(ProviderCutOffs, ContentFiltersAndRefusalsAreRefused) {
+  EXPECT_EQ(parse(Api::openai_chat, pkb::testing::chat_body("```cuda\nint", "content_filter")).finish,
+            FinishReason::refused);
+  json resp = {{"status", "incomplete"},
+               {"incomplete_details", {{"reason", "content_filter"}}},
+               {"output", {{{"type", "message"}, {"content", {{{"type", "output_text"}, {"text", "```cuda\nint"}}}}}}}};
+  Reply r = parse(Api::openai_responses, resp.dump());
+  EXPECT_EQ(r.finish, FinishReason::refused);
+  EXPECT_EQ(r.finish_raw, "incomplete:content_filter");
+  json a = json::parse(fx::kAnthropic);
+  a["stop_reason"] = "refusal";
+  EXPECT_EQ(parse(Api::anthropic, a.dump()).finish, FinishReason::refused);
+  for (const char* why : {"SAFETY", "RECITATION", "PROHIBITED_CONTENT"}) {
+    json g = json::parse(fx::kGemini);
+    g["candidates"][0]["finishReason"] = why;
+    EXPECT_EQ(parse(Api::gemini, g.dump()).finish, FinishReason::refused) << why;
+  }
+}
+
+// A 200 with neither candidates nor a block reason is a broken reply: retried, never cached as "no code".
+TEST(GeminiParse, NoCandidatesWithoutABlockReasonIsABadResponse) {
+  Verdict v;
+  Reply r = parse(Api::gemini, R"({"usageMetadata":{"promptTokenCount":5},"modelVersion":"gemini-2.5-pro"})", &v);
+  EXPECT_EQ(r.error, ErrorKind::bad_response);
+  EXPECT_TRUE(v.retry);
 }
 
 TEST(CompatParse, ReasoningFieldsAreKeptApart) {
@@ -238,7 +266,7 @@ TEST(GeminiParse, BlockedPromptHasNoCandidates) {
   Reply r = parse(Api::gemini, R"({"promptFeedback":{"blockReason":"SAFETY"}})");
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.finish_raw, "blocked:SAFETY");
-  EXPECT_EQ(r.finish, FinishReason::other);
+  EXPECT_EQ(r.finish, FinishReason::refused);
 }
 
 TEST(ParseSuccess, MalformedBodiesAreBadResponses) {
@@ -247,7 +275,7 @@ TEST(ParseSuccess, MalformedBodiesAreBadResponses) {
     Verdict v;
     Reply r = parse(Api::openai_chat, body, &v);
     EXPECT_EQ(r.error, ErrorKind::bad_response) << body;
-    EXPECT_FALSE(v.retry);
+    EXPECT_TRUE(v.retry);  // a cut or empty 2xx body is mostly a proxy's or a transient fault
   }
 }
 

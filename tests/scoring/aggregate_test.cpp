@@ -33,12 +33,14 @@ Sample sample(const std::string& sha, bool robust, bool pkb, std::optional<doubl
 
 TEST(Load, SkipsAndCountsMalformedLines) {
   LoadedResults r = load_results(kFixture);
-  EXPECT_EQ(r.records, 7);
-  EXPECT_EQ(r.malformed, 3);  // truncated JSON, unknown status, foreign schema
+  EXPECT_EQ(r.records, 8);
+  EXPECT_EQ(r.malformed, 2);  // truncated JSON, foreign schema
   EXPECT_EQ(r.duplicates, 1);
   ASSERT_EQ(r.warnings.size(), 3u);
   EXPECT_NE(r.warnings[0].find("results.jsonl:3: skipped: not valid JSON"), std::string::npos) << r.warnings[0];
-  EXPECT_NE(r.warnings[1].find(":10: skipped: unknown status 'bogus_status'"), std::string::npos) << r.warnings[1];
+  // A status scoring does not know is a failed sample, never dropped from n (which would raise pass@k).
+  EXPECT_NE(r.warnings[1].find(":10: unknown status 'bogus_status': counted as a failed sample"), std::string::npos)
+      << r.warnings[1];
   EXPECT_NE(r.warnings[2].find(":11: skipped: schema"), std::string::npos) << r.warnings[2];
   EXPECT_EQ(r.fingerprint["gpu"], nlohmann::json::array({"NVIDIA H200"}));
 }
@@ -48,12 +50,101 @@ TEST(Load, GroupsPerProblemAndKeepsTheLatestRecordOfACandidate) {
   ASSERT_EQ(r.problems.size(), 3u);
   EXPECT_EQ(r.problems[0].folder, "001_allreduce");
   EXPECT_EQ(r.problems[0].samples.size(), 3u);
-  EXPECT_EQ(r.problems[0].samples[2].index, 2);
+  EXPECT_EQ(r.problems[0].samples[2].index, -1);  // no `sample` field: identified by sha256, not by its path
+  EXPECT_EQ(r.problems[0].samples[2].key, "001_allreduce@a2");
   const auto& gather = r.problems[1];
   ASSERT_EQ(gather.samples.size(), 2u);
   EXPECT_EQ(gather.samples[0].status, "timeout");  // the later record for sha g0 replaced compile_error
   EXPECT_EQ(gather.samples[1].sol_baseline, 0.2);  // libtorch baseline named by timing.baseline
   EXPECT_EQ(r.problems[2].category, "tensor_parallel");
+}
+
+// A sample is (problem, sample index): equal bytes in two samples are two samples (greedy decoding returns the
+// same kernel), and a later record of the same sample supersedes the earlier one.
+TEST(Load, IdenticalKernelsInTwoSamplesAreTwoSamples) {
+  LoadedResults r = parse(record_line({.sha256 = "A", .sample = 0}) + record_line({.sha256 = "A", .sample = 1}) +
+                          record_line({.sha256 = "B", .status = "incorrect", .sample = 2}));
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.duplicates, 0);
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.problems[0].n, 3);
+  EXPECT_EQ(s.problems[0].c_robust, 2);
+  EXPECT_NEAR(s.problems[0].pass_robust[0].value, 2.0 / 3, 1e-12);
+}
+
+TEST(Load, ReEvaluatingASampleSupersedesItsRecord) {
+  LoadedResults r = parse(record_line({.sha256 = "A", .sample = 0}) + record_line({.sha256 = "A", .sample = 1}) +
+                          record_line({.sha256 = "A", .status = "timeout", .sample = 1}));
+  EXPECT_EQ(r.duplicates, 1);
+  ASSERT_EQ(r.problems[0].samples.size(), 2u);
+  EXPECT_EQ(r.problems[0].samples[1].status, "timeout");
+}
+
+// Records written before records carried `sample` are identified by sha256; the same bytes recorded again with
+// an index (a resumed older run) replace them instead of counting twice.
+TEST(Load, AnIndexedRecordSupersedesAnUnindexedOneOfTheSameBytes) {
+  LoadedResults r = parse(record_line({.sha256 = "A", .status = "incorrect"}) + record_line({.sha256 = "A", .sample = 0}));
+  EXPECT_EQ(r.duplicates, 1);
+  ASSERT_EQ(r.problems[0].samples.size(), 1u);
+  EXPECT_EQ(r.problems[0].samples[0].status, "correct");
+}
+
+TEST(Load, UnknownStatusIsAFailedSample) {
+  LoadedResults r = parse(record_line({.sha256 = "A", .sample = 0}) +
+                          record_line({.sha256 = "B", .status = "sandbox_violation", .sample = 1}));
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.problems[0].n, 2);
+  EXPECT_EQ(s.problems[0].c_robust, 1);
+  EXPECT_EQ(s.problems[0].failures, (std::map<std::string, int>{{"unknown", 1}}));
+}
+
+TEST(Score, FailureBreakdownPerProblemCategoryAndOverall) {
+  LoadedResults r = parse(record_line({.sha256 = "a", .status = "compile_error", .sample = 0}) +
+                          record_line({.sha256 = "b", .status = "incorrect", .sample = 1}) +
+                          record_line({.sha256 = "g:1", .status = "generation_failed", .sample = 2}) +
+                          record_line({.id = 11, .folder = "011_tp", .category = "tensor_parallel", .sha256 = "c",
+                                       .status = "timeout", .sample = 0}));
+  Scores s = score(r, ScoreSettings{});
+  EXPECT_EQ(s.problems[0].failures, (std::map<std::string, int>{{"compile", 1}, {"incorrect", 1}, {"no_code", 1}}));
+  EXPECT_EQ(s.by_category.at("tensor_parallel").failures, (std::map<std::string, int>{{"timeout", 1}}));
+  EXPECT_EQ(s.overall.failures.size(), 4u);
+}
+
+// One serializer: a record read and written back is the record (fields pkb does not type travel verbatim), and
+// setting the sample index and model, as `pkb run` does, changes only those.
+TEST(Record, RoundTripsAndKeepsUntypedFields) {
+  nlohmann::json j = nlohmann::json::parse(record_line({.sha256 = "A", .speedup = 1.5}));
+  j["compile"] = {{"status", "ok"}, {"log", "x"}};
+  j["roofline"] = {{"floor_us", 3.0}, {"sol_candidate", 0.5}, {"sol_baseline_pytorch_eager", 0.25}};
+  j["timing_settings"] = {{"warmup", 20}, {"iters", 100}};
+  j["wall"] = {{"total_s", 2.5}};
+  pkb::ResultRecord r = pkb::record_from_json(j);
+  EXPECT_EQ(pkb::record_to_json(r), j);
+  EXPECT_EQ(r.sol_baseline, 0.25);  // the baseline timing.baseline names
+  EXPECT_EQ(r.iters, 100);
+  EXPECT_EQ(r.sample_key(), "001_allreduce@A");
+  r.sample = 4;
+  r.model = "openai:gpt-5";
+  nlohmann::json back = pkb::record_to_json(r);
+  EXPECT_EQ(back["sample"], 4);
+  EXPECT_EQ(back["model"], "openai:gpt-5");
+  back.erase("sample"), back.erase("model");
+  EXPECT_EQ(back, j);
+  EXPECT_EQ(pkb::record_from_json(pkb::record_to_json(r)).sample_key(), "001_allreduce#4");
+}
+
+TEST(Record, EveryStatusHasOneTableRow) {
+  for (auto s : {pkb::ResultStatus::compile_error, pkb::ResultStatus::correct, pkb::ResultStatus::generation_failed,
+                 pkb::ResultStatus::not_evaluated}) {
+    const pkb::StatusInfo* info = pkb::find_status(pkb::result_status_name(s));
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->status, s);
+  }
+  EXPECT_EQ(pkb::result_statuses().size(), 10u);
+  EXPECT_FALSE(pkb::find_status("not_evaluated")->sample);
+  EXPECT_TRUE(pkb::find_status("generation_failed")->sample);
+  EXPECT_FALSE(pkb::find_status("generation_failed")->evaluated);
+  EXPECT_EQ(pkb::find_status("bogus"), nullptr);
 }
 
 TEST(Load, EmptyInputAndUnreadableFile) {
@@ -104,6 +195,7 @@ TEST(Runs, AFailedGenerationIsAFailedSample) {
   ASSERT_EQ(r.problems.size(), 1u);
   ASSERT_EQ(r.problems[0].samples.size(), 3u);
   EXPECT_EQ(r.problems[0].samples[2].index, 2);  // from the record's "sample": the path is empty
+  EXPECT_EQ(r.problems[0].samples[2].key, "001_allreduce#2");
   EXPECT_EQ(r.problems[0].samples[2].generation_status, "no_code");
   Scores s = score(r, ScoreSettings{});
   const ProblemScore& p = s.problems[0];
@@ -181,7 +273,7 @@ TEST(Runs, FixtureRunCountsEveryKind) {
   EXPECT_EQ(r.malformed, 0);
   EXPECT_EQ(r.records, 9);
   Scores s = score(r, ScoreSettings{});
-  EXPECT_EQ(s.overall.problems, 4);
+  EXPECT_EQ(s.overall.problems, 5);  // 013 is in the manifest's selection without any record: counts 0
   EXPECT_EQ(s.overall.samples, 7);  // 9 records less the 2 not evaluated
   EXPECT_EQ(s.overall.generation_failed, 2);
   EXPECT_EQ(s.overall.not_evaluated, 2);

@@ -115,7 +115,7 @@ TEST(Leaderboard, WritesJsonAndHtmlBesideIt) {
   TempDir tmp;
   auto a = write_run(tmp, "a", "alpha <&>", {{.sha256 = "a", .speedup = 2.0}});
   auto b = write_run(tmp, "b", "beta", {{.sha256 = "a", .status = "not_evaluated"}, problem2({.sha256 = "b"})});
-  Leaderboard board = build_leaderboard({a, b}, ScoreSettings{});
+  Leaderboard board = build_leaderboard({a, b}, ScoreSettings{}, /*allow_mixed=*/true);  // 1 vs 2 problems
   write_leaderboard(board, tmp.path() / "out" / "leaderboard.json");
   ASSERT_TRUE(std::filesystem::exists(tmp.path() / "out" / "leaderboard.json"));
   std::ifstream in(tmp.path() / "out" / "leaderboard.html");
@@ -130,4 +130,38 @@ TEST(Leaderboard, WritesJsonAndHtmlBesideIt) {
   EXPECT_NE(page.find(">2.00x</td>"), std::string::npos);          // alpha's best speedup on 001
   EXPECT_NE(page.find(">not evaluated</td>"), std::string::npos);  // beta's 001
   EXPECT_NE(page.find("beta: 1 GPU evaluation was skipped"), std::string::npos);
+  EXPECT_NE(page.find("<table class=\"sortable\" id=\"settings\">"), std::string::npos);
+  EXPECT_NE(page.find("These runs differ in problems"), std::string::npos);
+}
+
+// An 8-problem run must not outrank a 30-problem one unnoticed: runs that cover other problems or were measured
+// under another W, dtype, GPU, timing method or baseline are refused unless --allow-mixed.
+TEST(Leaderboard, RefusesRunsThatAreNotComparable) {
+  TempDir tmp;
+  auto two = write_run(tmp, "two", "m2", {{.sha256 = "a", .speedup = 2.0}, problem2({.sha256 = "b", .speedup = 2.0})});
+  auto one = write_run(tmp, "one", "m1", {{.sha256 = "a", .speedup = 3.0}});
+  try {
+    build_leaderboard({two, one}, ScoreSettings{});
+    FAIL() << "no error";
+  } catch (const pkb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not comparable; problems: m2 has [\"001_allreduce\",\"002_gather\"], m1 has "
+                                         "[\"001_allreduce\"]"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--allow-mixed"), std::string::npos);
+  }
+  std::string other_gpu = record_line({.sha256 = "a", .speedup = 3.0});
+  other_gpu.replace(other_gpu.find("NVIDIA H200"), 11, "NVIDIA H100");
+  auto h100 = tmp.path() / "h100";
+  pkb::test::write_file(h100 / "results.jsonl", other_gpu);
+  auto h200 = write_run(tmp, "h200", "m", {{.sha256 = "a", .speedup = 2.0}});
+  EXPECT_THROW(build_leaderboard({h200, h100}, ScoreSettings{}), pkb::Error);
+  Leaderboard mixed = build_leaderboard({h200, h100}, ScoreSettings{}, true);
+  EXPECT_EQ(mixed.mixed, (std::vector<std::string>{"gpu"}));
+  auto j = leaderboard_json(mixed);
+  EXPECT_EQ(j["comparable"], false);
+  EXPECT_EQ(j["entries"][0]["settings"]["baseline"], nlohmann::json::array({"pytorch_eager"}));
+  Leaderboard same = build_leaderboard({h200, write_run(tmp, "h200b", "m", {{.sha256 = "a", .speedup = 1.0}})},
+                                       ScoreSettings{});
+  EXPECT_TRUE(same.mixed.empty());
 }

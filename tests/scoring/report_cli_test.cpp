@@ -62,7 +62,7 @@ TEST(ReportCli, WritesItsFourFiles) {
   TempDir out;
   CliRun r = pkb_report({kResults, "-o", out.path().string(), "--k", "1,2"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("3 malformed lines skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 malformed lines skipped"), std::string::npos) << r.err;  // the unknown status counts as a failure
   EXPECT_NE(r.err.find("results.jsonl:3: skipped: not valid JSON"), std::string::npos) << r.err;
   std::ifstream in(out.path() / "report.json");
   auto j = nlohmann::json::parse(in);
@@ -97,6 +97,24 @@ TEST(LeaderboardCli, RanksRunsAndWritesJsonAndHtml) {
   EXPECT_EQ(j["entries"][0]["model"], "strong-model");  // fast_1@1 = 1 beats 0.5
   EXPECT_EQ(j["entries"][1]["model"], "weak-model");
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "board" / "leaderboard.html"));
+}
+
+TEST(LeaderboardCli, RunsOverOtherProblemsAreRefusedUnlessAllowMixed) {
+  TempDir tmp;
+  auto a = run_dir(tmp, "a", "m-a", {"correct"});
+  auto b = run_dir(tmp, "b", "m-b", {"correct"});
+  nlohmann::json gather = {{"schema", "pkb.result/1"},
+                           {"problem", {{"id", 2}, {"slug", "gather"}, {"folder", "002_gather"}}},
+                           {"candidate", {{"path", "/c/g.cu"}, {"sha256", "g"}}}, {"status", "correct"}};
+  std::ofstream(b / "results.jsonl", std::ios::app) << gather.dump() << "\n";  // b covers one problem more
+  auto out = tmp.path() / "lb.json";
+  CliRun refused = pkb_command("leaderboard", {a.string(), b.string(), "-o", out.string()});
+  EXPECT_EQ(refused.rc, 2);
+  EXPECT_NE(refused.err.find("not comparable; problems:"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  CliRun mixed = pkb_command("leaderboard", {a.string(), b.string(), "-o", out.string(), "--allow-mixed"});
+  ASSERT_EQ(mixed.rc, 0) << mixed.err;
+  EXPECT_EQ(read_json(out)["mixed"], nlohmann::json::array({"problems"}));
 }
 
 TEST(LeaderboardCli, ARunDirectoryWithoutResultsExitsTwoNamingIt) {

@@ -45,6 +45,29 @@ TEST(Report, RunSummaryWithSkippedEvaluationsMatchesGolden) {
   expect_golden("run_summary.md", summary_md(score(loaded, ScoreSettings{}), loaded));
 }
 
+// report.json of a run as a whole (manifest with its selection, failed generations, skipped evaluations, a
+// problem without any record), so that any change in what a report says shows in review.
+TEST(Report, RunReportJsonMatchesGolden) {
+  LoadedResults loaded = load_results(kDir + "/run");
+  expect_golden("run_report.json", report_json(score(loaded, ScoreSettings{}), loaded).dump(2) + "\n");
+}
+
+// A problem of the run's selection without any record (all its samples hit harness errors) counts 0 and is
+// listed as missing: it must not vanish from the denominator.
+TEST(Report, AProblemOfTheSelectionWithoutRecordsCountsZero) {
+  LoadedResults loaded = load_results(kDir + "/run");
+  Scores s = score(loaded, ScoreSettings{});
+  EXPECT_EQ(s.missing, (std::vector<std::string>{"013_sequence_parallel"}));
+  EXPECT_EQ(s.overall.problems, 5);  // 001, 003, 006, 011, 013 (012 had skipped evaluations)
+  EXPECT_EQ(s.overall.missing, 1);
+  EXPECT_EQ(s.by_category.at("tensor_parallel").problems, 2);
+  auto j = report_json(s, loaded);
+  EXPECT_EQ(j["missing"], nlohmann::json::array({"013_sequence_parallel"}));
+  EXPECT_EQ(j["aggregate"]["pass_at_k"][0]["out_of"], 5);
+  EXPECT_NE(summary_md(s, loaded).find("without any record (count as 0; rerun to retry): 013_sequence_parallel"),
+            std::string::npos);
+}
+
 TEST(Report, CurvesCsvMatchesGolden) {
   LoadedResults loaded;
   expect_golden("curves.csv", curves_csv(fixture_scores(loaded)));
@@ -55,7 +78,7 @@ TEST(Report, JsonCarriesSchemaFingerprintAndEstimates) {
   auto j = report_json(fixture_scores(loaded), loaded);
   EXPECT_EQ(j["schema"], "pkb.report/1");
   EXPECT_EQ(j["fingerprint"]["pkb_git"][0], "c3973b7aaaaa");
-  EXPECT_EQ(j["input"]["malformed"], 3);
+  EXPECT_EQ(j["input"]["malformed"], 2);
   const auto& allreduce = j["problems"][0];
   EXPECT_EQ(allreduce["n"], 3);
   EXPECT_EQ(allreduce["c"], 2);
@@ -110,7 +133,7 @@ TEST(Report, SkippedEvaluationsAreCountedAndAnnouncedFirst) {
   auto j = report_json(s, loaded);
   EXPECT_EQ(j["aggregate"]["not_evaluated"], 2);
   EXPECT_EQ(j["aggregate"]["generation_failed"], 2);
-  EXPECT_EQ(j["aggregate"]["problems"], 4);
+  EXPECT_EQ(j["aggregate"]["problems"], 5);
   EXPECT_EQ(j["not_fully_evaluated"], nlohmann::json::array({"012_ring_attention"}));
   const auto& ring = j["problems"][4];
   EXPECT_EQ(ring["folder"], "012_ring_attention");

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "spec/catalog.h"
+#include "spec/roofline.h"
 #include "spec/topology.h"
 #include "test_util.h"
 
@@ -37,6 +38,24 @@ TEST(Topology, NumberWithoutSourceIsRejected) {
   } catch (const pkb::Error& e) {
     EXPECT_NE(std::string(e.what()).find("no source given for gpu.l2_bytes"), std::string::npos) << e.what();
   }
+}
+
+// SOL% of an fp32 run against the bf16 tensor-core rate would put the math floor ~12x too low on H200.
+TEST(Topology, RooflineUsesTheRateOfTheRunsDtype) {
+  pkb::Topology h200 = pkb::find_topology("h200_2");
+  EXPECT_DOUBLE_EQ(h200.math_TFLOPs(pkb::DType::bf16), 790);
+  EXPECT_DOUBLE_EQ(h200.math_TFLOPs(pkb::DType::f32), 67);
+  pkb::Catalog c = pkb::load_catalog(pkb::repo_root() / "problems");
+  const pkb::ProblemSpec* gemm = nullptr;
+  for (const auto& p : c.problems)
+    if (!pkb::world_size_violation(p, 2, p.parameters) && p.roofline.count("flops") &&  p.roofline.at("flops").eval(pkb::resolve_run(p, 2, pkb::DType::bf16).vars()) > 0)
+      gemm = &p;
+  ASSERT_NE(gemm, nullptr);
+  auto bf16 = pkb::roofline_floor(*gemm, pkb::resolve_run(*gemm, 2, pkb::DType::bf16), "h200_2");
+  auto fp32 = pkb::roofline_floor(*gemm, pkb::resolve_run(*gemm, 2, pkb::DType::f32), "h200_2");
+  EXPECT_EQ(fp32["math_TFLOPs"], 67);
+  EXPECT_NEAR(fp32["math_us"].get<double>() / bf16["math_us"].get<double>(), 790.0 / 67 * fp32["flops"].get<double>() /
+                                                                                 bf16["flops"].get<double>(), 1e-9);
 }
 
 TEST(Topology, RoundTripsThroughJson) {

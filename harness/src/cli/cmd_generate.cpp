@@ -20,20 +20,21 @@ struct GenerateCmdOptions {
   PromptCliOptions prompt;
   std::string out;
   double temperature = -1;  // < 0: the provider's default
-  int retry_base_ms = 2000;
+  ServiceCliOptions service;
 };
 
 int run_generate_cmd(GenerateCmdOptions& o) {
   o.g.prompt = to_prompt_options(o.prompt);
   if (o.temperature >= 0) o.g.temperature = o.temperature;
   if (!o.out.empty()) o.g.out_dir = o.out;
-  o.g.provider.retry.base_delay_s = o.retry_base_ms / 1000.0;
+  apply_service_options(o.service, o.g.provider);
   Catalog c = load_catalog(repo_root() / "problems");
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   generate::GenerateResult r = generate::run_generate(c, o.g);
   using S = generate::SampleStatus;
   std::cout << "generate: " << r.records.size() << " samples: " << r.count(S::ok) << " ok, " << r.count(S::no_code)
-            << " no code, " << r.count(S::truncated) << " truncated, " << r.count(S::error) << " failed";
+            << " no code, " << r.count(S::truncated) << " truncated, " << r.count(S::refused) << " refused, "
+            << r.count(S::error) << " not answered (service failures)";
   for (S s : {S::skipped, S::no_solution, S::missing})
     if (r.count(s)) std::cout << ", " << r.count(s) << " " << generate::sample_status_name(s);
   std::cout << "; records in " << (r.out_dir / "generations.jsonl").string() << "\n";
@@ -58,12 +59,7 @@ void add_generate_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
   cmd->add_option("--out", o->out, "Output directory (default: results/generate/<model>)");
-  cmd->add_option("--retry-base-ms", o->retry_base_ms, "Back-off before the first retry, doubled per retry")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-attempts", o->g.provider.retry.max_attempts, "HTTP attempts per request")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--timeout", o->g.provider.http.total_timeout_s, "Deadline per HTTP attempt, seconds")
-      ->check(CLI::PositiveNumber);
+  add_service_options(cmd, o->g.provider, o->service, "--timeout");
   cmd->callback([o, &action] { action = [o] { return run_generate_cmd(*o); }; });
 }
 

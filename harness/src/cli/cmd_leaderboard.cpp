@@ -2,7 +2,7 @@
 // Rescores each run directory's results.jsonl with the same settings, ranks the runs and writes
 // leaderboard.json and leaderboard.html beside it (docs/metrics.md). Malformed lines are skipped with a warning.
 // Exit codes: 0 leaderboard written, 2 usage or input error (a directory without results.jsonl or without a
-// well-formed record).
+// well-formed record, or runs measured under different settings without --allow-mixed).
 #include <iostream>
 
 #include "cli/commands.h"
@@ -15,11 +15,12 @@ struct LeaderboardOptions {
   std::vector<std::string> run_dirs;
   std::string out = "leaderboard.json";
   scoring::ScoreSettings settings;
+  bool allow_mixed = false;
 };
 
 int run_leaderboard(const LeaderboardOptions& o) {
   std::vector<std::filesystem::path> dirs(o.run_dirs.begin(), o.run_dirs.end());
-  scoring::Leaderboard board = scoring::build_leaderboard(dirs, o.settings);
+  scoring::Leaderboard board = scoring::build_leaderboard(dirs, o.settings, o.allow_mixed);
   for (const auto& e : board.entries)
     for (const auto& w : e.loaded.warnings) std::cerr << "pkb: warning: " << w << "\n";
   scoring::write_leaderboard(board, o.out);
@@ -44,6 +45,8 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
   cmd->add_option("--thresholds", o->settings.thresholds, "Comma-separated speedup thresholds p of the curve")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--allow-mixed", o->allow_mixed,
+                "Rank runs that differ in problems, W, dtype, device, GPU, timing or baseline (refused otherwise)");
   cmd->callback([o, &action] { action = [o] { return run_leaderboard(*o); }; });
 }
 

@@ -2,7 +2,9 @@
 // The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
 // the expert kernels of every problem that has one, on every local GPU.
 // Exit codes: 0 the run finished (whatever the candidates did; also without a GPU, where evaluations are
-// skipped), 1 the harness failed on some samples (they stay unrecorded; rerun to retry), 2 usage or input error.
+// skipped), 1 incomplete: the harness failed on some samples or the model service did not answer some requests
+// (auth, quota, bad request, network after the retries; the reason is on stderr): they stay unrecorded and the
+// same command does them; 2 usage or input error.
 #include <cstdio>
 #include <iostream>
 
@@ -22,12 +24,14 @@ struct RunCliOptions {
   std::string variant = "one-shot";
   double temperature = -1;
   bool quiet = false;
+  ServiceCliOptions service;
 };
 
 int run_run(RunCliOptions& o) {
   o.r.eval.params = parse_param_overrides(o.params);
   o.r.generate.prompt.variant = o.variant == "zero-shot" ? prompt::Variant::zero_shot : prompt::Variant::one_shot;
   if (o.temperature >= 0) o.r.generate.temperature = o.temperature;
+  apply_service_options(o.service, o.r.generate.provider);
   o.r.progress = !o.quiet;
   Catalog c = load_catalog(repo_root() / "problems");
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
@@ -36,12 +40,16 @@ int run_run(RunCliOptions& o) {
   if (std::filesystem::exists(summary)) std::cout << read_text_file(summary) << "\n";
   std::printf("run: %d samples, %d recorded now, %d from earlier invocations", s.samples, s.recorded, s.resumed);
   if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
+  if (s.service_failures) std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
   std::printf("\nreports: %s/{report.html,report.json,summary.md,curves.csv}\n", s.dir.c_str());
   if (!s.gpu_evaluation)
     std::printf("no GPU on this machine: GPU evaluations were skipped (candidates compiled, references validated on "
                 "CPU ranks). The same command on a GPU machine evaluates them.\n");
   if (!c.errors.empty()) return 2;
-  return s.harness_errors ? 1 : 0;
+  if (!s.complete())
+    std::fprintf(stderr, "pkb run: incomplete: %d samples without a record%s%s; the same command does what is missing\n",
+                 s.harness_errors + s.service_failures, s.service_error.empty() ? "" : ": ", s.service_error.c_str());
+  return s.complete() ? 0 : 1;
 }
 
 }  // namespace
@@ -59,14 +67,16 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--dtype", r.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
-  cmd->add_option("--topology", r.topology, "Hardware described in prompts and used for rooflines");
+  cmd->add_option("--topology", r.topology,
+                  "Hardware described in prompts and used for rooflines (default: the smallest in topologies/ that "
+                  "fits W, preferring this machine's GPU)");
   cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
   cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
   cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", r.eval.timing.warmup, "Untimed iterations before timing");
   cmd->add_option("--iters", r.eval.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
-  cmd->add_option("--arch", r.eval.arch, "nvcc target, e.g. sm_90a");
+  cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
   cmd->add_flag("--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
                 "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
@@ -75,6 +85,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--concurrency", r.generate.concurrency, "Model requests in flight")->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
+  add_service_options(cmd, r.generate.provider, o->service, "--http-timeout");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress lines");
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }

@@ -25,4 +25,18 @@ prompt::PromptOptions to_prompt_options(const PromptCliOptions& o) {
   return p;
 }
 
+void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o,
+                         const std::string& timeout_flag) {
+  cmd->add_option("--retry-base-ms", o.retry_base_ms, "Back-off before the first retry, doubled per retry")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-attempts", provider.retry.max_attempts, "HTTP attempts per model request")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option(timeout_flag, provider.http.total_timeout_s, "Deadline per HTTP attempt, seconds")
+      ->check(CLI::PositiveNumber);
+}
+
+void apply_service_options(const ServiceCliOptions& o, models::ProviderOptions& provider) {
+  provider.retry.base_delay_s = o.retry_base_ms / 1000.0;
+}
+
 }  // namespace pkb::cli

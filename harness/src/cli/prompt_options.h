@@ -1,4 +1,4 @@
-// Options shared by `pkb prompt` and `pkb generate`: which prompt to build (W, topology, variant, parameters,
+// Options shared by `pkb prompt`, `pkb generate` and `pkb run`: which prompt to build (W, topology, variant, parameters,
 // dtype, template directory). Registered once here so both commands spell and document them the same way.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/provider.h"
 #include "prompt/prompt.h"
 
 namespace pkb::cli {
@@ -23,5 +24,14 @@ void add_prompt_options(CLI::App* cmd, PromptCliOptions& o);
 
 /// Throws pkb::Error for a malformed --param.
 prompt::PromptOptions to_prompt_options(const PromptCliOptions& o);
+
+// How requests reach a model service: retries and the HTTP deadline, shared by `pkb generate` and `pkb run`
+// (whose --timeout is the launch deadline, hence the flag's name is the caller's).
+struct ServiceCliOptions {
+  int retry_base_ms = 2000;
+};
+void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o,
+                         const std::string& timeout_flag);
+void apply_service_options(const ServiceCliOptions& o, models::ProviderOptions& provider);
 
 }  // namespace pkb::cli

@@ -1,5 +1,6 @@
 #include "generate/generate.h"
 
+#include <cstdio>
 #include <ctime>
 #include <string_view>
 #include <tuple>
@@ -112,9 +113,12 @@ void settle(SampleRecord& r, const models::Reply& reply, const ProblemSpec& spec
     r.status = ex.status == models::CodeStatus::ok        ? SampleStatus::ok
                : ex.status == models::CodeStatus::no_code ? SampleStatus::no_code
                                                           : SampleStatus::truncated;
+    // Whatever code a filtered or refused answer holds is at best half a kernel.
+    if (reply.finish == models::FinishReason::refused) r.status = SampleStatus::refused;
     if (r.status == SampleStatus::ok) code = ex.code;
     if (r.status == SampleStatus::no_code) r.message = "the answer holds no fenced CUDA block";
     if (r.status == SampleStatus::truncated) r.message = "the answer was cut off (" + reply.finish_raw + ")";
+    if (r.status == SampleStatus::refused) r.message = "the provider stopped the answer (" + reply.finish_raw + ")";
   }
   std::tie(r.candidate, r.raw) = settle_files(out, spec, r.sample, code, raw, reasoning);
 }
@@ -172,12 +176,16 @@ void run_model(const std::vector<const ProblemSpec*>& sel, const GenerateOptions
     r.cost_usd = models::estimate_cost(prices, name.provider, name.model, pr.reply.usage);
     progress.add(r);
   };
-  models::run_requests(*provider, b.requests, d);
+  for (const models::Reply& reply : models::run_requests(*provider, b.requests, d))
+    if (models::stops_batch(reply.error)) {
+      res.stopped = std::string(models::error_kind_name(reply.error)) + ": " + reply.error_message;
+      break;
+    }
 }
 
 json manifest(const GenerateOptions& o, const GenerateResult& res) {
   json counts = json::object();
-  for (auto s : {SampleStatus::ok, SampleStatus::no_code, SampleStatus::truncated, SampleStatus::error,
+  for (auto s : {SampleStatus::ok, SampleStatus::no_code, SampleStatus::truncated, SampleStatus::refused, SampleStatus::error,
                  SampleStatus::skipped, SampleStatus::no_solution, SampleStatus::missing})
     if (size_t n = res.count(s)) counts[sample_status_name(s)] = n;
   return {{"schema", kSchema},
@@ -190,7 +198,8 @@ json manifest(const GenerateOptions& o, const GenerateResult& res) {
           {"dtype", dtype_name(o.prompt.dtype)},
           {"params", o.prompt.params},
           {"max_tokens", o.max_tokens},
-          {"temperature", o.temperature ? json(*o.temperature) : json()},
+          {"temperature", o.temperature ? json(*o.temperature) : json()},  // asked for; records say what was sent
+          {"stopped", res.stopped.empty() ? json() : json(res.stopped)},
           {"finished_at", std::time(nullptr)},
           {"counts", counts}};
 }
@@ -205,6 +214,8 @@ const char* sample_status_name(SampleStatus s) {
       return "no_code";
     case SampleStatus::truncated:
       return "truncated";
+    case SampleStatus::refused:
+      return "refused";
     case SampleStatus::error:
       return "error";
     case SampleStatus::skipped:
@@ -215,6 +226,10 @@ const char* sample_status_name(SampleStatus s) {
       return "missing";
   }
   return "?";
+}
+
+bool model_failed(SampleStatus s) {
+  return s == SampleStatus::no_code || s == SampleStatus::truncated || s == SampleStatus::refused;
 }
 
 nlohmann::ordered_json SampleRecord::to_json() const {
@@ -232,6 +247,7 @@ nlohmann::ordered_json SampleRecord::to_json() const {
              {"output_tokens", nullptr},
              {"reasoning_tokens", nullptr},
              {"cost_usd", cost_usd ? ojson(*cost_usd) : ojson()},
+             {"spent_usd", cost_usd ? ojson(*cost_usd) : ojson()},  // this invocation's spend: 0 from the cache
              {"latency_s", 0},
              {"attempts", 0},
              {"from_cache", false},
@@ -252,6 +268,8 @@ nlohmann::ordered_json SampleRecord::to_json() const {
   j["latency_s"] = reply->latency_s;
   j["attempts"] = reply->attempts;
   j["from_cache"] = reply->from_cache;
+  if (reply->from_cache && cost_usd) j["spent_usd"] = 0.0;
+  j["sent"] = reply->sent;
   return j;
 }
 
@@ -283,6 +301,9 @@ GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
   else
     run_model(sel, o, res, progress);
   progress.finish();
+  if (!res.stopped.empty())
+    std::fprintf(stderr, "pkb generate: stopped early, %zu requests not answered: %s\n",
+                 res.count(SampleStatus::error), res.stopped.c_str());
   write_records(res.out_dir, res.records);
   place_file(res.out_dir, "generation.json", manifest(o, res).dump(2) + "\n");
   return res;

@@ -25,11 +25,16 @@
 
 namespace pkb::generate {
 
-/// What became of one sample. ok: code extracted (or copied); no_code / truncated: the model answered without
-/// a usable kernel; error: no answer after the retries; skipped: the problem forbids this W (nothing sent);
-/// no_solution: `expert` and the problem has no solution.cu; missing: `replay:DIR` has no file for it.
-enum class SampleStatus { ok, no_code, truncated, error, skipped, no_solution, missing };
+/// What became of one sample. The model failed: no_code / truncated (the answer holds no usable kernel, or was
+/// cut at the token limit), refused (the provider cut it off or withheld it for another reason: content
+/// filter, refusal, recitation). The service failed: error (no answer: auth, quota, bad request, network or
+/// server after the retries, or not sent because the batch stopped): not a sample, asked again next time.
+/// Not asked: skipped (the problem forbids this W), no_solution (`expert` without solution.cu), missing
+/// (`replay:DIR` has no file for it).
+enum class SampleStatus { ok, no_code, truncated, refused, error, skipped, no_solution, missing };
 const char* sample_status_name(SampleStatus s);
+/// no_code, truncated, refused: the model was asked and answered without a usable kernel (a failed sample).
+bool model_failed(SampleStatus s);
 
 struct GenerateOptions {
   std::string model;  ///< "provider:model", "compat:URL@model", "expert" or "replay:DIR"
@@ -51,7 +56,7 @@ struct SampleRecord {
   std::string model;
   SampleStatus status = SampleStatus::error;
   std::optional<models::Reply> reply;  ///< absent for offline models and skipped problems
-  std::optional<double> cost_usd;      ///< estimate from pricing/prices.json; absent when unknown
+  std::optional<double> cost_usd;      ///< what the answer cost when it was bought (pricing/prices.json); absent when unknown
   std::string message;                 ///< why, for every status but ok
   std::string candidate, raw;          ///< paths relative to OUT; "" when not written
 
@@ -62,6 +67,8 @@ struct GenerateResult {
   std::filesystem::path out_dir;
   std::vector<SampleRecord> records;  ///< selection order, then sample order
   std::string topology;               ///< the topology the prompts described ("" for offline models)
+  /// Why the batch stopped early (the provider's message for a 401, quota or 400), or "".
+  std::string stopped;
   size_t count(SampleStatus s) const;
 };
 

@@ -49,20 +49,21 @@ void ProgressLine::add(const SampleRecord& r) {
   ++done_;
   if (r.status == SampleStatus::ok) ++ok_;
   // Failed: a model was asked and gave no usable kernel. Skips and offline gaps are not the model's doing.
-  if (r.status == SampleStatus::no_code || r.status == SampleStatus::truncated || r.status == SampleStatus::error)
-    ++failed_;
+  if (model_failed(r.status) || r.status == SampleStatus::error) ++failed_;
+  bool cached = r.reply && r.reply->from_cache;
   if (r.reply) {
-    cached_ += r.reply->from_cache;
+    cached_ += cached;
     tokens_ += r.reply->usage.input_tokens + r.reply->usage.output_tokens;
   }
-  if (r.cost_usd) cost_ += *r.cost_usd, any_cost_ = true;
+  // New spend and what the cached answers cost when they were bought, apart: a rerun pays nothing.
+  if (r.cost_usd) (cached ? cached_cost_ : cost_) += *r.cost_usd, any_cost_ = true;
   print();
 }
 
 void ProgressLine::print() const {
   if (!enabled_) return;
-  char cost[32] = "cost unknown";
-  if (any_cost_) std::snprintf(cost, sizeof cost, "$%.4f", cost_);
+  char cost[96] = "cost unknown";
+  if (any_cost_) std::snprintf(cost, sizeof cost, "$%.4f new, $%.4f from cache", cost_, cached_cost_);
   // On a terminal the line is redrawn in place; in a log every update is its own line.
   std::fprintf(stderr, "%spkb generate: %zu/%zu done, %zu ok, %zu failed, %zu from cache, %lld tokens, %s%s",
                tty_ ? "\r" : "", done_, total_, ok_, failed_, cached_, static_cast<long long>(tokens_), cost,

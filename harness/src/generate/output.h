@@ -22,7 +22,8 @@ void write_records(const std::filesystem::path& out, const std::vector<SampleRec
 /// "openai:gpt-5" -> "openai_gpt-5": a model name as one path component.
 std::string file_safe(const std::string& s);
 
-/// "pkb generate: 5/16 done, 4 ok, 1 failed, 12345 tokens, $0.0123" on stderr; redrawn in place on a terminal.
+/// "pkb generate: 5/16 done, 4 ok, 1 failed, 3 from cache, 12345 tokens, $0.0123 new, $0.0040 from cache" on
+/// stderr; redrawn in place on a terminal.
 class ProgressLine {
  public:
   ProgressLine(size_t total, bool enabled);
@@ -33,7 +34,7 @@ class ProgressLine {
   void print() const;
   size_t total_, done_ = 0, ok_ = 0, failed_ = 0, cached_ = 0;
   int64_t tokens_ = 0;
-  double cost_ = 0;
+  double cost_ = 0, cached_cost_ = 0;  // new spend; original cost of the answers served from the cache
   bool any_cost_ = false, enabled_, tty_;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 namespace pkb::models {
@@ -22,9 +24,27 @@ std::vector<Reply> run_requests(Provider& provider, const std::vector<Request>& 
   std::mutex progress_mutex;
   size_t done = 0;
 
+  std::mutex stop_mutex;
+  std::string stopped;  // the first batch-stopping failure: what is not in the cache by then is not sent
+  auto stop_reason = [&] {
+    std::lock_guard lock(stop_mutex);
+    return stopped;
+  };
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < requests.size();) {
-      replies[i] = complete_cached(provider, opt.cache, requests[i]);
+      std::optional<Reply> hit = opt.cache ? opt.cache->load(provider.name(), requests[i]) : std::nullopt;
+      if (hit) {
+        replies[i] = *hit;
+      } else if (std::string why = stop_reason(); !why.empty()) {
+        replies[i].error = ErrorKind::not_sent;
+        replies[i].error_message = "not sent: the batch stopped after " + why;
+      } else {
+        replies[i] = complete_cached(provider, opt.cache, requests[i]);
+      }
+      if (stops_batch(replies[i].error)) {
+        std::lock_guard lock(stop_mutex);
+        if (stopped.empty()) stopped = std::string(error_kind_name(replies[i].error)) + ": " + replies[i].error_message;
+      }
       std::lock_guard lock(progress_mutex);
       ++done;
       if (opt.on_reply) opt.on_reply(Progress{i, done, requests.size(), replies[i]});

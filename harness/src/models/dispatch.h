@@ -30,6 +30,8 @@ struct DispatchOptions {
 /// One request through the cache: a hit sends nothing; a miss calls the provider and stores the reply.
 Reply complete_cached(Provider& provider, const ReplyCache* cache, const Request& req);
 
+/// After a reply whose error stops_batch() (401/403, quota, 400), requests not yet sent come back as not_sent
+/// with that error in their message; those already in flight finish.
 std::vector<Reply> run_requests(Provider& provider, const std::vector<Request>& requests,
                                 const DispatchOptions& opt = {});
 

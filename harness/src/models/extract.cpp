@@ -12,6 +12,7 @@ namespace {
 struct Block {
   std::string lang;
   std::string code;
+  bool closed = false;  // its closing fence was seen (an open one runs to the end of the text)
 };
 
 struct Fence {
@@ -87,6 +88,7 @@ std::vector<Block> find_blocks(std::string_view text) {
     }
     if (fence && fence->ch == open->ch && fence->len >= open->len && fence->info.empty()) {
       open.reset();
+      blocks.back().closed = true;
       continue;
     }
     blocks.back().code.append(line).append("\n");
@@ -172,8 +174,15 @@ Extraction extract_code(std::string_view answer, FinishReason finish) {
 
   Extraction out;
   if (!candidates.empty()) {
-    auto larger = [](const Block* a, const Block* b) { return a->code.size() < b->code.size(); };
-    const Block* best = *std::max_element(candidates.begin(), candidates.end(), larger);
+    const Block* best = nullptr;
+    if (defines_pkb_run(*candidates.front())) {
+      // An answer that revises its kernel presents the final one last; a cut-off last block is not it.
+      for (const Block* b : candidates)
+        if (b->closed || !best) best = b;
+    } else {
+      auto larger = [](const Block* a, const Block* b) { return a->code.size() < b->code.size(); };
+      best = *std::max_element(candidates.begin(), candidates.end(), larger);
+    }
     out = {CodeStatus::ok, best->code, best->lang};
   } else if (blocks.empty() && defines_function(text, "pkb_run")) {
     out = {CodeStatus::ok, std::string(trim(text)) + "\n", ""};  // bare code, no fences at all
@@ -185,21 +194,33 @@ Extraction extract_code(std::string_view answer, FinishReason finish) {
 ThinkSplit split_think(std::string_view text) {
   static constexpr std::string_view kOpen = "<think>", kClose = "</think>";
   ThinkSplit out;
-  std::string_view thoughts;
-  if (size_t close = text.rfind(kClose); close != std::string_view::npos) {
-    thoughts = text.substr(0, close);
-    out.answer = std::string(trim(text.substr(close + kClose.size())));
-  } else if (size_t open = text.find(kOpen); open != std::string_view::npos) {
-    out.answer = std::string(trim(text.substr(0, open)));
-    thoughts = text.substr(open);
-  } else {
+  std::string thoughts;
+  bool split = false;
+  std::string_view rest = text;
+  // Reasoning comes first. Without an opening tag (DeepSeek-R1 style), text up to a </think> that precedes every
+  // code fence and every <think>; then any number of <think> blocks opening what is left. A tag anywhere else
+  // is the answer talking about tags, and must not hide the code after it.
+  size_t close = rest.find(kClose);
+  std::string_view before = close == std::string_view::npos ? rest : rest.substr(0, close);
+  if (close != std::string_view::npos && before.find("```") == std::string_view::npos &&
+      before.find(kOpen) == std::string_view::npos) {
+    thoughts += before;
+    rest = rest.substr(close + kClose.size());
+    split = true;
+  }
+  while (trim(rest).substr(0, kOpen.size()) == kOpen) {
+    rest = trim(rest).substr(kOpen.size());
+    size_t end = rest.find(kClose);
+    thoughts += std::string(rest.substr(0, end)) + "\n";
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + kClose.size());  // unclosed: cut off
+    split = true;
+  }
+  if (!split) {
     out.answer = std::string(text);
     return out;
   }
-  std::string r(thoughts);
-  for (auto tag : {kOpen, kClose})
-    for (size_t p; (p = r.find(tag)) != std::string::npos;) r.erase(p, tag.size());
-  out.reasoning = std::string(trim(r));
+  out.answer = std::string(trim(rest));
+  out.reasoning = std::string(trim(thoughts));
   return out;
 }
 

@@ -24,6 +24,16 @@ std::string redact(std::string text, const std::string& secret) {
   return text;
 }
 
+// The request body without the prompt texts (messages, input, contents, system prompts): what a record should
+// say was asked for (model, token limit, temperature if it was sent, merged extras).
+nlohmann::json sent_parameters(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return nullptr;
+  for (const char* prompt : {"messages", "input", "instructions", "system", "contents", "systemInstruction"})
+    j.erase(prompt);
+  return j;
+}
+
 class HttpProvider : public Provider {
  public:
   HttpProvider(ModelName name, std::string key, ProviderOptions opt)
@@ -34,6 +44,7 @@ class HttpProvider : public Provider {
   Reply complete(const Request& req) override {
     auto start = std::chrono::steady_clock::now();
     const HttpRequest http = wire_->build(name_, key_, req);
+    const nlohmann::json sent = sent_parameters(http.body);
     Reply reply;
     for (int attempt = 1;; ++attempt) {
       Verdict v = attempt_once(http, reply);
@@ -48,6 +59,7 @@ class HttpProvider : public Provider {
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     reply.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    reply.sent = sent;
     return reply;
   }
 

@@ -6,13 +6,14 @@
 namespace pkb::models {
 namespace {
 
-constexpr std::array<std::pair<FinishReason, const char*>, 3> kFinishNames = {{
+constexpr std::array<std::pair<FinishReason, const char*>, 4> kFinishNames = {{
     {FinishReason::stop, "stop"},
     {FinishReason::length, "length"},
+    {FinishReason::refused, "refused"},
     {FinishReason::other, "other"},
 }};
 
-constexpr std::array<std::pair<ErrorKind, const char*>, 10> kErrorNames = {{
+constexpr std::array<std::pair<ErrorKind, const char*>, 11> kErrorNames = {{
     {ErrorKind::none, "none"},
     {ErrorKind::transport, "transport"},
     {ErrorKind::timeout, "timeout"},
@@ -23,6 +24,7 @@ constexpr std::array<std::pair<ErrorKind, const char*>, 10> kErrorNames = {{
     {ErrorKind::server, "server"},
     {ErrorKind::bad_response, "bad_response"},
     {ErrorKind::api_error, "api_error"},
+    {ErrorKind::not_sent, "not_sent"},
 }};
 
 template <class Table, class E>
@@ -46,6 +48,7 @@ std::optional<FinishReason> finish_reason_from_name(const std::string& s) {
   return value_of<FinishReason>(kFinishNames, s);
 }
 const char* error_kind_name(ErrorKind k) { return name_of(kErrorNames, k); }
+bool stops_batch(ErrorKind k) { return k == ErrorKind::auth || k == ErrorKind::quota || k == ErrorKind::bad_request; }
 std::optional<ErrorKind> error_kind_from_name(const std::string& s) { return value_of<ErrorKind>(kErrorNames, s); }
 
 nlohmann::json to_json(const Request& r) {
@@ -73,7 +76,8 @@ nlohmann::json to_json(const Reply& r) {
           {"attempts", r.attempts},
           {"http_status", r.http_status},
           {"error", error_kind_name(r.error)},
-          {"error_message", r.error_message}};
+          {"error_message", r.error_message},
+          {"sent", r.sent}};
 }
 
 Reply reply_from_json(const nlohmann::json& j) {
@@ -92,6 +96,7 @@ Reply reply_from_json(const nlohmann::json& j) {
   r.http_status = j.value("http_status", 0L);
   r.error = error_kind_from_name(j.value("error", "none")).value_or(ErrorKind::api_error);
   r.error_message = j.value("error_message", "");
+  r.sent = j.value("sent", nlohmann::json());
   return r;
 }
 

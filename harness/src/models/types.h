@@ -20,8 +20,10 @@ struct Request {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-/// Why generation stopped, normalized across providers. `raw` in Reply keeps the provider's word.
-enum class FinishReason { stop, length, other };
+/// Why generation stopped, normalized across providers. `raw` in Reply keeps the provider's word. refused: the
+/// provider cut the answer off or withheld it for a reason other than length (OpenAI content_filter and
+/// refusal, Responses incomplete:content_filter, Anthropic refusal, Gemini SAFETY/RECITATION/blocked prompt).
+enum class FinishReason { stop, length, refused, other };
 
 /// Failure class of a request. `none` means the reply carries a real answer (possibly empty or truncated).
 enum class ErrorKind {
@@ -35,7 +37,12 @@ enum class ErrorKind {
   server,        ///< 5xx / 529 still failing after the last attempt
   bad_response,  ///< 2xx whose body is not the expected JSON
   api_error,     ///< 2xx whose body reports a failure (Responses API status "failed")
+  not_sent,      ///< never sent: an earlier request of the batch failed in a way every request would (auth, ...)
 };
+
+/// Failures that every other request of a batch would hit too (bad key, no credit, a malformed request):
+/// sending the rest only burns time and quota, so a batch stops at the first one.
+bool stops_batch(ErrorKind k);
 
 const char* finish_reason_name(FinishReason r);
 std::optional<FinishReason> finish_reason_from_name(const std::string& s);
@@ -63,6 +70,9 @@ struct Reply {
   ErrorKind error = ErrorKind::none;
   std::string error_message;  ///< one line, API keys redacted
   bool from_cache = false;
+  /// The parameters actually sent (the body without the prompt texts): a temperature the model rejects and
+  /// pkb therefore dropped is absent here. null when nothing was sent.
+  nlohmann::json sent;
 
   bool ok() const { return error == ErrorKind::none; }
 };

@@ -46,7 +46,8 @@ HttpRequest make_json_request(std::string url, json body, const Request& req) {
   return {std::move(url), {"Content-Type: application/json"}, body.dump()};
 }
 
-Verdict bad_response(const std::string& what) { return {ErrorKind::bad_response, false, what, std::nullopt}; }
+// Retried: a 2xx whose body is cut or empty is usually a proxy or a transient server fault; never cached.
+Verdict bad_response(const std::string& what) { return {ErrorKind::bad_response, true, what, std::nullopt}; }
 
 }  // namespace detail
 

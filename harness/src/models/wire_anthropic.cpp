@@ -9,7 +9,8 @@ namespace {
 FinishReason anthropic_finish(const std::string& raw) {
   if (raw == "end_turn" || raw == "stop_sequence") return FinishReason::stop;
   if (raw == "max_tokens" || raw == "model_context_window_exceeded") return FinishReason::length;
-  return FinishReason::other;  // refusal, pause_turn, tool_use
+  if (raw == "refusal") return FinishReason::refused;  // the streaming classifiers stopped the answer
+  return FinishReason::other;  // pause_turn, tool_use
 }
 
 class Anthropic : public WireFormat {

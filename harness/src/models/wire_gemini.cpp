@@ -7,7 +7,10 @@ namespace {
 FinishReason gemini_finish(const std::string& raw) {
   if (raw == "STOP") return FinishReason::stop;
   if (raw == "MAX_TOKENS") return FinishReason::length;
-  return FinishReason::other;  // SAFETY, RECITATION, PROHIBITED_CONTENT, ...
+  if (raw == "SAFETY" || raw == "RECITATION" || raw == "PROHIBITED_CONTENT" || raw == "BLOCKLIST" || raw == "SPII" ||
+      raw == "IMAGE_SAFETY")
+    return FinishReason::refused;
+  return FinishReason::other;  // LANGUAGE, MALFORMED_FUNCTION_CALL, OTHER, ...
 }
 
 class Gemini : public WireFormat {
@@ -32,9 +35,12 @@ class Gemini : public WireFormat {
     r.model_reported = str(j, "modelVersion");
     const json& candidates = arr(j, "candidates");
     if (candidates.empty()) {
-      // A blocked prompt is an answer without text, not a transport failure.
+      // A blocked prompt is the provider refusing, an answer of its own; a 200 with neither candidates nor a
+      // block reason is a broken reply, retried and never cached, like a reply without choices elsewhere.
       std::string block = str(obj(j, "promptFeedback"), "blockReason");
-      r.finish_raw = block.empty() ? "no_candidates" : "blocked:" + block;
+      if (block.empty()) return bad_response("no candidates and no promptFeedback.blockReason in reply");
+      r.finish_raw = "blocked:" + block;
+      r.finish = FinishReason::refused;
       return {};
     }
     // Thinking models may return MAX_TOKENS with no parts at all: missing parts are normal here.

@@ -9,6 +9,7 @@ namespace {
 FinishReason chat_finish(const std::string& raw) {
   if (raw == "stop") return FinishReason::stop;
   if (raw == "length") return FinishReason::length;
+  if (raw == "content_filter" || raw == "refusal") return FinishReason::refused;
   return FinishReason::other;
 }
 
@@ -107,7 +108,11 @@ class OpenAIResponses : public WireFormat {
     if (status == "incomplete") {
       std::string reason = str(obj(j, "incomplete_details"), "reason");
       r.finish_raw = "incomplete:" + reason;
-      r.finish = reason == "max_output_tokens" ? FinishReason::length : FinishReason::other;
+      r.finish = reason == "max_output_tokens" ? FinishReason::length
+                 : reason == "content_filter"    ? FinishReason::refused
+                                                 : FinishReason::other;
+    } else if (r.finish_raw == "refusal") {
+      r.finish = FinishReason::refused;
     } else if (r.finish_raw.empty()) {
       r.finish_raw = status;
       r.finish = status == "completed" ? FinishReason::stop : FinishReason::other;

@@ -1,8 +1,11 @@
 #include "prompt/prompt.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/error.h"
+#include "core/files.h"
+#include "core/sha256.h"
 #include "prompt/format.h"
 #include "prompt/template.h"
 #include "spec/catalog.h"
@@ -57,7 +60,24 @@ std::string nvcc_arch(const std::string& cc) {
   return "sm_" + digits + "a";
 }
 
-Topology choose_topology(const std::string& name, int world) {
+std::string templates_digest(const PromptOptions& o) {
+  fs::path dir = o.prompts_dir.empty() ? repo_root() / "prompts" : o.prompts_dir;
+  fs::path inc = o.include_dir.empty() ? repo_root() / "harness" / "include" : o.include_dir;
+  std::vector<fs::path> files = {inc / "pkb" / "abi.h", inc / "pkb" / "device.cuh"};
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin() + 2, files.end());
+  Sha256 h;
+  for (const auto& f : files) {
+    std::string name = f.lexically_relative(dir).generic_string(), bytes = read_text_file(f);
+    // Lengths first, so that no two different sets of files hash the same concatenation.
+    h.update(std::to_string(name.size()) + ":" + name + std::to_string(bytes.size()) + ":");
+    h.update(bytes);
+  }
+  return h.hex_digest();
+}
+
+Topology choose_topology(const std::string& name, int world, const std::string& gpu_model) {
   if (!name.empty()) {
     Topology t = find_topology(name);
     if (t.gpu_count < world)
@@ -66,9 +86,13 @@ Topology choose_topology(const std::string& name, int world) {
     return t;
   }
   std::optional<Topology> best;
+  // The driver may add a memory size ("NVIDIA H100 80GB HBM3" vs a topology's "NVIDIA H100"): a prefix matches.
+  auto local = [&](const Topology& t) { return !gpu_model.empty() && gpu_model.rfind(t.gpu_name, 0) == 0; };
   for (const auto& path : list_topologies(repo_root() / "topologies")) {  // sorted: ties go to the first name
     Topology t = load_topology(path);
-    if (t.gpu_count >= world && (!best || t.gpu_count < best->gpu_count)) best = std::move(t);
+    if (t.gpu_count < world) continue;
+    if (!best || std::make_pair(!local(t), t.gpu_count) < std::make_pair(!local(*best), best->gpu_count))
+      best = std::move(t);
   }
   if (!best) throw Error("no topology in topologies/ has " + std::to_string(world) + " or more GPUs; pass --topology");
   return *best;

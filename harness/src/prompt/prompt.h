@@ -39,8 +39,9 @@ struct Prompt {
 /// GPUs than W, a missing file or a template naming an unknown placeholder.
 Prompt build_prompt(const ProblemSpec& spec, const PromptOptions& o);
 
-/// The named topology, or "" -> the known topology with the fewest GPUs >= world (ties: by name).
-Topology choose_topology(const std::string& name, int world);
+/// The named topology, or "" -> the known topology with the fewest GPUs >= world, preferring those whose GPU is
+/// `gpu_model` (this machine's, by default: a run on 2x H100 is not told it runs on H200); ties by name.
+Topology choose_topology(const std::string& name, int world, const std::string& gpu_model = local_gpu_model());
 
 // Sections, rendered from data; exposed for tests and for later prompt kinds (e.g. feedback rounds).
 /// Parameters, groups, and every input/output in pkb_run's order with dtype and per-rank shape.
@@ -49,6 +50,11 @@ std::string render_io(const ProblemSpec& spec, const RunShape& run);
 std::string render_hardware(const Topology& t, const std::filesystem::path& prompts_dir);
 /// prompts/precision.txt filled from the run's dtype and the problem's tolerance.
 std::string render_precision(const ProblemSpec& spec, const RunShape& run, const std::filesystem::path& prompts_dir);
+
+/// sha256 over everything a prompt is rendered from besides the problem: every file under the templates
+/// directory (names and bytes) and the ABI headers. Part of `pkb run`'s run key: edited templates are another
+/// experiment.
+std::string templates_digest(const PromptOptions& o);
 
 /// "sm_90a" for compute capability "9.0": the target pkb eval compiles for on that machine.
 std::string nvcc_arch(const std::string& compute_capability);

@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/result_record.h"
+#include "scoring/records.h"
 
 namespace pkb::run {
 namespace {
@@ -112,12 +114,11 @@ RegressResult regress(const Catalog& catalog, RegressOptions o) {
   RegressResult res;
   res.run_dir = run.dir;
   res.junit = o.junit.empty() ? run.dir / "junit.xml" : o.junit;
-  std::map<std::string, json> latest;  // folder -> its record (one candidate per problem)
-  std::ifstream in(run.dir / "results.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("problem")) latest[j["problem"].value("folder", "")] = j;
-  }
+  // Through the loader that scores runs: the same record wins here as in the run's report.
+  std::map<std::string, ResultRecord> latest;  // folder -> its sample's record (one sample per problem)
+  if (fs::exists(run.dir / "results.jsonl"))
+    for (const auto& p : scoring::load_results(run.dir).problems)
+      for (const auto& s : p.samples) latest[p.folder] = s.record;
   for (const ProblemSpec* p : catalog.select(selection)) {
     RegressCase c;
     c.folder = p->folder();
@@ -129,23 +130,23 @@ RegressResult regress(const Catalog& catalog, RegressOptions o) {
       res.cases.push_back(c);
       continue;
     }
-    const json& j = rec->second;
-    c.status = j.value("status", "");
-    if (j.contains("timing") && j["timing"].is_object()) c.speedup = j["timing"].value("speedup", 0.0);
-    if (j.contains("wall") && j["wall"].is_object()) c.seconds = j["wall"].value("total_s", 0.0);
-    bool correct = c.status == "correct";
+    const ResultRecord& j = rec->second;
+    c.status = j.status;
+    c.speedup = j.speedup.value_or(0.0);
+    c.seconds = j.total_s.value_or(0.0);
+    bool correct = j.correct();
     auto base = baseline.find(c.folder);
     if (base == baseline.end() || !base->second.correct) {
       c.verdict = correct ? "pass" : "fail";
       c.message = (base == baseline.end() ? "not in the baseline; " : "no correct kernel in the baseline; ") +
-                  (correct ? "correct, " + fmt("%.2fx", c.speedup) : c.status + ": " + j.value("message", ""));
+                  (correct ? "correct, " + fmt("%.2fx", c.speedup) : c.status + ": " + j.message);
     } else {
       c.baseline_correct = true;
       c.baseline_speedup = base->second.best_speedup;
       double floor = c.baseline_speedup * (1 - o.slowdown);
       if (!correct) {
         c.verdict = "regression";
-        c.message = "was correct in the baseline, now " + c.status + ": " + j.value("message", "");
+        c.message = "was correct in the baseline, now " + c.status + ": " + j.message;
       } else if (c.baseline_speedup > 0 && c.speedup < floor) {
         c.verdict = "regression";
         c.message = "slower: " + fmt("%.2fx", c.speedup) + " vs " + fmt("%.2fx", c.baseline_speedup) +

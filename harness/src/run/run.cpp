@@ -18,9 +18,11 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/result_record.h"
 #include "core/sha256.h"
 #include "generate/output.h"
 #include "launch/process.h"
+#include "prompt/prompt.h"
 #include "scoring/report.h"
 #include "validate/validate.h"
 
@@ -38,11 +40,17 @@ std::string utc_now() {
   return stamp;
 }
 
-// What makes two invocations the same run; `samples` may grow between them.
+// What makes two invocations the same run; `samples` may grow between them. Everything that changes what the
+// model is asked (variant, templates, sampling, token cap) or what a kernel is built and timed for is in it, so
+// that resuming with another setting is refused instead of mixing two experiments in one score.
 json run_key(const RunOptions& o, const std::string& selection) {
+  const generate::GenerateOptions& g = o.generate;
   return {{"model", o.model}, {"problems", selection}, {"world", o.world}, {"device", o.eval.device},
-          {"dtype", o.eval.dtype}, {"topology", o.topology}, {"trials", o.eval.trials}, {"seed", o.eval.seed},
-          {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters}, {"params", o.eval.params}};
+          {"dtype", o.eval.dtype}, {"topology", o.topology}, {"arch", o.eval.arch}, {"trials", o.eval.trials},
+          {"seed", o.eval.seed}, {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters},
+          {"params", o.eval.params}, {"variant", prompt::variant_name(g.prompt.variant)},
+          {"temperature", g.temperature ? json(*g.temperature) : json()}, {"max_tokens", g.max_tokens},
+          {"prompts_sha256", prompt::templates_digest(g.prompt)}};
 }
 
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
@@ -81,9 +89,10 @@ struct Task {
   int sample = 0;
   fs::path source;
   std::string sha256;           // of the source, or "generation:<folder>:<sample>"
-  std::string failure_status;   // no_code | truncated | error, for failed generations
+  std::string failure_status;   // no_code | truncated | refused, for failed generations
   std::string failure_message;
-  std::string key() const { return spec->folder() + "|" + sha256; }
+  // A sample is (problem, index): equal bytes in two samples are two samples (scoring keys them alike).
+  std::string key() const { return sample_key(spec->folder(), sample, sha256); }
 };
 
 struct Recorded {
@@ -94,26 +103,54 @@ struct Recorded {
 // What earlier invocations recorded, by sample key, read by the same loader that scores the run: a resumed run
 // and its report agree on what is done (the latest record of a candidate wins; a kernel supersedes the failed
 // generation of its sample).
+// Records written before records carried `sample` are keyed by sha256 (folder@sha256); a task finds those too.
 std::map<std::string, Recorded> recorded(const fs::path& results) {
   std::map<std::string, Recorded> out;
   if (!fs::exists(results)) return out;
   scoring::LoadedResults loaded = scoring::load_results(results);
   for (const auto& p : loaded.problems) {
-    for (const auto& s : p.samples) out[p.folder + "|" + s.sha256] = {s.status, s.speedup.value_or(0.0)};
-    for (const auto& s : p.not_evaluated) out[p.folder + "|" + s.sha256] = {s.status, 0.0};
+    for (const auto& s : p.samples) out[s.key] = {s.status, s.speedup.value_or(0.0)};
+    for (const auto& s : p.not_evaluated) out[s.key] = {s.status, 0.0};
   }
   return out;
 }
 
-json generation_failed_record(const Task& t, const RunOptions& o) {
-  return {{"schema", "pkb.result/1"}, {"time", utc_now()},
-          {"problem", {{"id", t.spec->id}, {"slug", t.spec->slug}, {"folder", t.spec->folder()},
-                       {"category", category_name(t.spec->category)}}},
-          {"candidate", {{"path", ""}, {"sha256", t.sha256}}}, {"sample", t.sample},
-          {"generation", {{"status", t.failure_status}, {"message", t.failure_message}}},
-          {"model", o.model}, {"world", o.world}, {"device", o.eval.device}, {"dtype", o.eval.dtype},
-          {"status", "generation_failed"}, {"message", "no kernel to evaluate: " + t.failure_status +
-                                                           (t.failure_message.empty() ? "" : ": " + t.failure_message)}};
+const Recorded* find_recorded(const std::map<std::string, Recorded>& done, const Task& t) {
+  for (const std::string& key : {t.key(), sample_key(t.spec->folder(), std::nullopt, t.sha256)})
+    if (auto it = done.find(key); it != done.end()) return &it->second;
+  return nullptr;
+}
+
+ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
+  ResultRecord r;
+  r.time = utc_now();
+  r.problem_id = t.spec->id;
+  r.problem_slug = t.spec->slug;
+  r.problem_folder = t.spec->folder();
+  r.problem_category = category_name(t.spec->category);
+  r.candidate_sha256 = t.sha256;
+  r.sample = t.sample;
+  r.model = o.model;
+  r.world = o.world;
+  r.device = o.eval.device;
+  r.dtype = o.eval.dtype;
+  r.status = result_status_name(ResultStatus::generation_failed);
+  r.generation_status = t.failure_status;
+  r.generation_message = t.failure_message;
+  r.message = "no kernel to evaluate: " + t.failure_status + (t.failure_message.empty() ? "" : ": " + t.failure_message);
+  return r;
+}
+
+// The problems a run asks for (selected, allowed at W, with a kernel source): scoring counts one without any
+// record as 0 rather than letting it vanish from the denominator.
+void record_selection(const fs::path& dir, const std::vector<const ProblemSpec*>& asked) {
+  json selection = json::array();
+  for (const ProblemSpec* p : asked)
+    selection.push_back({{"id", p->id}, {"slug", p->slug}, {"folder", p->folder()},
+                         {"category", category_name(p->category)}});
+  json m = read_json_or_null(dir / "manifest.json");
+  m["selection"] = selection;
+  write_json_atomically(dir / "manifest.json", m);
 }
 
 // done/total with pass and fast counts and an ETA, one line per finished sample on stderr.
@@ -201,7 +238,11 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
   if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
   o.eval.world = o.world;
-  o.eval.topology = o.topology;
+  // The machine the prompts describe and the rooflines use, chosen like `pkb prompt` does; nvcc targets it.
+  Topology topo = prompt::choose_topology(o.topology, o.world);
+  o.topology = topo.name;
+  o.eval.topology = topo.name;
+  o.eval.arch = o.arch.empty() ? prompt::nvcc_arch(topo.compute_capability) : o.arch;
   std::string selection = o.problems;
   if (selection.empty() && o.model == "expert") {
     for (const ProblemSpec& p : catalog.problems)
@@ -242,6 +283,7 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n", cut);
   auto done = recorded(results);
   std::vector<Task> todo;
+  std::vector<const ProblemSpec*> asked;
   int pass = 0, fast = 0;
   for (const auto& r : gen.records) {
     const ProblemSpec* spec = nullptr;
@@ -254,25 +296,33 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     if (r.status == generate::SampleStatus::ok) {
       t.source = sum.dir / r.candidate;
       t.sha256 = sha256_hex(read_text_file(t.source));
-    } else if (r.status == generate::SampleStatus::no_code || r.status == generate::SampleStatus::truncated ||
-               r.status == generate::SampleStatus::error) {
+    } else if (generate::model_failed(r.status)) {
       t.sha256 = "generation:" + spec->folder() + ":" + std::to_string(r.sample);
       t.failure_status = generate::sample_status_name(r.status);
       t.failure_message = r.message;
+    } else if (r.status == generate::SampleStatus::error) {
+      // The service, not the model, failed: no sample yet; the next invocation asks again.
+      ++sum.service_failures;
+      if (sum.service_error.empty()) sum.service_error = r.message;
+      if (asked.empty() || asked.back() != spec) asked.push_back(spec);
+      continue;
     } else {
       continue;  // skipped (W forbidden), no_solution, missing: not samples of this run
     }
+    if (asked.empty() || asked.back() != spec) asked.push_back(spec);
     ++sum.samples;
-    auto it = done.find(t.key());
-    bool finished = it != done.end() && (it->second.status != "not_evaluated" || !sum.gpu_evaluation);
-    if (finished) {
+    const Recorded* rec = find_recorded(done, t);
+    const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
+    bool placeholder = info && !info->sample;  // not_evaluated: done only where no GPU could do better
+    if (rec && (!placeholder || !sum.gpu_evaluation)) {
       ++sum.resumed;
-      pass += it->second.status == "correct";
-      fast += it->second.status == "correct" && it->second.speedup > 1.0;
+      pass += rec->status == "correct";
+      fast += rec->status == "correct" && rec->speedup > 1.0;
       continue;
     }
     todo.push_back(t);
   }
+  record_selection(sum.dir, asked);
   if (o.progress && sum.resumed)
     std::fprintf(stderr, "resuming: %d of %d samples already recorded\n", sum.resumed, sum.samples);
 
@@ -281,7 +331,7 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   std::vector<Task> evals;
   for (const Task& t : todo) {
     if (t.source.empty()) {
-      append_line(results, generation_failed_record(t, o).dump());
+      append_line(results, record_to_json(generation_failed_record(t, o)).dump());
       ++sum.recorded;
       progress.finished(t, "generation_failed", 0);
     } else {
@@ -335,10 +385,16 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
       for (size_t i = 0; i < group.size(); ++i) {
         const Task& t = group[i];
         try {
-          EvalResult r = evaluate_candidate(*t.spec, t.source, e);
+          // evaluate_candidate appends its own copy of the record (without sample and model) under out_dir and
+          // names the candidate pass's directory by content: one directory per sample keeps two samples with
+          // equal bytes from overwriting each other's rank records. RUN/results.jsonl gets the full record.
+          e.out_dir = sum.dir / "eval" / ("sample_" + std::to_string(t.sample));
+          ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
+          rec.sample = t.sample;
+          rec.model = o.model;
+          append_line(results, record_to_json(rec).dump());
           ++recorded_count;
-          double speedup = r.record.contains("timing") ? r.record["timing"].value("speedup", 0.0) : 0.0;
-          progress.finished(t, eval_status_name(r.status), speedup);
+          progress.finished(t, rec.status, rec.speedup.value_or(0.0));
         } catch (const std::exception& err) {
           // The harness, not the candidate, failed (e.g. the reference pass): nothing is recorded, so the next
           // invocation retries; the problem's other samples would fail the same way. (Any exception: one escaping
@@ -357,13 +413,12 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   sum.recorded += recorded_count;
   sum.harness_errors = harness_errors;
 
-  // 6. Score and report, from the records alone.
+  // 6. Score and report, from the records alone; a run without any record (say, the service refused every
+  // request) still reports its selection's problems, as missing.
+  if (!fs::exists(results)) std::ofstream{results};
   scoring::LoadedResults loaded = scoring::load_results(sum.dir);
   for (const auto& w : loaded.warnings) std::fprintf(stderr, "pkb: warning: %s\n", w.c_str());
-  if (loaded.records > 0) {
-    scoring::Scores scores = scoring::score(loaded, scoring::ScoreSettings{});
-    scoring::write_report(scores, loaded, sum.dir);
-  }
+  scoring::write_report(scoring::score(loaded, scoring::ScoreSettings{}), loaded, sum.dir);
   return sum;
 }
 

@@ -27,7 +27,8 @@ struct RunOptions {
   int samples = 1;
   int world = 0;                 // 0 = every visible GPU (at least 2); 2 without GPUs
   std::string device = "auto";   // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
-  std::string topology = "h200_2";
+  std::string topology;          // "" = the smallest topology that fits W, preferring this machine's GPU
+  std::string arch;              // nvcc target; "" = the topology's (sm_90a for H100/H200)
   std::filesystem::path out_dir;  // "" = results/runs/<model>-w<W>-<device>-<dtype>
   int compile_jobs = 0;           // 0 = one per core
   bool progress = true;
@@ -42,6 +43,10 @@ struct RunSummary {
   int resumed = 0;              // already recorded by an earlier invocation
   int recorded = 0;             // records appended by this invocation
   int harness_errors = 0;       // samples left unrecorded because the harness itself failed (retried next time)
+  int service_failures = 0;     // samples the model service never answered (auth, quota, network): not samples
+  std::string service_error;    // the first of those failures, as the provider put it
+  // A run is complete when every sample has its record; otherwise the next invocation does what is missing.
+  bool complete() const { return harness_errors == 0 && service_failures == 0; }
 };
 
 // Number of GPUs this process may use, from the driver's /proc files and CUDA_VISIBLE_DEVICES, without

@@ -21,6 +21,7 @@ struct NumberField {
 constexpr NumberField kGpuNumbers[] = {
     {"l2_bytes", &Topology::l2_bytes, true},        {"hbm_bytes", &Topology::hbm_bytes, true},
     {"hbm_GBps", &Topology::hbm_GBps, true},        {"bf16_dense_TFLOPs", &Topology::bf16_dense_TFLOPs, true},
+    {"fp32_TFLOPs", &Topology::fp32_TFLOPs, false},
 };
 constexpr NumberField kLinkNumbers[] = {
     {"link_GBps", &Topology::link_GBps, true},
@@ -43,6 +44,10 @@ double number(const json& j, const std::string& key, const std::string& where) {
 
 }  // namespace
 
+double Topology::math_TFLOPs(DType float_dtype) const {
+  return float_dtype == DType::f32 || float_dtype == DType::f64 ? fp32_TFLOPs : bf16_dense_TFLOPs;
+}
+
 double Topology::roofline_link_GBps() const {
   // Measured SM-driven writes are what a kernel can reach; fall back to the documented aggregate link rate.
   if (peer_write_GBps > 0) return std::max(peer_write_GBps, peer_read_GBps);
@@ -59,7 +64,8 @@ Topology Topology::from_json(const json& j, const std::string& where) {
   t.compute_capability = need(gpu, "compute_capability", gw).get<std::string>();
   t.gpu_count = static_cast<int>(number(gpu, "count", gw));
   t.sm_count = static_cast<int>(number(gpu, "sm_count", gw));
-  for (const auto& f : kGpuNumbers) t.*(f.member) = number(gpu, f.key, gw);
+  for (const auto& f : kGpuNumbers)
+    if (f.required || gpu.contains(f.key)) t.*(f.member) = number(gpu, f.key, gw);
   const json& link = need(j, "interconnect", where);
   std::string lw = where + ": interconnect";
   t.link_kind = need(link, "kind", lw).get<std::string>();
@@ -74,7 +80,8 @@ Topology Topology::from_json(const json& j, const std::string& where) {
   for (auto& [k, v] : src.items()) t.sources[k] = v.get<std::string>();
   // Every number carries its source: a roofline is only as good as the figures under it.
   std::vector<std::string> numbered = {"gpu.count", "gpu.sm_count"};
-  for (const auto& f : kGpuNumbers) numbered.push_back(std::string("gpu.") + f.key);
+  for (const auto& f : kGpuNumbers)
+    if (gpu.contains(f.key)) numbered.push_back(std::string("gpu.") + f.key);
   for (const auto& f : kLinkNumbers)
     if (link.contains(f.key)) numbered.push_back(std::string("interconnect.") + f.key);
   numbered.push_back("interconnect.links_per_gpu");
@@ -86,7 +93,8 @@ Topology Topology::from_json(const json& j, const std::string& where) {
 json Topology::to_json() const {
   json gpu = {{"name", gpu_name},         {"compute_capability", compute_capability}, {"count", gpu_count},
               {"sm_count", sm_count}};
-  for (const auto& f : kGpuNumbers) gpu[f.key] = this->*(f.member);
+  for (const auto& f : kGpuNumbers)
+    if (f.required || this->*(f.member) > 0) gpu[f.key] = this->*(f.member);
   json link = {{"kind", link_kind}, {"links_per_gpu", links_per_gpu}, {"nvswitch", nvswitch}, {"multicast", multicast}};
   for (const auto& f : kLinkNumbers)
     if (f.required || this->*(f.member) > 0) link[f.key] = this->*(f.member);
@@ -126,6 +134,22 @@ Topology find_topology(const std::string& name) {
   std::string known;
   for (const auto& p : list_topologies(dir)) known += (known.empty() ? "" : ", ") + p.stem().string();
   throw Error("no topology '" + name + "' in " + dir.string() + " (known: " + known + ")");
+}
+
+std::string local_gpu_model() {
+  std::error_code ec;
+  std::vector<std::filesystem::path> gpus;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) gpus.push_back(e.path());
+  std::sort(gpus.begin(), gpus.end());
+  for (const auto& dir : gpus) {
+    std::ifstream in(dir / "information");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("Model:", 0) == 0) {
+        size_t start = line.find_first_not_of(" \t", 6);
+        return start == std::string::npos ? "" : line.substr(start);
+      }
+  }
+  return "";
 }
 
 }  // namespace pkb

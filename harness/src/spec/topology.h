@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/dtype.h"
+
 namespace pkb {
 
 struct Topology {
@@ -19,6 +21,7 @@ struct Topology {
   double l2_bytes = 0, hbm_bytes = 0;
   double hbm_GBps = 0;            // achievable device-to-device copy bandwidth, read + write counted
   double bf16_dense_TFLOPs = 0;   // dense bf16 tensor-core rate
+  double fp32_TFLOPs = 0;         // fp32 on CUDA cores (PyTorch's default: no TF32); 0 = unknown
   // Interconnect
   std::string link_kind;          // "nvlink4", "nvlink5", "pcie5"
   int links_per_gpu = 0;
@@ -32,6 +35,9 @@ struct Topology {
 
   // The per-GPU bandwidth a roofline should assume for data leaving or entering over links, one direction.
   double roofline_link_GBps() const;
+  // The math rate a roofline of that float dtype should assume (TFLOP/s): fp32 runs cannot use the bf16 tensor
+  // cores' rate. 0 when the topology does not say.
+  double math_TFLOPs(DType float_dtype) const;
 
   nlohmann::json to_json() const;
   static Topology from_json(const nlohmann::json& j, const std::string& where);
@@ -42,5 +48,9 @@ Topology load_topology(const std::filesystem::path& file);
 std::vector<std::filesystem::path> list_topologies(const std::filesystem::path& dir);
 // topologies/NAME.json under the repo root; throws if absent, listing the ones that exist.
 Topology find_topology(const std::string& name);
+
+// The model of this machine's first GPU as the driver names it ("NVIDIA H200"), read from
+// /proc/driver/nvidia/gpus without initializing CUDA; "" without an NVIDIA driver.
+std::string local_gpu_model();
 
 }  // namespace pkb

@@ -1,0 +1,87 @@
+// The result record (schema pkb.result/1, docs/result-record.md) as one typed struct, and the one table of
+// statuses it can carry. Everything that reads or writes results.jsonl (eval, run, regress, scoring) goes
+// through record_to_json / record_from_json, so a field is spelled in one place.
+// The struct types what pkb itself reads back (identity, status, speedup, SOL, settings); every other field
+// (compile log, checks, per-trial comparisons, timing statistics, ...) travels verbatim in `fields`.
+// A sample is (problem folder, sample index); a record without a sample index (`pkb eval` of a file) is
+// identified by its candidate's sha256 instead (sample_key).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pkb {
+
+inline constexpr const char* kResultSchema = "pkb.result/1";
+
+// `pkb eval`'s outcomes, then `pkb run`'s two: a sample the model produced no kernel for, a candidate left
+// unevaluated (no GPU).
+enum class ResultStatus {
+  compile_error,
+  lint_violation,
+  load_error,
+  runtime_error,
+  timeout,
+  crash,
+  incorrect,
+  correct,
+  generation_failed,
+  not_evaluated
+};
+
+struct StatusInfo {
+  ResultStatus status;
+  const char* name;          // as written in records
+  bool sample;               // counts in n (pass@k's denominator)
+  bool evaluated;            // ran on ranks (or failed to build): checks/timing fields mean something
+  const char* failure_kind;  // the failure breakdown's bucket; "" for correct and for non-samples
+};
+
+// Every status, in the order reports list them.
+const std::vector<StatusInfo>& result_statuses();
+const StatusInfo& status_info(ResultStatus s);
+const char* result_status_name(ResultStatus s);
+// nullptr for a name the table does not know.
+const StatusInfo* find_status(std::string_view name);
+
+struct ResultRecord {
+  std::string time;  // UTC, ISO 8601
+  int problem_id = 0;
+  std::string problem_slug, problem_folder, problem_category;
+  std::string candidate_path;    // "" for generation_failed
+  std::string candidate_sha256;  // "generation:<folder>:<sample>" for generation_failed
+  std::optional<int> sample;     // the sample index within its problem (pkb run); none for a bare `pkb eval`
+  std::string model;             // "provider:model", expert, replay:DIR; "" when unknown (pkb eval)
+  int world = 0;
+  std::string device, dtype;
+  std::string status;  // a name of result_statuses(); an unknown one is kept as read
+  std::string message;
+  std::string generation_status, generation_message;  // generation_failed: no_code, truncated, refused
+  std::optional<bool> pkb_pass;                       // checks.pkb_pass: the paper's allclose
+  std::optional<double> speedup;                      // timing.speedup: baseline median / candidate median (x)
+  std::string baseline;                               // timing.baseline: pytorch_eager or libtorch_nccl
+  std::optional<double> sol_candidate;                // roofline.sol_candidate (fraction)
+  std::optional<double> sol_baseline;                 // roofline.sol_baseline_<baseline> (fraction)
+  std::optional<int> warmup, iters, trials;           // timing_settings and trials: the timing method
+  std::optional<double> total_s;                      // wall.total_s: the evaluation's wall time (seconds)
+  nlohmann::json provenance = nlohmann::json::object();
+  nlohmann::json fields = nlohmann::json::object();  // every other field, as written
+
+  const StatusInfo* status_entry() const { return find_status(status); }
+  bool correct() const { return status == "correct"; }
+  // Identity of the sample this record is for: "<folder>#<index>", or "<folder>@<sha256>" without an index.
+  std::string sample_key() const;
+};
+
+std::string sample_key(const std::string& folder, std::optional<int> sample, const std::string& sha256);
+
+// Throws pkb::Error naming the field when a required one (schema, problem.id, problem.folder,
+// candidate.sha256, status) is missing or has the wrong type. Unknown statuses are not an error here: the
+// loader decides what they count as.
+ResultRecord record_from_json(const nlohmann::json& j);
+nlohmann::json record_to_json(const ResultRecord& r);
+
+}  // namespace pkb
