@@ -1,0 +1,103 @@
+// Problem 40's parameter update (~1e-3) sits below PKB's atol and mostly rounds away in bf16, so PKB cannot tell a
+// kernel that skips it. Here the flat update is an output and everything is checked at its own scale (atol = 0):
+// an accurate fp32 step passes; skipping the update, dropping the bias correction, assuming zero optimizer state,
+// summing instead of averaging the gradients or skipping the broadcast fails. Checked through check_outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "check/outputs.h"
+#include "inputs/inputs.h"
+#include "reference/reference.h"
+#include "spec/catalog.h"
+
+namespace {
+
+struct Case {
+  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/040_ddp");
+  pkb::RunShape run;
+  std::vector<pkb::Tensors> in, expected;
+  Case(int world, int trial) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
+    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
+    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+  }
+  std::vector<pkb::OutputCheck> checks(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
+    return pkb::check_outputs(spec, run, policy, got, expected, policy == pkb::Policy::robust);
+  }
+  bool passes(const std::vector<pkb::Tensors>& got) const {
+    for (const auto& c : checks(got))
+      if (!c.result.pass) return false;
+    return true;
+  }
+};
+
+struct Step {
+  bool update = true, bias_correction = true, zero_state = false, average = true, broadcast = true;
+};
+
+at::Tensor f32(const at::Tensor& t) { return t.to(at::kFloat); }
+
+// Every rank's outputs from a straightforward fp32 implementation, with the given mistakes.
+std::vector<pkb::Tensors> ddp_fp32(const Case& c, const Step& s) {
+  const int W = c.run.world;
+  const int step = 3;
+  std::vector<pkb::Tensors> out;
+  for (int r = 0; r < W; ++r) {
+    const pkb::Tensors& src = c.in[s.broadcast ? 0 : r];
+    pkb::Tensors p, m, v;
+    for (int k = 0; k < 4; ++k) {
+      p.push_back(f32(src[2 + k]));
+      m.push_back(s.zero_state ? at::zeros_like(p[k]) : f32(src[6 + k]));
+      v.push_back(s.zero_state ? at::zeros_like(p[k]) : f32(src[10 + k]));
+    }
+    pkb::Tensors g = {at::zeros_like(p[0]), at::zeros_like(p[1]), at::zeros_like(p[2]), at::zeros_like(p[3])};
+    for (int q = 0; q < W; ++q) {  // each rank's local gradient, then the mean over ranks
+      at::Tensor X = f32(c.in[q][0]), pre = X.mm(p[0].t()) + p[1], h = at::relu(pre);
+      at::Tensor dout = (h.mm(p[2].t()) + p[3] - f32(c.in[q][1])) * (2.0 / (X.size(0) * p[3].numel()));
+      at::Tensor dpre = dout.mm(p[2]) * (pre > 0).to(at::kFloat);
+      pkb::Tensors gq = {dpre.t().mm(X), dpre.sum(0), dout.t().mm(h), dout.sum(0)};
+      for (int k = 0; k < 4; ++k) g[k] += gq[k] / (s.average ? W : 1);
+    }
+    pkb::Tensors o(12);
+    std::vector<at::Tensor> updates;
+    for (int k = 0; k < 4; ++k) {
+      at::Tensor mk = 0.9 * m[k] + 0.1 * g[k], vk = 0.999 * v[k] + 0.001 * g[k] * g[k];
+      double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1, bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
+      at::Tensor u = s.update ? -1e-3 * (mk / bc1) / ((vk / bc2).sqrt() + 1e-8) : at::zeros_like(mk);
+      o[k] = (p[k] + u).to(at::kBFloat16);
+      o[4 + k] = mk.to(at::kBFloat16);
+      o[8 + k] = vk.to(at::kBFloat16);
+      updates.push_back(u.reshape({-1}));
+    }
+    o.push_back(at::cat(updates).to(at::kBFloat16));
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Problem040, AccurateStepPassesWrongStepsFail) {
+  for (int world : {2, 4}) {
+    Case c(world, 0);
+    EXPECT_TRUE(c.passes(ddp_fp32(c, {}))) << "fp32 step, W=" << world;
+    EXPECT_FALSE(c.passes(ddp_fp32(c, {false}))) << "parameters left unchanged";
+    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, false}))) << "no bias correction";
+    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, true}))) << "optimizer state assumed zero";
+    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, false, false}))) << "gradients summed, not averaged";
+    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, false, true, false}))) << "no broadcast of rank 0's parameters";
+  }
+}
+
+// Why the update is an output: on the parameters alone, PKB's allclose (atol = 1e-2) cannot see a skipped update.
+TEST(Problem040, SkippedUpdateIsInvisibleToPkbsParameterCheck) {
+  Case c(2, 0);
+  auto skipped = ddp_fp32(c, {false});
+  pkb::Tolerance paper;  // atol = rtol = 1e-2
+  for (int k = 0; k < 4; ++k)
+    EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][k], c.expected[0][k], paper, at::kBFloat16).pass) << "parameter " << k;
+  bool update_fails = false;
+  for (const auto& check : c.checks(skipped))
+    if (check.output == "update" && !check.result.pass) update_fails = true;
+  EXPECT_TRUE(update_fails);
+}
