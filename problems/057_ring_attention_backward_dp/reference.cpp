@@ -25,7 +25,7 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   cp.all_gather(in[3].contiguous(), v_all);
 
   // dQ accumulates over j = c, c-1, ..., c+1 (mod C); the dK/dV partials of every block go to their owners.
-  at::Tensor dq = at::zeros_like(q), dk_parts = at::empty({size, q.size(0), q.size(1), q.size(2), q.size(3)}, q.options());
+  at::Tensor dq = at::zeros(q.sizes(), q.options()), dk_parts = at::empty({size, q.size(0), q.size(1), q.size(2), q.size(3)}, q.options());
   at::Tensor dv_parts = at::empty_like(dk_parts);
   for (int step = 0; step < size; ++step) {
     int j = ((c - step) % size + size) % size;
@@ -36,7 +36,7 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     dk_parts[j] = at::matmul(ds.transpose(-1, -2), q) * kScale;
     dv_parts[j] = at::matmul(p.transpose(-1, -2), dout);
   }
-  at::Tensor dk = at::empty_like(dq), dv = at::empty_like(dq);
+  at::Tensor dk = at::empty(q.sizes(), q.options()), dv = at::empty(q.sizes(), q.options());
   cp.reduce_scatter(dk_parts, dk, ReduceOp::sum);  // fp32, as the ring's dK/dV accumulators
   cp.reduce_scatter(dv_parts, dv, ReduceOp::sum);
 
