@@ -78,7 +78,7 @@ TEST(Inputs, ReplicatedWithinAGroup) {
   TempDir tmp;
   write_file(tmp.path() / "008_toy2/problem.json", R"({
     "id": 8, "slug": "toy2", "title": "t", "category": "other", "source": "s", "description": "d",
-    "parameters": {"M": 8}, "groups": [{"name": "pair", "color": "r / 2"}],
+    "world_size": {"min": 1}, "parameters": {"M": 8}, "groups": [{"name": "pair", "color": "r / 2"}],
     "inputs": [{"name": "x", "shape": ["M"], "replicated_in": "pair", "init": {"dist": "normal"}},
                {"name": "y", "shape": ["M"], "init": {"dist": "normal"}}],
     "outputs": [{"name": "o", "shape": ["M"]}],
@@ -99,7 +99,7 @@ TEST(Inputs, ReplicatedWithinAGroup) {
 
   write_file(tmp.path() / "009_toy3/problem.json",
              R"({"id": 9, "slug": "toy3", "title": "t", "category": "other", "source": "s", "description": "d",
-    "parameters": {"M": 8}, "inputs": [{"name": "x", "shape": ["M"], "replicated_in": "tp", "init": {"dist": "normal"}}],
+    "world_size": {}, "parameters": {"M": 8}, "inputs": [{"name": "x", "shape": ["M"], "replicated_in": "tp", "init": {"dist": "normal"}}],
     "outputs": [{"name": "o", "shape": ["M"]}], "roofline": {"link_bytes": 0, "hbm_bytes": 0, "flops": 0}})");
   EXPECT_THROW(pkb::load_problem(tmp.path() / "009_toy3"), pkb::Error) << "an unknown group is an error";
 }
