@@ -111,6 +111,9 @@ Tensors prepare(const OracleContext& ctx, int /*rank*/, Tensors raw) {
     raw[i] = (raw[i].to(at::kFloat) * bound).to(raw[i].scalar_type());
     raw[i + 1] = (raw[i + 1].to(at::kFloat) * bound).to(raw[i + 1].scalar_type());
   }
+  // Router weights N(0, 16 / N) (logits ~ 4), not PKB's N(0, 1) (logits ~ 32): see the deviation in problem.json.
+  double router_std = 4.0 / std::sqrt(static_cast<double>(raw[kRouter].size(1)));
+  raw[kRouter] = (raw[kRouter].to(at::kFloat) * router_std).to(raw[kRouter].scalar_type());
   int64_t experts = ctx.scalar("num_experts"), top_k = ctx.scalar("top_k");
   if (top_k >= experts) return raw;  // the selection is total: no boundary to tie on
   // Token by token: while the top_k-th and next logits are closer than the margin, move one hidden element, the one
