@@ -74,6 +74,36 @@ TEST(Inputs, DeterministicRandomAndDistributed) {
   EXPECT_NEAR(x.tensors[4].mean().item<double>(), 0.25, 0.01);
 }
 
+TEST(Inputs, ReplicatedWithinAGroup) {
+  TempDir tmp;
+  write_file(tmp.path() / "008_toy2/problem.json", R"({
+    "id": 8, "slug": "toy2", "title": "t", "category": "other", "source": "s", "description": "d",
+    "world_size": {"min": 1}, "parameters": {"M": 8}, "groups": [{"name": "pair", "color": "r / 2"}],
+    "inputs": [{"name": "x", "shape": ["M"], "replicated_in": "pair", "init": {"dist": "normal"}},
+               {"name": "y", "shape": ["M"], "init": {"dist": "normal"}}],
+    "outputs": [{"name": "o", "shape": ["M"]}],
+    "roofline": {"link_bytes": 0, "hbm_bytes": 0, "flops": 0}
+  })");
+  auto spec = pkb::load_problem(tmp.path() / "008_toy2");
+  auto run = pkb::resolve_run(spec, 4, pkb::DType::f32);
+  std::vector<at::Tensor> x, y;
+  for (int r = 0; r < 4; ++r) {
+    auto in = pkb::make_inputs(spec, run, r, 0, 3);
+    x.push_back(in.tensors[0]);
+    y.push_back(in.tensors[1]);
+  }
+  EXPECT_TRUE(x[0].equal(x[1]) && x[2].equal(x[3])) << "same values within a group";
+  EXPECT_FALSE(x[0].equal(x[2])) << "different across groups";
+  for (int r = 0; r < 4; ++r) EXPECT_FALSE(x[r].equal(y[r])) << "never a rank's own per-rank draw";
+  EXPECT_FALSE(x[0].equal(y[0]) || x[0].equal(y[1]));
+
+  write_file(tmp.path() / "009_toy3/problem.json",
+             R"({"id": 9, "slug": "toy3", "title": "t", "category": "other", "source": "s", "description": "d",
+    "world_size": {}, "parameters": {"M": 8}, "inputs": [{"name": "x", "shape": ["M"], "replicated_in": "tp", "init": {"dist": "normal"}}],
+    "outputs": [{"name": "o", "shape": ["M"]}], "roofline": {"link_bytes": 0, "hbm_bytes": 0, "flops": 0}})");
+  EXPECT_THROW(pkb::load_problem(tmp.path() / "009_toy3"), pkb::Error) << "an unknown group is an error";
+}
+
 TEST(Safetensors, RoundTripsEveryDtype) {
   TempDir tmp;
   pkb::NamedTensors t;

@@ -129,6 +129,10 @@ RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, i
     const TensorSpec& t = *spec.inputs[i].tensor;
     // Replicated inputs draw without the rank, so every rank holds identical bytes.
     uint64_t rank_part = t.replicated ? ~uint64_t{0} : static_cast<uint64_t>(rank);
+    // Replicated within a group: the group's color takes the rank's place (offset so it never equals a rank's).
+    for (const auto& g : spec.groups)
+      if (g.name == t.replicated_in)
+        rank_part = (uint64_t{1} << 40) + static_cast<uint64_t>(group_color_key(g, run, rank).first);
     uint64_t seed = mix({base_seed, static_cast<uint64_t>(spec.id), static_cast<uint64_t>(trial), i, rank_part});
     at::Tensor values = with_context("input '" + t.name + "'", [&] { return fill(t.init, tensor_shape(t, run, rank), seed, vars); });
     out.tensors.push_back(values.to(to_aten(tensor_dtype(t, run))));

@@ -181,7 +181,8 @@ TensorSpec parse_tensor(const Fields& f, bool is_input, const std::set<std::stri
   }
   t.replicated = f.boolean("replicated", false);
   if (is_input) {
-    f.only({"name", "shape", "shape_cases", "dtype", "init", "replicated", "doc"});
+    f.only({"name", "shape", "shape_cases", "dtype", "init", "replicated", "replicated_in", "doc"});
+    t.replicated_in = f.str_or("replicated_in", "");
     std::set<std::string> no_rank = names_with_rank;
     no_rank.erase("r");
     t.init = parse_distribution(f.object("init"), no_rank);
@@ -268,6 +269,13 @@ void parse_into(ProblemSpec& s, const json& j) {
       check_names(spec.scalar->value, names, in.join("value"));
     } else {
       spec.tensor = parse_tensor(in, true, names_with_rank);
+      const std::string& group = spec.tensor->replicated_in;
+      if (!group.empty()) {
+        if (spec.tensor->replicated) in.fail("replicated_in", "excludes replicated (which means the whole world)");
+        bool known = false;
+        for (const auto& g : s.groups) known |= g.name == group;
+        if (!known) in.fail("replicated_in", "no group named '" + group + "' in groups");
+      }
     }
     if (!seen.insert(spec.name()).second) in.fail("name", "duplicate name '" + spec.name() + "'");
     s.inputs.push_back(spec);

@@ -43,6 +43,8 @@ struct TensorSpec {
   std::optional<DType> dtype;
   Distribution init;        // inputs only
   bool replicated = false;  // input: same values on every rank; output: must agree across ranks
+  // Input only: same values on every member of this group (a `groups` name), different across groups; empty = no.
+  std::string replicated_in;
 };
 
 // A non-tensor argument passed to reference.py's solution() in its place among the inputs.
