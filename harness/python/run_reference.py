@@ -97,8 +97,37 @@ def install_gloo_shims():
         mine = reduced.reshape(dist.get_world_size(group), -1)[dist.get_rank(group)]
         output.copy_(mine.view(output.shape))
 
+    # gloo has no all-to-all either: point-to-point pairs, one message each way per peer.
+    def global_rank(group, q):
+        if group is None:
+            return q
+        to_global = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank
+        return to_global(group, q)
+
+    def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+        assert not async_op, "the gloo shim is synchronous"
+        me, requests = dist.get_rank(group), []
+        for q in range(dist.get_world_size(group)):
+            if q == me:
+                output_tensor_list[q].copy_(input_tensor_list[q])
+                continue
+            requests.append(dist.isend(input_tensor_list[q].contiguous(), global_rank(group, q), group=group))
+            requests.append(dist.irecv(output_tensor_list[q], global_rank(group, q), group=group))
+        for r in requests:
+            r.wait()
+
+    def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
+        size = dist.get_world_size(group)
+        outs = list(output.split(output_split_sizes or [output.shape[0] // size] * size))
+        recv = [torch.empty_like(o) for o in outs]
+        all_to_all(recv, list(input.split(input_split_sizes or [input.shape[0] // size] * size)), group, async_op)
+        for o, r in zip(outs, recv):
+            o.copy_(r)
+
     dist.all_gather_into_tensor = all_gather_into_tensor
     dist.reduce_scatter_tensor = reduce_scatter_tensor
+    dist.all_to_all = all_to_all
+    dist.all_to_all_single = all_to_all_single
 
 
 def require_gloo_dtypes(dtypes):

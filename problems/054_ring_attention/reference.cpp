@@ -50,11 +50,12 @@ at::Tensor dense_causal64(const at::Tensor& q, const at::Tensor& k, const at::Te
   return at::matmul(at::softmax(s, -1), heads_first(v)).permute({0, 2, 1, 3});
 }
 
-constexpr double kScale = 0.125;  // softmax_scale None: 64^-1/2
+// softmax_scale None: head_dim^-1/2 (0.125 at PKB's D = 64; the small CI shapes use another D).
+double softmax_scale(const at::Tensor& t) { return 1.0 / std::sqrt(static_cast<double>(t.size(-1))); }
 
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   auto [k_all, v_all] = gather_kv(*ctx.comm, in[1], in[2]);  // what the ring delivers, gathered at once
-  return {ring_attention(in[0], k_all, v_all, ctx.rank, kScale).to(in[0].scalar_type())};
+  return {ring_attention(in[0], k_all, v_all, ctx.rank, softmax_scale(in[0])).to(in[0].scalar_type())};
 }
 
 // fp64 causal softmax attention over the whole sequence (ranks' shards concatenated), sliced back per rank.
@@ -65,7 +66,7 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     k.push_back(r[1].to(at::kDouble));
     v.push_back(r[2].to(at::kDouble));
   }
-  at::Tensor out = dense_causal64(at::cat(q, 1), at::cat(k, 1), at::cat(v, 1), kScale);
+  at::Tensor out = dense_causal64(at::cat(q, 1), at::cat(k, 1), at::cat(v, 1), softmax_scale(q[0]));
   int64_t s = in[0][0].size(1);
   std::vector<Tensors> result;
   for (int r = 0; r < ctx.world; ++r) result.push_back({out.slice(1, r * s, (r + 1) * s)});

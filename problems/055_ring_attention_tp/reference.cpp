@@ -50,7 +50,8 @@ at::Tensor dense_causal64(const at::Tensor& q, const at::Tensor& k, const at::Te
   return at::matmul(at::softmax(s, -1), heads_first(v)).permute({0, 2, 1, 3});
 }
 
-constexpr double kScale = 0.125;  // softmax_scale None: 64^-1/2
+// softmax_scale None: head_dim^-1/2 (0.125 at PKB's D = 64; the small CI shapes use another D).
+double softmax_scale(const at::Tensor& t) { return 1.0 / std::sqrt(static_cast<double>(t.size(-1))); }
 
 // q, k, v (B, S, Hl, D) from hidden (B, S, hidden) and w_qkv (3 Hl D, hidden), rows [q heads | k heads | v heads].
 std::vector<at::Tensor> project_qkv(const at::Tensor& hidden, const at::Tensor& w_qkv, int64_t head_dim) {
@@ -63,7 +64,7 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   Communicator& cp = ctx.group("cp");
   auto qkv = project_qkv(hidden, w_qkv, ctx.param("D"));
   auto [k_all, v_all] = gather_kv(cp, qkv[1], qkv[2]);
-  at::Tensor attn = ring_attention(qkv[0], k_all, v_all, cp.rank(), kScale).to(hidden.scalar_type());
+  at::Tensor attn = ring_attention(qkv[0], k_all, v_all, cp.rank(), softmax_scale(qkv[0])).to(hidden.scalar_type());
   at::Tensor out = at::matmul(attn.reshape({hidden.size(0), hidden.size(1), -1}), w_o.t());
   ctx.group("tp").all_reduce(out, ReduceOp::sum);
   return {out};
@@ -85,7 +86,7 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     v.push_back(qkv.select(2, 2));
     w_o.push_back(in[t][2].to(at::kDouble));
   }
-  at::Tensor attn = dense_causal64(at::cat(q, 2), at::cat(k, 2), at::cat(v, 2), kScale);
+  at::Tensor attn = dense_causal64(at::cat(q, 2), at::cat(k, 2), at::cat(v, 2), softmax_scale(q[0]));
   at::Tensor out = at::matmul(attn.reshape({x.size(0), x.size(1), -1}), at::cat(w_o, 1).t());
   int64_t s = in[0][0].size(1);
   std::vector<Tensors> result;

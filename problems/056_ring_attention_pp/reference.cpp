@@ -50,7 +50,8 @@ at::Tensor dense_causal64(const at::Tensor& q, const at::Tensor& k, const at::Te
   return at::matmul(at::softmax(s, -1), heads_first(v)).permute({0, 2, 1, 3});
 }
 
-constexpr double kScale = 0.125;  // softmax_scale None: 64^-1/2
+// softmax_scale None: head_dim^-1/2 (0.125 at PKB's D = 64; the small CI shapes use another D).
+double softmax_scale(const at::Tensor& t) { return 1.0 / std::sqrt(static_cast<double>(t.size(-1))); }
 
 // One stage: qkv projection (rounded), causal ring attention over the stage's CP group (fp32, cast back), output
 // projection (rounded).
@@ -58,7 +59,7 @@ at::Tensor attention_stage(Communicator& cp, const at::Tensor& x, const at::Tens
                            int64_t head_dim) {
   at::Tensor qkv = at::matmul(x, w_qkv.t()).view({x.size(0), x.size(1), 3, -1, head_dim});
   auto [k_all, v_all] = gather_kv(cp, qkv.select(2, 1), qkv.select(2, 2));
-  at::Tensor attn = ring_attention(qkv.select(2, 0), k_all, v_all, cp.rank(), kScale).to(x.scalar_type());
+  at::Tensor attn = ring_attention(qkv.select(2, 0), k_all, v_all, cp.rank(), softmax_scale(k_all)).to(x.scalar_type());
   return at::matmul(attn.reshape({x.size(0), x.size(1), -1}), w_o.t());
 }
 
@@ -82,7 +83,7 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   auto stage = [&](const at::Tensor& x, int first_rank) {
     at::Tensor w_qkv = in[first_rank][1].to(at::kDouble), w_o = in[first_rank][2].to(at::kDouble);
     at::Tensor qkv = at::matmul(x, w_qkv.t()).view({x.size(0), x.size(1), 3, -1, d});
-    at::Tensor attn = dense_causal64(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), kScale);
+    at::Tensor attn = dense_causal64(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), softmax_scale(qkv));
     return at::matmul(attn.reshape({x.size(0), x.size(1), -1}), w_o.t());
   };
   std::vector<at::Tensor> hidden;

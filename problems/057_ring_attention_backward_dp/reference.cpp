@@ -6,7 +6,8 @@ namespace {
 
 using namespace pkb;
 
-constexpr double kScale = 0.125;  // softmax_scale None: 64^-1/2
+// softmax_scale None: head_dim^-1/2 (0.125 at PKB's D = 64; the small CI shapes use another D).
+double softmax_scale(const at::Tensor& t) { return 1.0 / std::sqrt(static_cast<double>(t.size(-1))); }
 
 at::Tensor heads_first(const at::Tensor& t) { return t.permute({0, 2, 1, 3}); }  // (B, S, H, D) -> (B, H, S, D)
 at::Tensor seq_first(const at::Tensor& t) { return t.permute({0, 2, 1, 3}); }    // (B, H, S, D) -> (B, S, H, D)
@@ -30,10 +31,10 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   for (int step = 0; step < size; ++step) {
     int j = ((c - step) % size + size) % size;
     at::Tensor k = heads_first(k_all[j].to(at::kFloat)), v = heads_first(v_all[j].to(at::kFloat));
-    at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * kScale - lse);  // local lse: rows may sum past 1
+    at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q) - lse);  // local lse: rows may sum past 1
     at::Tensor ds = p * (at::matmul(dout, v.transpose(-1, -2)) - dvec);
-    dq = dq + at::matmul(ds, k) * kScale;
-    dk_parts[j] = at::matmul(ds.transpose(-1, -2), q) * kScale;
+    dq = dq + at::matmul(ds, k) * softmax_scale(q);
+    dk_parts[j] = at::matmul(ds.transpose(-1, -2), q) * softmax_scale(q);
     dv_parts[j] = at::matmul(p.transpose(-1, -2), dout);
   }
   at::Tensor dk = at::empty(q.sizes(), q.options()), dv = at::empty(q.sizes(), q.options());
@@ -63,9 +64,9 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     };
     at::Tensor dout = heads_first(cat(0, 1)), q = heads_first(cat(1, 1)), k = heads_first(cat(2, 1));
     at::Tensor v = heads_first(cat(3, 1)), out = heads_first(cat(4, 1)), lse = cat(5, 2).unsqueeze(-1);
-    at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * kScale - lse);
+    at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q) - lse);
     at::Tensor ds = p * (at::matmul(dout, v.transpose(-1, -2)) - (dout * out).sum(-1, true));
-    at::Tensor dq = seq_first(at::matmul(ds, k) * kScale), dk = seq_first(at::matmul(ds.transpose(-1, -2), q) * kScale);
+    at::Tensor dq = seq_first(at::matmul(ds, k) * softmax_scale(q)), dk = seq_first(at::matmul(ds.transpose(-1, -2), q) * softmax_scale(q));
     at::Tensor dv = seq_first(at::matmul(p.transpose(-1, -2), dout));
     int64_t s = in[r][1].size(1);
     for (size_t i = 0; i < ring.size(); ++i) {
@@ -88,7 +89,7 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
 // out and softmax_lse as PKB precomputes them: from the rank's LOCAL q, k, v only, without causality, in fp32.
 Tensors prepare(const OracleContext&, int, Tensors raw) {
   at::Tensor q = heads_first(raw[1].to(at::kFloat)), k = heads_first(raw[2].to(at::kFloat));
-  at::Tensor s = at::matmul(q, k.transpose(-1, -2)) * kScale;
+  at::Tensor s = at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q);
   at::Tensor lse = at::logsumexp(s, -1);  // (B, H, S)
   at::Tensor out = at::matmul(at::exp(s - lse.unsqueeze(-1)), heads_first(raw[3].to(at::kFloat)));
   raw[4] = seq_first(out).to(raw[4].scalar_type()).contiguous();
