@@ -182,7 +182,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
     ProcessResult py = run_python_runner(job);
     if (!py.ok())
-      throw Error("PyTorch eager baseline (reference.py under torchrun) failed: " + py.summary() + ": " + stderr_tail(py, 600));
+      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " + stderr_tail(py, 600));
   }
   write_json_atomically(work / "complete.json", {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
   place_directory(work, dir, "complete.json");
