@@ -1,8 +1,10 @@
 // The candidate pass: hosts a candidate library through the ABI (harness/include/pkb/abi.h) on this rank.
 // Inputs and outputs live in the symmetric heap. Each trial: fresh inputs, outputs poisoned with 0xFF bytes
 // (NaN for floats), every rank ready before pkb_run and finished before anything is read back; inputs are
-// compared afterwards. Then timing over rotated input copies, then one more trial with fresh inputs to catch
-// kernels that only work once. The candidate's failures become record statuses, never exceptions.
+// compared afterwards. Then timing over input copies of distinct contents, every call poisoned and one call per
+// copy captured (docs/architecture.md, "Security model"), then one more trial with fresh inputs to catch kernels
+// that only work once. Outputs and records go to the driver over the sealed channel as soon as they exist. The
+// candidate's failures become record statuses, never exceptions.
 #include <dlfcn.h>
 
 #include <ATen/Parallel.h>
