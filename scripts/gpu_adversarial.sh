@@ -29,7 +29,7 @@ listener=$!
 trap 'kill $listener 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
 port=$(cat "$port_file")
-cp "$root/tests/fixtures/adversarial/fixture.h" "$work/src/"
+cp "$root/tests/fixtures/cpu/fixture.h" "$work/src/"  # problem 1 on the host or, under nvcc, on the GPU
 for f in "$root"/tests/fixtures/adversarial/*.cpp; do
   name=$(basename "$f" .cpp)
   { echo "#define PKB_TARGET_DIR \"$target\""; echo "#define PKB_PORT $port"; echo "#define PKB_MARKER \"$marker\""

@@ -30,12 +30,13 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const fs::path kFixtures = pkb::repo_root() / "tests/fixtures/adversarial";
+const fs::path kFixtureHeader = pkb::repo_root() / "tests/fixtures/cpu/fixture.h";  // shared with the CPU fixtures
 
 // A candidate in its own folder (with fixture.h beside it), with the test's macros prepended.
 fs::path stage(const fs::path& dir, const std::string& fixture, const std::string& macros = "",
                const std::string& file_name = "") {
   fs::create_directories(dir);
-  fs::copy_file(kFixtures / "fixture.h", dir / "fixture.h", fs::copy_options::overwrite_existing);
+  fs::copy_file(kFixtureHeader, dir / "fixture.h", fs::copy_options::overwrite_existing);
   fs::path dst = dir / (file_name.empty() ? fixture + ".cpp" : file_name);
   pkb::test::write_file(dst, macros + pkb::read_text_file(kFixtures / (fixture + ".cpp")));
   return dst;
@@ -123,7 +124,7 @@ class Listener {
 // The honest kernel, as the adversarial ones see the world: a copy of tests/fixtures/cpu/correct.cpp.
 fs::path honest(const fs::path& dir) {
   fs::create_directories(dir);
-  fs::copy_file(kFixtures / "fixture.h", dir / "fixture.h", fs::copy_options::overwrite_existing);
+  fs::copy_file(kFixtureHeader, dir / "fixture.h", fs::copy_options::overwrite_existing);
   fs::copy_file(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", dir / "correct.cpp",
                 fs::copy_options::overwrite_existing);
   return dir / "correct.cpp";
