@@ -5,7 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+# A fresh build dir gets the Test build type (-O1, no debug info: half the compile time); an existing one keeps its own.
+PKB_BUILD_TYPE=${PKB_BUILD_TYPE:-Test} "$root/scripts/build.sh"
 cd "${PKB_BUILD_DIR:-$root/build}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -8,7 +8,8 @@ Reads DIR/trialT/inputs.rankR.safetensors (tensors by name, scalars in the metad
 solution(*args) in problem.json's argument order, and writes DIR/trialT/py.rankR.safetensors with the outputs
 named as problem.json lists them. Every rank leaves DIR/py.rankR.json: {"status": "ok"}, {"status": "skip",
 "reason": ...} when this machine cannot run the check (exit 3), or {"status": "error", "error": the exception's
-first line, "where": the innermost reference.py frame} (exit 1).
+first line, "where": the innermost reference.py frame} (exit 1). Several `--problem-dir P --io DIR` pairs run in
+one launch (torch imported and the process group set up once), in order, until the first that is not "ok".
 
 Safetensors are read and written here (the format is an 8-byte header length, a JSON header and the raw bytes):
 Debian packages no `safetensors` module. On gloo (CPU), collectives that old torch's gloo lacks are expressed
@@ -188,7 +189,8 @@ def as_output_list(result):
     return [result]
 
 
-def run(opts, rank):
+def init_process_group(opts, rank):
+    """The process group and this rank's device, set up once for every problem of the launch."""
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     # A peer that died leaves the others blocked; pkb kills the group, this only bounds a stray process.
     timeout = datetime.timedelta(seconds=opts.timeout)
@@ -202,15 +204,18 @@ def run(opts, rank):
         device = torch.device("cpu")
         dist.init_process_group("gloo", init_method="env://", timeout=timeout)
         install_gloo_shims()
+    return device
 
-    with open(os.path.join(opts.problem_dir, "problem.json")) as f:
+
+def run_problem(opts, rank, device, problem_dir, io):
+    with open(os.path.join(problem_dir, "problem.json")) as f:
         problem = json.load(f)
     output_names = [o["name"] for o in problem["outputs"]]
-    solution = load_solution(opts.problem_dir)
+    solution = load_solution(problem_dir)
     trials = [int(t) for t in opts.trials.split(",")]
 
     for i, trial in enumerate(trials):
-        trial_dir = os.path.join(opts.io, f"trial{trial}")
+        trial_dir = os.path.join(io, f"trial{trial}")
         args = load_args(problem, os.path.join(trial_dir, f"inputs.rank{rank}.safetensors"), device)
         if i == 0 and opts.device == "cpu":
             require_gloo_dtypes(a.dtype for a in args if isinstance(a, torch.Tensor))
@@ -223,19 +228,18 @@ def run(opts, rank):
         write_safetensors(os.path.join(trial_dir, f"py.rank{rank}.safetensors"), dict(zip(output_names, outputs)))
 
     if opts.time:
-        args = load_args(problem, os.path.join(opts.io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
+        args = load_args(problem, os.path.join(io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
         stats = time_solution(solution, args, opts, device)
         if rank == 0:
-            with open(os.path.join(opts.io, "timing.py.json"), "w") as f:
+            with open(os.path.join(io, "timing.py.json"), "w") as f:
                 json.dump(stats, f, indent=2)
-
-    dist.destroy_process_group()
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--problem-dir", required=True)
-    parser.add_argument("--io", required=True)
+    parser.add_argument("--problem-dir", required=True, action="append",
+                        help="repeated with --io: several problems in one launch")
+    parser.add_argument("--io", required=True, action="append")
     parser.add_argument("--trials", default="0")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--time", action="store_true", help="time solution() on the first trial's inputs")
@@ -243,29 +247,40 @@ def main():
     parser.add_argument("--iters", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
+    if len(opts.problem_dir) != len(opts.io):
+        parser.error("--problem-dir and --io come in pairs")
 
     rank = int(os.environ["RANK"])
-    record_path = os.path.join(opts.io, f"py.rank{rank}.json")
-    try:
-        run(opts, rank)
-        record, code = {"status": "ok"}, 0
-    except CannotRunHere as e:
-        record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
-    except Exception as e:  # noqa: BLE001 - any failure of reference.py becomes the rank's record
-        traceback.print_exc()
-        missing = missing_torch_feature(e)
-        if missing:
-            record, code = {"status": "skip", "reason": missing}, SKIP_EXIT
-        else:
-            # "time" lets pkb report the first rank that failed, not the peers that lost it.
-            record, code = dict(status="error", time=time.time(), **describe(e, opts.problem_dir)), 1
-    with open(record_path + ".tmp", "w") as f:
-        json.dump(record, f)
-    os.replace(record_path + ".tmp", record_path)
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    device = None
+    # Problems run in order. The first that does not end "ok" ends the launch (its peers may be blocked in a
+    # collective); pkb launches again for the problems after it.
+    for problem_dir, io in zip(opts.problem_dir, opts.io):
+        try:
+            if device is None:
+                device = init_process_group(opts, rank)
+            run_problem(opts, rank, device, problem_dir, io)
+            record, code = {"status": "ok"}, 0
+        except CannotRunHere as e:
+            record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
+        except Exception as e:  # noqa: BLE001 - any failure of reference.py becomes the rank's record
+            traceback.print_exc()
+            missing = missing_torch_feature(e)
+            if missing:
+                record, code = {"status": "skip", "reason": missing}, SKIP_EXIT
+            else:
+                # "time" lets pkb report the first rank that failed, not the peers that lost it.
+                record, code = dict(status="error", time=time.time(), **describe(e, problem_dir)), 1
+        record_path = os.path.join(io, f"py.rank{rank}.json")
+        with open(record_path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.replace(record_path + ".tmp", record_path)
+        if code != 0:
+            break
     if rank == 0:
         # Rank 0 hosts the rendezvous store: leaving early would break peers still using it (a skip they are about
         # to record would turn into "connection reset"). Peers blocked after an error never record; pkb kills them.
-        wait_for_records(opts.io, int(os.environ.get("WORLD_SIZE", 1)), 30 if code != 1 else 2)
+        wait_for_records(io, world, 30 if code != 1 else 2)
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip teardown: a failed rank's peers may still block in a collective, and pkb kills them.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -23,7 +24,7 @@ Case make_case(int world, int trial) {
   c.spec = pkb::load_problem(pkb::repo_root() / "problems/015_combined_sharded_gemms");
   c.run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
   for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, c.run, r, trial, 1).tensors);
-  c.expected = pkb::find_reference(c.spec.slug)->oracle(pkb::oracle_context(c.spec, c.run), c.inputs);
+  c.expected = pkb::expected_outputs(c.spec, c.run, c.inputs);
   return c;
 }
 
@@ -72,7 +73,7 @@ TEST(CombinedShardedGemmsCheck, ReluIsNearlyInvisibleAtPkbsWeightScale) {
   EXPECT_GT(ours.rel_l2, 10 * c.spec.tolerance.max_rel_l2) << pkb::describe(ours);
 
   for (auto& rank_inputs : c.inputs) rank_inputs[1] = rank_inputs[1] * 16;
-  c.expected = pkb::find_reference(c.spec.slug)->oracle(pkb::oracle_context(c.spec, c.run), c.inputs);
+  c.expected = pkb::expected_outputs(c.spec, c.run, c.inputs);
   pkb::Comparison pkbs = pkb::compare(pkb::Policy::robust, fp32_kernel(c, 0, 0, Act::relu), c.expected[0][0],
                                       c.spec.tolerance, at::kBFloat16);
   EXPECT_LT(pkbs.rel_l2, c.spec.tolerance.max_rel_l2) << pkb::describe(pkbs);

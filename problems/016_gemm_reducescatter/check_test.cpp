@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -22,7 +23,7 @@ Case make_case(int world, int trial) {
   c.spec = pkb::load_problem(pkb::repo_root() / "problems/016_gemm_reducescatter");
   pkb::RunShape run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
   for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, run, r, trial, 1).tensors);
-  c.expected = pkb::find_reference(c.spec.slug)->oracle(pkb::oracle_context(c.spec, run), c.inputs);
+  c.expected = pkb::expected_outputs(c.spec, run, c.inputs);
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -19,7 +20,7 @@ struct LossCase {
 
   LossCase(int world, int trial) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
   float f(int r, int i) const { return in[r][i].to(at::kFloat).item<float>(); }
   // Every rank's three outputs, given loss_sum (already in bf16) and how to form grad_loss.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "check/expected.h"
 #include "check/outputs.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
@@ -19,7 +20,7 @@ struct Case {
   std::vector<pkb::Tensors> in, expected;
   Case(int world, int trial) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
   std::vector<pkb::OutputCheck> checks(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
     return pkb::check_outputs(spec, run, policy, got, expected, policy == pkb::Policy::robust);

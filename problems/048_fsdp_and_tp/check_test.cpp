@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -20,7 +21,7 @@ struct FfnCase {
 
   explicit FfnCase(int trial) : run(pkb::resolve_run(spec, 4, pkb::DType::bf16)) {
     for (int r = 0; r < 4; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
 
   // Rank r's output computed in `dtype` (fp32: one rounding at the end; bf16: the reference's rounding points).

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -20,7 +21,7 @@ struct MoeCase {
   MoeCase(int world, int trial, bool small) {
     run = pkb::resolve_run(spec, world, pkb::DType::bf16, small ? spec.test_parameters : std::map<std::string, int64_t>{});
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
 
   at::Tensor mlp32(int q, const at::Tensor& x) const {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
@@ -34,7 +35,7 @@ struct Fp8Case {
 
   Fp8Case(int world, int trial) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
 
   float scale_of(int r, Flaw flaw) const {

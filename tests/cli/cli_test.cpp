@@ -36,14 +36,19 @@ CliRun pkb_cli(const std::vector<std::string>& args, const std::filesystem::path
   return r;
 }
 
-// A throwaway repo root holding a copy of one shipped problem, with its problem.json edited.
+// A throwaway repo root holding copies of shipped problems, with their problem.json edited.
 class ToyRoot {
  public:
   explicit ToyRoot(const std::string& folder, const std::function<void(nlohmann::json&)>& edit) {
+    std::filesystem::copy(pkb::repo_root() / "topologies", tmp_.path() / "topologies");
+    std::filesystem::create_directories(tmp_.path() / "harness");
+    std::filesystem::copy(pkb::repo_root() / "harness/python", tmp_.path() / "harness/python");  // reference.py runner
+    add(folder, edit);
+  }
+  void add(const std::string& folder, const std::function<void(nlohmann::json&)>& edit = [](nlohmann::json&) {}) {
     auto src = pkb::repo_root() / "problems" / folder;
     std::filesystem::create_directories(tmp_.path() / "problems");
     std::filesystem::copy(src, tmp_.path() / "problems" / folder, std::filesystem::copy_options::recursive);
-    std::filesystem::copy(pkb::repo_root() / "topologies", tmp_.path() / "topologies");
     std::ifstream in(src / "problem.json");
     nlohmann::json j = nlohmann::json::parse(in);
     edit(j);
@@ -118,6 +123,36 @@ TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
                    (root.path() / "out").string()}, root.path());
   EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
+}
+
+// validate runs several problems per launch (pkb-rank --batch, one Python launch); a problem that ends a launch
+// fails alone, with its own error, and the problems after it still run and pass.
+TEST(Cli, ValidateBatchesAndABrokenProblemFailsAlone) {
+  ToyRoot root("001_allreduce", [](nlohmann::json&) {});
+  root.add("006_gather");
+  write_file(root.path() / "problems/006_gather/reference.py",
+             "def solution(*args):\n    raise RuntimeError('deliberately broken reference.py')\n");
+  root.add("007_reducescatter", [](nlohmann::json& j) { j["outputs"][0]["shape"] = {"M", "2 * N"}; });
+  root.add("008_alltoall");
+  CliRun r = pkb_cli({"validate", "all", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--python", "on",
+                      "--out", (root.path() / "out").string()},
+                     root.path());
+  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS 001_allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL 006_gather"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deliberately broken reference.py"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL 007_reducescatter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS 008_alltoall"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validate: 2 passed, 2 failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 agrees"), std::string::npos) << r.out;  // 001 and 008 cross-checked after the failures
+  // One reference launch covered 001, 006 and 007 (ended by 007's error); 008 ran in the next.
+  auto record = [&](const std::string& folder) {
+    std::ifstream in(root.path() / "out" / folder / "w2_cpu_fp32/validation.json");
+    return nlohmann::json::parse(in);
+  };
+  EXPECT_EQ(record("001_allreduce")["reference_launch_problems"], 4);
+  EXPECT_EQ(record("008_alltoall")["reference_launch_problems"], 1);
 }
 
 TEST(Cli, TopologyListAndShow) {

@@ -253,7 +253,7 @@ TEST(Security, DamagedCachesAreRebuilt) {
   // A flipped value in the expected outputs.
   fs::path ref;
   for (const auto& e : fs::directory_iterator(tmp.path() / "cache/reference")) ref = e.path();
-  fs::path expected = ref / "trial0/precise.rank0.safetensors";
+  fs::path expected = ref / "trial0/oracle.rank0.safetensors";
   std::string bytes = pkb::read_text_file(expected);
   bytes[bytes.size() - 3] ^= 0x40;
   pkb::test::write_file(expected, bytes);
@@ -262,7 +262,7 @@ TEST(Security, DamagedCachesAreRebuilt) {
   auto again = eval(src, tmp.path() / "eval", tmp.path() / "cache");
   EXPECT_EQ(again.record.value("status", ""), "correct") << again.out << again.err;
   EXPECT_FALSE(again.record["reference"].value("cached", true));
-  EXPECT_NE(again.record["reference"].value("cache_damage", "").find("trial0/precise.rank0.safetensors"), std::string::npos);
+  EXPECT_NE(again.record["reference"].value("cache_damage", "").find("trial0/oracle.rank0.safetensors"), std::string::npos);
   EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
 }
 

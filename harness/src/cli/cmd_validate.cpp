@@ -60,16 +60,7 @@ int run_validate(ValidateCliOptions& o) {
   int passed = 0, failed = 0, skipped = 0;
   std::map<std::string, int> python_verdicts;  // agrees, skipped, disagrees, failed
   bool python_asked = o.v.python == PythonCheck::on || (o.v.python == PythonCheck::auto_detect && o.v.device == "cuda");
-  std::vector<ValidationResult> results;
-  for (const ProblemSpec* p : selected) {
-    ValidationResult r;
-    try {
-      r = validate_problem(*p, o.v);
-    } catch (const Error& e) {
-      r.problem = p->folder();
-      r.verdict = Verdict::fail;
-      r.detail = e.what();
-    }
+  auto print = [&](const ValidationResult& r) {
     std::printf("%s %-28s W=%d %s %s %5.1fs  %s\n", verdict_name(r.verdict), r.problem.c_str(), o.v.world,
                 o.v.device.c_str(), o.v.dtype.c_str(), r.wall_s, r.detail.c_str());
     if (python_asked && !r.python.empty()) {
@@ -78,9 +69,9 @@ int run_validate(ValidateCliOptions& o) {
     }
     if (!r.timing.empty()) std::printf("     %-28s time: %s\n", "", r.timing.c_str());
     std::fflush(stdout);
-    results.push_back(r);
     (r.verdict == Verdict::pass ? passed : r.verdict == Verdict::skip ? skipped : failed)++;
-  }
+  };
+  std::vector<ValidationResult> results = validate_problems(selected, o.v, print);
   if (o.v.time) print_timing_table(results, o.v);
   std::printf("validate: %d passed, %d failed, %d skipped (W=%d, %s, %s)\n", passed, failed, skipped, o.v.world,
               o.v.device.c_str(), o.v.dtype.c_str());

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "check/outputs.h"
 #include "compile/compiler.h"
 #include "core/error.h"
@@ -26,6 +27,7 @@
 #include "spec/roofline.h"
 #include "spec/topology.h"
 #include "validate/validate.h"
+#include "worker/worker.h"
 
 #ifndef PKB_TORCH_VERSION_STRING
 #define PKB_TORCH_VERSION_STRING "unknown"
@@ -100,7 +102,7 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 3;
+constexpr int kReferenceCacheVersion = 4;  // 4: expected outputs from the oracle
 // Copies of the timing rotation whose outputs are checked (drawn per reference entry, kept from candidates).
 constexpr int kTimedChecks = 4;
 
@@ -140,6 +142,28 @@ std::string entry_damage(const fs::path& dir) {
   return "";
 }
 
+// The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
+// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
+void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
+  json record = read_json_or_null(work / "rank0.json");
+  std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
+  for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
+  for (const auto& k : record.value("timed_checks", json::array()))
+    if (k.is_number_integer()) calls.push_back({"copy" + std::to_string(k.get<int>()), kTimedTrialBase + k.get<int>()});
+  for (const auto& [label, trial] : calls) {
+    std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
+    for (int r = 0; r < run.world; ++r) {
+      NamedTensors saved;
+      for (size_t i = 0; i < spec.outputs.size(); ++i) {
+        saved.names.push_back(spec.outputs[i].name);
+        saved.tensors.push_back(expected[r][i].contiguous());
+      }
+      fs::create_directories(work / label);
+      write_safetensors(work / label / ("oracle.rank" + std::to_string(r) + ".safetensors"), saved);
+    }
+  }
+}
+
 // The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
 // directory and renamed into place once complete; if another process finished first, its result is used. An
 // entry whose files do not match their recorded digests is discarded and computed again.
@@ -161,7 +185,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   info["cached"] = false;
   fs::path work = private_work_dir(dir);
   auto args = worker_args(spec, o, work);
-  args.insert(args.end(), {"--trials", trial_list(0, post), "--precise-too"});
+  args.insert(args.end(), {"--trials", trial_list(0, post)});
   std::random_device entropy;
   std::string draws;
   for (int i = 0; i < kTimedChecks; ++i)
@@ -175,6 +199,9 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (auto e = first_rank_error(read_rank_records(work, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
     throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
   }
+  auto t_oracle = std::chrono::steady_clock::now();
+  write_expected_outputs(spec, run, o, work);
+  info["oracle_s"] = since(t_oracle);
   if (python) {
     PythonRunnerJob job{o.world, o.device, spec.dir, work, "0",
                         {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)},
@@ -232,7 +259,8 @@ struct CheckedCall {
   int trial;          // for the record (-1: a timed call)
 };
 
-// Compares every checked call's outputs with the reference pass; returns the first failure message or "".
+// Compares every checked call's outputs with the expected ones (the oracle's, robust: decides) and the bf16 reference
+// (the paper's allclose: recorded); returns the first failure message or "".
 std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
                                     const fs::path& sealed_dir, const std::vector<CheckedCall>& calls,
                                     const std::vector<json>& records, json& checks) {
@@ -247,7 +275,7 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
   };
   int timed_checked = 0;
   for (const CheckedCall& call : calls) {
-    std::vector<std::vector<at::Tensor>> got, reference, precise;
+    std::vector<std::vector<at::Tensor>> got, reference, expected;
     for (int r = 0; r < run.world && got.size() == static_cast<size_t>(r); ++r) {
       if (!fs::exists(sealed_dir / call.label / ("rank" + std::to_string(r) + ".safetensors"))) {
         note(call.when + ": rank " + std::to_string(r) + " sent no outputs");
@@ -262,13 +290,13 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
         break;
       }
       reference.push_back(rank_outputs(ref_dir, call.label, "rank", r));
-      precise.push_back(rank_outputs(ref_dir, call.label, "precise.rank", r));
+      expected.push_back(rank_outputs(ref_dir, call.label, "oracle.rank", r));
     }
     if (got.size() != static_cast<size_t>(run.world)) continue;
     if (call.trial < 0) ++timed_checked;
-    // Robust against the precise outputs (and replication) decides; the paper's allclose against the bf16
+    // Robust against the oracle's outputs (and replication) decides; the paper's allclose against the bf16
     // reference is recorded beside it. Both lists hold (rank, output) in the same order.
-    auto robust = check_outputs(spec, run, Policy::robust, got, precise, true);
+    auto robust = check_outputs(spec, run, Policy::robust, got, expected, true);
     auto paper = check_outputs(spec, run, Policy::pkb, got, reference, false);
     size_t next_paper = 0;
     for (const OutputCheck& c : robust) {
@@ -294,7 +322,7 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
           note("rank " + std::to_string(r) + " modified input '" + n + "' (inputs are read-only)");
         }
       }
-  checks = {{"policy", "robust"}, {"robust_pass", robust_all}, {"pkb_pass", pkb_all}, {"inputs_mutated", mutated},
+  checks = {{"policy", "robust"}, {"expected", "oracle"}, {"robust_pass", robust_all}, {"pkb_pass", pkb_all}, {"inputs_mutated", mutated},
             {"timed_calls_checked", timed_checked}, {"comparisons", per}};
   if (!mutated.empty()) checks["robust_pass"] = false;
   return first_failure;

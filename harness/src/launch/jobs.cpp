@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -131,27 +132,33 @@ const std::string& python_with_torch() {
 }
 
 PythonRunResult run_python_runner(const PythonRunnerJob& job) {
+  return run_python_batch(job, {{job.problem_dir, job.io_dir}}).front();
+}
+
+std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const std::vector<PythonBatchEntry>& entries) {
   const std::string& python = python_with_torch();
   if (python.empty()) {
     PythonRunResult r;
     r.outcome = PythonRunResult::Outcome::skip;
     r.detail = r.stderr_tail = "no python3 here can import torch (set PKB_PYTHON)";
-    return r;
+    return {r};
   }
-  std::vector<std::string> argv = {python, (repo_root() / "harness/python/run_reference.py").string(), "--problem-dir",
-                                   job.problem_dir.string(), "--io", job.io_dir.string(), "--trials", job.trials,
-                                   "--device", job.device, "--timeout", std::to_string(job.timeout_s)};
+  if (entries.empty()) throw Error("run_python_batch: no problems");
+  std::vector<std::string> argv = {python, (repo_root() / "harness/python/run_reference.py").string()};
+  for (const auto& e : entries) argv.insert(argv.end(), {"--problem-dir", e.problem_dir.string(), "--io", e.io_dir.string()});
+  argv.insert(argv.end(), {"--trials", job.trials, "--device", job.device, "--timeout", std::to_string(job.timeout_s)});
   argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
+  const std::filesystem::path& log_dir = entries.front().io_dir;  // the ranks' stdout and stderr
   for (int attempt = 1;; ++attempt) {
     std::string port = std::to_string(free_local_port());
     std::vector<std::vector<std::string>> argvs;
     std::vector<ProcessOptions> opts;
     for (int r = 0; r < job.world; ++r) {
-      std::filesystem::remove(job.io_dir / ("py.rank" + std::to_string(r) + ".json"));
+      for (const auto& e : entries) std::filesystem::remove(e.io_dir / ("py.rank" + std::to_string(r) + ".json"));
       ProcessOptions po;
-      po.timeout_s = job.timeout_s;
-      po.stdout_path = job.io_dir / ("python.rank" + std::to_string(r) + ".stdout");
-      po.stderr_path = job.io_dir / ("python.rank" + std::to_string(r) + ".stderr");
+      po.timeout_s = job.timeout_s * static_cast<double>(entries.size());
+      po.stdout_path = log_dir / ("python.rank" + std::to_string(r) + ".stdout");
+      po.stderr_path = log_dir / ("python.rank" + std::to_string(r) + ".stderr");
       po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"},
                 {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}, {"RANK", std::to_string(r)},
                 {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(job.world)},
@@ -161,9 +168,24 @@ PythonRunResult run_python_runner(const PythonRunnerJob& job) {
       opts.push_back(po);
     }
     std::vector<ProcessResult> ranks = run_process_group(argvs, opts);
-    PythonRunResult r = combine(ranks, read_records(job.io_dir, "py.rank", job.world));
-    if (r.outcome == PythonRunResult::Outcome::error && port_taken(r) && attempt < 3) continue;  // lost the race
-    return r;
+    std::vector<PythonRunResult> results;
+    for (const auto& e : entries) {
+      std::vector<nlohmann::json> records = read_records(e.io_dir, "py.rank", job.world);
+      bool all_ok = std::all_of(records.begin(), records.end(),
+                                [](const nlohmann::json& j) { return j.is_object() && j.value("status", "") == "ok"; });
+      if (all_ok) {  // this problem finished on every rank, whatever happened to the launch later
+        PythonRunResult ok;
+        ok.outcome = PythonRunResult::Outcome::ok;
+        results.push_back(ok);
+        continue;
+      }
+      results.push_back(combine(ranks, records));  // the problem that ended the launch: why
+      break;
+    }
+    if (results.size() == 1 && results[0].outcome == PythonRunResult::Outcome::error && port_taken(results[0]) &&
+        attempt < 3)
+      continue;  // lost the race for the port
+    return results;
   }
 }
 

@@ -55,6 +55,15 @@ struct PythonRunResult : ProcessResult {
 // as a whole on the deadline or soon after one rank fails. Outputs in io_dir/python.rankR.{stdout,stderr}.
 PythonRunResult run_python_runner(const PythonRunnerJob& job);
 
+// Several problems in one launch of the W processes (torch imported and the process group set up once; job's
+// problem_dir and io_dir are ignored). Returns one result per problem in order, ending with the first whose outcome
+// is not ok: the launch ends there (its peers may have been blocked), and the caller launches again for the rest.
+// Logs go to the first entry's io_dir.
+struct PythonBatchEntry {
+  std::filesystem::path problem_dir, io_dir;
+};
+std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const std::vector<PythonBatchEntry>& entries);
+
 // The Python interpreter that can import torch: $PKB_PYTHON, else `python3` on PATH, else /usr/bin/python3
 // (Debian's python3-torch when PATH's python3 is another one, e.g. pyenv's); "" when none can. Cached.
 const std::string& python_with_torch();

@@ -1,10 +1,13 @@
 #include "validate/validate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
 #include "check/compare.h"
+#include "check/expected.h"
 #include "check/outputs.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -33,30 +36,6 @@ std::string launch_failure(const ProcessResult& pr, const fs::path& dir, int wor
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
 }
 
-ProcessResult run_reference_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir, bool save_inputs) {
-  RankJob job{o.world, o.device == "cuda",
-              {"--problem-dir", spec.dir.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
-               trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed), "--out", dir.string()},
-              dir, "mpirun", o.timeout_s, {}};
-  for (const auto& [k, v] : o.params) job.args.insert(job.args.end(), {"--param", k + "=" + std::to_string(v)});
-  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).env;
-  if (save_inputs) job.args.push_back("--save-inputs");
-  if (o.time)
-    job.args.insert(job.args.end(), {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
-                                     std::to_string(o.timing.iters)});
-  return run_rank_job(job);
-}
-
-PythonRunResult run_python_job(const ProblemSpec& spec, const ValidateOptions& o, const fs::path& dir) {
-  std::vector<std::string> extra;
-  if (o.time)
-    extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
-  // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
-  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).ranks_per_gpu > 1;
-  return run_python_runner({o.world, shared ? "cpu" : o.device, spec.dir, dir, trial_list(0, o.trials - 1), extra,
-                            o.timeout_s, {}});
-}
-
 struct Tally {
   bool pass = true;
   std::string first_failure;
@@ -73,6 +52,67 @@ struct Tally {
     }
   }
 };
+
+// One problem of a validation: its options (parameters resolved), shape and working directory, the verdict so
+// far, and what its launches left.
+struct Planned {
+  const ProblemSpec* spec = nullptr;
+  ValidateOptions o;
+  RunShape run;
+  fs::path dir;
+  bool want_python = false;
+  bool done = false;  // verdict decided (a skip, or a failure before or between the launches)
+  ValidationResult res;
+  Tally tally;
+  std::string python_verdict = "not run", python_detail;
+  double launch_share_s = 0;  // this problem's share of the batched launches' wall time
+  double driver_s = 0;        // time spent on it here (planning, the oracle and the comparisons)
+};
+
+// The libtorch references of several problems in one mpirun launch (pkb-rank --batch), from `first` on; returns
+// the launch and how many of them finished on every rank (the one after those ended the launch).
+std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>& batch, const ValidateOptions& o,
+                                                     const fs::path& batch_dir) {
+  json entries = json::array();
+  for (const Planned* p : batch) {
+    std::vector<std::string> params;
+    for (const auto& [k, v] : p->o.params) params.push_back(k + "=" + std::to_string(v));
+    entries.push_back({{"problem_dir", p->spec->dir.string()}, {"out", p->dir.string()}, {"params", params}});
+  }
+  fs::create_directories(batch_dir);
+  fs::path file = batch_dir / "batch.json";
+  std::ofstream(file) << entries.dump(2) << "\n";
+  RankJob job{o.world, o.device == "cuda",
+              {"--batch", file.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
+               trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed)},
+              batch_dir, "mpirun", o.timeout_s * static_cast<double>(batch.size()), {}};
+  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).env;
+  bool save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
+  if (save_inputs) job.args.push_back("--save-inputs");
+  if (o.time)
+    job.args.insert(job.args.end(), {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
+                                     std::to_string(o.timing.iters)});
+  ProcessResult pr = run_rank_job(job);
+  size_t finished = 0;
+  for (const Planned* p : batch) {
+    auto records = read_rank_records(p->dir, o.world);
+    bool ok = std::all_of(records.begin(), records.end(),
+                          [](const json& j) { return j.is_object() && j.value("status", "") == "ok"; });
+    if (!ok) break;
+    ++finished;
+  }
+  return {pr, finished};
+}
+
+PythonRunnerJob python_job(const ValidateOptions& o) {
+  std::vector<std::string> extra;
+  if (o.time)
+    extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
+  // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
+  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).ranks_per_gpu > 1;
+  return {o.world, shared ? "cpu" : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
+}
+
 
 std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
                                   const std::string& prefix) {
@@ -120,101 +160,213 @@ const char* verdict_name(Verdict v) { return v == Verdict::pass ? "PASS" : v == 
 
 bool python_torch_available() { return !python_with_torch().empty(); }
 
-ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& options) {
-  ValidateOptions o = options;
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void finish(Planned& p, Verdict v, std::string detail) {
+  ValidationResult& res = p.res;
+  res.verdict = v;
+  res.detail = std::move(detail);
+  res.python = p.python_verdict + (p.python_detail.empty() ? "" : ": " + p.python_detail);
+  res.wall_s = p.driver_s + p.launch_share_s;
+  res.record["verdict"] = verdict_name(v);
+  res.record["detail"] = res.detail;
+  res.record["python"] = {{"verdict", p.python_verdict}, {"detail", p.python_detail}};
+  res.record["wall_s"] = res.wall_s;
+  if (!p.dir.empty()) std::ofstream(p.dir / "validation.json") << res.record.dump(2) << "\n";
+  p.done = true;
+}
+
+// Parameters, W rules and the working directory; decides skips and missing references before any launch.
+Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
+  Planned p;
+  p.spec = &spec;
+  p.res.problem = spec.folder();
+  p.o = options;
+  ValidateOptions& o = p.o;
   if (o.small) {
     std::map<std::string, int64_t> params = spec.test_parameters;
     for (const auto& [k, v] : options.params) params[k] = v;
     o.params = params;
   }
-  auto start = std::chrono::steady_clock::now();
-  ValidationResult res;
-  res.problem = spec.folder();
-  fs::path dir;  // the problem's working directory, once made: validation.json goes there
-  std::string python_verdict = "not run", python_detail;
-  auto finish = [&](Verdict v, std::string detail) {
-    res.verdict = v;
-    res.detail = std::move(detail);
-    res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    res.record["verdict"] = verdict_name(v);
-    res.record["detail"] = res.detail;
-    res.record["python"] = {{"verdict", python_verdict}, {"detail", python_detail}};
-    res.record["wall_s"] = res.wall_s;
-    if (!dir.empty()) std::ofstream(dir / "validation.json") << res.record.dump(2) << "\n";
-    return res;
-  };
-
   auto dtype = dtype_from_name(o.dtype);
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32, got '" + o.dtype + "'");
   std::map<std::string, int64_t> params = spec.parameters;
   for (const auto& [k, v] : o.params) params[k] = v;
-  if (auto why = world_size_violation(spec, o.world, params)) return finish(Verdict::skip, *why);
-  RunShape run = resolve_run(spec, o.world, *dtype, o.params);
-  const ReferenceImpl* impl = find_reference(spec.slug);
-  if (!impl) return finish(Verdict::fail, "no reference.cpp registered for '" + spec.slug + "'");
-
-  dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  bool want_python = o.python == PythonCheck::on ||
-                     (o.python == PythonCheck::auto_detect && o.device == "cuda" && python_torch_available());
-  res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
-                {"trials", o.trials}, {"seed", o.seed}, {"params", run.params}};
-
-  ProcessResult pr = run_reference_job(spec, o, dir, want_python);
-  res.record["reference_launch_s"] = pr.wall_s;
-  if (!pr.ok()) return finish(Verdict::fail, "reference run failed: " + launch_failure(pr, dir, o.world));
-
-  OracleContext octx = oracle_context(spec, run);
-  Tally tally;
-  json& log = res.record["comparisons"] = json::array();
-  for (int t = 0; t < o.trials; ++t) {
-    std::vector<Tensors> inputs;
-    for (int r = 0; r < o.world; ++r) inputs.push_back(make_inputs(spec, run, r, t, o.seed).tensors);
-    std::vector<Tensors> expected = impl->oracle(octx, inputs);
-    if (static_cast<int>(expected.size()) != o.world)
-      throw Error(spec.folder() + ": oracle returned outputs for " + std::to_string(expected.size()) + " ranks");
-    compare_trial(spec, run, dir, t, "rank", expected, Policy::robust, tally, log);
+  if (auto why = world_size_violation(spec, o.world, params)) {
+    finish(p, Verdict::skip, *why);
+    return p;
   }
-  // The paper-compatible policy against the oracle, recorded for information.
-  res.record["worst_rel_l2"] = tally.worst_rel_l2;
-  res.record["worst_abs_err"] = tally.worst_abs;
+  p.run = resolve_run(spec, o.world, *dtype, o.params);
+  if (!find_reference(spec.slug)) {
+    finish(p, Verdict::fail, "no reference.cpp registered for '" + spec.slug + "'");
+    return p;
+  }
+  p.dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
+  fs::remove_all(p.dir);
+  fs::create_directories(p.dir);
+  p.want_python = o.python == PythonCheck::on ||
+                  (o.python == PythonCheck::auto_detect && o.device == "cuda" && python_torch_available());
+  p.res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
+                  {"trials", o.trials}, {"seed", o.seed}, {"params", p.run.params}};
+  return p;
+}
 
-  if (!want_python) {
-    python_verdict = "skipped";
-    python_detail = o.python == PythonCheck::off ? "--python off"
-                    : o.device == "cuda"         ? "no python3 here can import torch"
-                                                 : "on --device cpu the reference.py cross-check runs with --python on";
+// Every rank's reference outputs against the oracle, run here on inputs recomputed from the seed.
+void check_against_oracle(Planned& p) {
+  const ProblemSpec& spec = *p.spec;
+  json& log = p.res.record["comparisons"] = json::array();
+  for (int t = 0; t < p.o.trials; ++t) {
+    std::vector<Tensors> expected = expected_outputs(spec, p.run, all_rank_inputs(spec, p.run, t, p.o.seed));
+    compare_trial(spec, p.run, p.dir, t, "rank", expected, Policy::robust, p.tally, log);
+  }
+  p.res.record["worst_rel_l2"] = p.tally.worst_rel_l2;
+  p.res.record["worst_abs_err"] = p.tally.worst_abs;
+}
+
+void apply_python(Planned& p, const PythonRunResult& py) {
+  p.res.record["python_launch_s"] = py.wall_s;
+  if (py.outcome == PythonRunResult::Outcome::skip) {
+    p.python_verdict = "skipped";
+    p.python_detail = "cannot run here: " + py.detail;
+  } else if (py.outcome == PythonRunResult::Outcome::error) {
+    p.python_verdict = "failed";
+    p.python_detail = py.detail;
+    if (p.tally.pass) p.tally.pass = false, p.tally.first_failure = "reference.py failed: " + py.detail;
   } else {
-    PythonRunResult py = run_python_job(spec, o, dir);
-    res.record["python_launch_s"] = py.wall_s;
-    if (py.outcome == PythonRunResult::Outcome::skip) {
-      python_verdict = "skipped";
-      python_detail = "cannot run here: " + py.detail;
-    } else if (py.outcome == PythonRunResult::Outcome::error) {
-      python_verdict = "failed";
-      python_detail = py.detail;
-      if (tally.pass) tally.pass = false, tally.first_failure = "reference.py failed: " + py.detail;
-    } else {
-      Tally py_tally;
-      json& pylog = res.record["python_comparisons"] = json::array();
-      for (int t = 0; t < o.trials; ++t)
-        compare_trial(spec, run, dir, t, "py.rank", read_outputs(spec, run, dir, t, "rank"), Policy::pkb, py_tally, pylog);
-      python_verdict = py_tally.pass ? "agrees" : "disagrees";
-      python_detail = py_tally.pass ? "" : py_tally.first_failure;
-      if (!py_tally.pass && tally.pass) {
-        tally.pass = false;
-        tally.first_failure = "reference.py vs reference.cpp: " + py_tally.first_failure;
-      }
+    Tally py_tally;
+    json& pylog = p.res.record["python_comparisons"] = json::array();
+    for (int t = 0; t < p.o.trials; ++t)
+      compare_trial(*p.spec, p.run, p.dir, t, "py.rank", read_outputs(*p.spec, p.run, p.dir, t, "rank"), Policy::pkb,
+                    py_tally, pylog);
+    p.python_verdict = py_tally.pass ? "agrees" : "disagrees";
+    p.python_detail = py_tally.pass ? "" : py_tally.first_failure;
+    if (!py_tally.pass && p.tally.pass) {
+      p.tally.pass = false;
+      p.tally.first_failure = "reference.py vs reference.cpp: " + py_tally.first_failure;
     }
   }
-  res.python = python_verdict + (python_detail.empty() ? "" : ": " + python_detail);
-  if (o.time) res.timing = baseline_timing(spec, run, o, dir, python_verdict == "agrees", res.record);
-  if (!tally.pass) return finish(Verdict::fail, tally.first_failure);
+}
+
+void conclude(Planned& p) {
+  const ValidateOptions& o = p.o;
+  if (!p.want_python) {
+    p.python_verdict = "skipped";
+    p.python_detail = o.python == PythonCheck::off ? "--python off"
+                      : o.device == "cuda"         ? "no python3 here can import torch"
+                                                   : "on --device cpu the reference.py cross-check runs with --python on";
+  }
+  if (o.time) p.res.timing = baseline_timing(*p.spec, p.run, o, p.dir, p.python_verdict == "agrees", p.res.record);
+  if (!p.tally.pass) return finish(p, Verdict::fail, p.tally.first_failure);
   char buf[160];
   std::snprintf(buf, sizeof buf, "%d trials x %d ranks match the oracle (worst rel_l2 %.2g, max abs err %.2g)",
-                o.trials, o.world, tally.worst_rel_l2, tally.worst_abs);
-  return finish(Verdict::pass, buf);
+                o.trials, o.world, p.tally.worst_rel_l2, p.tally.worst_abs);
+  finish(p, Verdict::pass, buf);
+}
+
+}  // namespace
+
+std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs,
+                                                const ValidateOptions& options,
+                                                const std::function<void(const ValidationResult&)>& on_result) {
+  std::vector<ValidationResult> results;
+  for (size_t first = 0; first < specs.size(); first += kValidateBatch) {
+    std::vector<Planned> chunk;
+    for (size_t i = first; i < std::min(specs.size(), first + kValidateBatch); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        chunk.push_back(plan(*specs[i], options));
+        chunk.back().driver_s += seconds_since(t0);
+      } catch (const Error& e) {
+        Planned p;
+        p.spec = specs[i];
+        p.res.problem = specs[i]->folder();
+        finish(p, Verdict::fail, e.what());
+        chunk.push_back(std::move(p));
+      }
+    }
+    // References: one launch for the chunk; a problem that ends a launch early fails with its ranks' error.
+    std::vector<Planned*> todo;
+    for (auto& p : chunk)
+      if (!p.done) todo.push_back(&p);
+    fs::path batch_root = options.out_dir / ".launches";
+    while (!todo.empty()) {
+      auto t0 = std::chrono::steady_clock::now();
+      ProcessResult pr;
+      size_t finished = 0;
+      try {
+        std::tie(pr, finished) = run_reference_batch(todo, options, batch_root / todo.front()->spec->folder());
+      } catch (const std::exception& e) {
+        for (Planned* p : todo) finish(*p, Verdict::fail, std::string("reference launch failed: ") + e.what());
+        break;
+      }
+      size_t covered = std::min(todo.size(), finished + 1);
+      double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / covered;
+      for (size_t i = 0; i < covered; ++i) {
+        Planned& p = *todo[i];
+        p.launch_share_s += share;
+        p.res.record["reference_launch_s"] = pr.wall_s;
+        p.res.record["reference_launch_problems"] = todo.size();
+        if (i < finished) continue;
+        p.res.record["reference_launch"] = {{"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
+        finish(p, Verdict::fail, "reference run failed: " + launch_failure(pr, p.dir, options.world));
+      }
+      todo.erase(todo.begin(), todo.begin() + static_cast<std::ptrdiff_t>(covered));
+    }
+    for (auto& p : chunk) {
+      if (p.done) continue;
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        check_against_oracle(p);
+        p.driver_s += seconds_since(t0);
+      } catch (const std::exception& e) {
+        p.driver_s += seconds_since(t0);
+        finish(p, Verdict::fail, std::string("oracle check failed: ") + e.what());
+      }
+    }
+    // reference.py: one launch of W Python processes for the chunk, again resumed after a problem that ends it.
+    std::vector<Planned*> python;
+    for (auto& p : chunk)
+      if (!p.done && p.want_python) python.push_back(&p);
+    while (!python.empty()) {
+      std::vector<PythonBatchEntry> entries;
+      for (const Planned* p : python) entries.push_back({p->spec->dir, p->dir});
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<PythonRunResult> got = run_python_batch(python_job(options), entries);
+      double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / got.size();
+      for (size_t i = 0; i < got.size() && i < python.size(); ++i) {
+        python[i]->launch_share_s += share;
+        try {
+          apply_python(*python[i], got[i]);
+        } catch (const std::exception& e) {
+          python[i]->python_verdict = "failed";
+          python[i]->python_detail = e.what();
+          python[i]->tally.pass = false;
+          if (python[i]->tally.first_failure.empty()) python[i]->tally.first_failure = e.what();
+        }
+      }
+      python.erase(python.begin(), python.begin() + static_cast<std::ptrdiff_t>(std::min(got.size(), python.size())));
+    }
+    for (auto& p : chunk) {
+      if (!p.done) {
+        try {
+          conclude(p);
+        } catch (const std::exception& e) {
+          finish(p, Verdict::fail, e.what());
+        }
+      }
+      if (on_result) on_result(p.res);
+      results.push_back(p.res);
+    }
+  }
+  return results;
+}
+
+ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& options) {
+  return validate_problems({&spec}, options, nullptr).front();
 }
 
 }  // namespace pkb

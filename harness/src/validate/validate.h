@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,6 +52,16 @@ struct ValidationResult {
 };
 
 ValidationResult validate_problem(const ProblemSpec& spec, const ValidateOptions& opts);
+
+// Problems validated this many at a time: one mpirun launch of pkb-rank for their references and one launch of
+// the W Python processes for their reference.py (start-up, not compute, is most of a small validation's time).
+// A problem that ends a launch early (crash, error, hang) fails alone; the launch resumes after it.
+constexpr size_t kValidateBatch = 16;
+
+// validate_problem over several problems in launches of kValidateBatch; on_result sees each result as soon as it
+// is known, in order.
+std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs, const ValidateOptions& opts,
+                                                const std::function<void(const ValidationResult&)>& on_result);
 
 // Whether some python3 here can import torch (launch/jobs.h python_with_torch; cached per process).
 bool python_torch_available();

@@ -1,12 +1,15 @@
 // pkb-rank: one rank of a pkb job (one process per GPU, or per CPU rank), launched by the driver via mpirun.
 // Reference pass by default; candidate pass with --candidate LIB. On a harness error it writes its record and
-// aborts the whole job, so peers blocked in a collective or a device barrier never hang.
+// aborts the whole job, so peers blocked in a collective or a device barrier never hang. With --batch FILE the
+// reference pass runs for several problems in one launch (`pkb validate`: one MPI start-up and one libtorch load
+// instead of one per problem); the driver launches again after the first problem that did not finish.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 #include <fstream>
@@ -77,19 +80,41 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   return env;
 }
 
+// One job per entry of a batch file: the shared options with the entry's problem, output directory and parameters.
+std::vector<WorkerOptions> batch_jobs(const WorkerOptions& shared, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read the file");
+  nlohmann::json entries = nlohmann::json::parse(in);
+  if (!entries.is_array() || entries.empty()) throw Error("expected a non-empty JSON array");
+  std::vector<WorkerOptions> jobs;
+  for (const auto& e : entries) {
+    WorkerOptions job = shared;
+    job.problem_dir = e.at("problem_dir").get<std::string>();
+    job.out_dir = e.at("out").get<std::string>();
+    job.params = e.value("params", std::vector<std::string>{});
+    jobs.push_back(job);
+  }
+  return jobs;
+}
+
 }  // namespace pkb
 
 int main(int argc, char** argv) {
   using namespace pkb;
   WorkerOptions o;
   CLI::App app{"pkb-rank: one rank of a pkb job (launched by pkb through mpirun)"};
-  app.add_option("--problem-dir", o.problem_dir, "problems/NNN_slug")->required();
+  std::string batch_file;
+  auto* problem_opt = app.add_option("--problem-dir", o.problem_dir, "problems/NNN_slug");
+  auto* batch_opt = app.add_option("--batch", batch_file,
+                                   "reference pass for several problems: a JSON array of {problem_dir, out, params}");
+  problem_opt->excludes(batch_opt);
   app.add_option("--device", o.device, "cpu or cuda");
   app.add_option("--dtype", o.dtype, "float dtype: bf16 or fp32");
   app.add_option("--trials", o.trials, "trial indices")->delimiter(',');
   app.add_option("--seed", o.seed, "base seed");
   app.add_option("--param", o.params, "NAME=VALUE parameter override");
-  app.add_option("--out", o.out_dir, "output directory")->required();
+  auto* out_opt = app.add_option("--out", o.out_dir, "output directory");
+  out_opt->excludes(batch_opt);
   app.add_flag("--save-inputs", o.save_inputs, "also write each rank's inputs");
   app.add_flag("--precise", o.precise, "reference only on fp32-upcast inputs");
   app.add_flag("--precise-too", o.precise_too, "also write the precise (fp32-upcast) reference outputs");
@@ -104,6 +129,25 @@ int main(int argc, char** argv) {
   app.add_option("--timed-checks", o.timed_checks, "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
+  std::vector<WorkerOptions> jobs;
+  if (batch_file.empty()) {
+    if (o.problem_dir.empty() || o.out_dir.empty()) {
+      std::cerr << "pkb-rank: --problem-dir and --out are required (or --batch FILE)\n";
+      return 2;
+    }
+    jobs.push_back(o);
+  } else {
+    if (!o.candidate.empty()) {
+      std::cerr << "pkb-rank: --batch runs reference passes only (a candidate runs alone)\n";
+      return 2;
+    }
+    try {
+      jobs = batch_jobs(o, batch_file);
+    } catch (const std::exception& e) {
+      std::cerr << "pkb-rank: --batch " << batch_file << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
 
   MPI_Init(&argc, &argv);
   int rank = 0, world = 1;
@@ -118,28 +162,32 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
   }
-  nlohmann::json record = {{"schema", "pkb.rank_record/1"}, {"rank", rank}, {"world", world}, {"status", "ok"},
-                           {"pass", o.candidate.empty() ? "reference" : "candidate"}};
-  try {
-    WorkerEnv env = make_worker_env(o, rank, world);
-    if (o.candidate.empty())
-      run_reference_pass(o, env, record);
-    else
-      run_candidate_pass(o, env, record);
-  } catch (const std::exception& e) {
-    if (record["status"] == "ok") record["status"] = "error";
-    record["error"] = e.what();
-    write_rank_record(o.out_dir, rank, record);
-    std::cerr << "pkb-rank " << rank << ": " << e.what() << std::endl;
-    MPI_Abort(MPI_COMM_WORLD, 3);  // peers may be blocked in a collective with us
-    return 3;
-  }
-  write_rank_record(o.out_dir, rank, record);
-  if (record["status"] == "runtime_error") {
-    // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
-    std::cerr << "pkb-rank " << rank << ": " << record.value("error", "") << std::endl;
-    MPI_Abort(MPI_COMM_WORLD, 4);
-    return 4;
+  for (const WorkerOptions& job : jobs) {
+    nlohmann::json record = {{"schema", "pkb.rank_record/1"}, {"rank", rank}, {"world", world}, {"status", "ok"},
+                             {"pass", job.candidate.empty() ? "reference" : "candidate"}};
+    auto started = std::chrono::steady_clock::now();
+    try {
+      WorkerEnv env = make_worker_env(job, rank, world);
+      if (job.candidate.empty())
+        run_reference_pass(job, env, record);
+      else
+        run_candidate_pass(job, env, record);
+      record["pass_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    } catch (const std::exception& e) {
+      if (record["status"] == "ok") record["status"] = "error";
+      record["error"] = e.what();
+      write_rank_record(job.out_dir, rank, record);
+      std::cerr << "pkb-rank " << rank << ": " << e.what() << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 3);  // peers may be blocked in a collective with us
+      return 3;
+    }
+    write_rank_record(job.out_dir, rank, record);
+    if (record["status"] == "runtime_error") {
+      // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
+      std::cerr << "pkb-rank " << rank << ": " << record.value("error", "") << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 4);
+      return 4;
+    }
   }
   if (seal().enabled()) {
     try {
