@@ -5,7 +5,8 @@
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures adversarial experts bench sandbox run replay
 # regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
-# PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table.
+# PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
+# the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu_check}
@@ -61,10 +62,12 @@ cd "$root"
 selection=${PKB_VALIDATE:-all}
 timing=(); [ "${PKB_TIME:-0}" = 1 ] && timing=(--time --warmup 10 --iters 50)
 if want validate; then
-  TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step validate_cuda_bf16 "$build/pkb" validate "$selection" -w "$world" \
-    --device cuda --dtype bf16 "${timing[@]}" --out "$out/validate"
-  [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step validate_cuda_fp32 "$build/pkb" validate "$selection" -w "$world" \
-    --device cuda --dtype fp32 --python off --out "$out/validate"
+  for vw in ${PKB_VALIDATE_WORLDS:-$world}; do
+    TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "validate_cuda_w${vw}_bf16" "$build/pkb" validate "$selection" -w "$vw" \
+      --device cuda --dtype bf16 "${timing[@]}" --out "$out/validate"
+    [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step "validate_cuda_w${vw}_fp32" "$build/pkb" validate "$selection" -w "$vw" \
+      --device cuda --dtype fp32 --python off --out "$out/validate"
+  done
 fi
 # Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
 if want fixtures; then

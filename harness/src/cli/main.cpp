@@ -1,16 +1,13 @@
 // pkb: the driver. See README.md for the commands and docs/architecture.md for how they fit together.
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <iostream>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "launch/process.h"
+#include "models/logging.h"
 
 int main(int argc, char** argv) {
-  // Warnings (retries, cache trouble) go to stderr: stdout holds results that scripts and pipes read.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("pkb"));
+  pkb::log_to_stderr();
   CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
   app.require_subcommand(1);
   pkb::cli::Action action;
