@@ -64,6 +64,7 @@ struct Planned {
   bool done = false;  // verdict decided (a skip, or a failure before or between the launches)
   ValidationResult res;
   Tally tally;
+  std::vector<std::vector<Tensors>> expected;  // per trial: every rank's oracle outputs
   std::string python_verdict = "not run", python_detail;
   double launch_share_s = 0;  // this problem's share of the batched launches' wall time
   double driver_s = 0;        // time spent on it here (planning, the oracle and the comparisons)
@@ -220,8 +221,8 @@ void check_against_oracle(Planned& p) {
   const ProblemSpec& spec = *p.spec;
   json& log = p.res.record["comparisons"] = json::array();
   for (int t = 0; t < p.o.trials; ++t) {
-    std::vector<Tensors> expected = expected_outputs(spec, p.run, all_rank_inputs(spec, p.run, t, p.o.seed));
-    compare_trial(spec, p.run, p.dir, t, "rank", expected, Policy::robust, p.tally, log);
+    p.expected.push_back(expected_outputs(spec, p.run, all_rank_inputs(spec, p.run, t, p.o.seed)));
+    compare_trial(spec, p.run, p.dir, t, "rank", p.expected.back(), Policy::robust, p.tally, log);
   }
   p.res.record["worst_rel_l2"] = p.tally.worst_rel_l2;
   p.res.record["worst_abs_err"] = p.tally.worst_abs;
@@ -237,11 +238,20 @@ void apply_python(Planned& p, const PythonRunResult& py) {
     p.python_detail = py.detail;
     if (p.tally.pass) p.tally.pass = false, p.tally.first_failure = "reference.py failed: " + py.detail;
   } else {
+    // Same device: reference.py against reference.cpp under the paper's allclose. Ranks sharing a GPU run
+    // reference.py on CPU ranks (no NCCL), whose bf16 GEMMs round differently from cuBLAS by an ulp here and there:
+    // then reference.py is held to what reference.cpp is held to, the oracle under the robust policy.
+    bool same_device = python_job(p.o).device == p.o.device;
+    p.res.record["python_check"] = same_device ? "pkb allclose vs reference.cpp"
+                                               : "robust vs the oracle (reference.py on CPU ranks, reference.cpp on the shared GPU)";
     Tally py_tally;
     json& pylog = p.res.record["python_comparisons"] = json::array();
     for (int t = 0; t < p.o.trials; ++t)
-      compare_trial(*p.spec, p.run, p.dir, t, "py.rank", read_outputs(*p.spec, p.run, p.dir, t, "rank"), Policy::pkb,
-                    py_tally, pylog);
+      if (same_device)
+        compare_trial(*p.spec, p.run, p.dir, t, "py.rank", read_outputs(*p.spec, p.run, p.dir, t, "rank"), Policy::pkb,
+                      py_tally, pylog);
+      else
+        compare_trial(*p.spec, p.run, p.dir, t, "py.rank", p.expected.at(t), Policy::robust, py_tally, pylog);
     p.python_verdict = py_tally.pass ? "agrees" : "disagrees";
     p.python_detail = py_tally.pass ? "" : py_tally.first_failure;
     if (!py_tally.pass && p.tally.pass) {
