@@ -49,6 +49,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("--warmup", o->e.timing.warmup, "Untimed iterations before timing");
   cmd->add_option("--iters", o->e.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
+  cmd->add_option("--ranks-per-gpu", o->e.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")->check(CLI::Range(1, 64));
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
   cmd->add_flag("--no-sandbox", [o](int64_t) { o->e.sandbox = false; },

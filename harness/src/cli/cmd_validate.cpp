@@ -100,6 +100,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
+  cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage through host memory)")->check(CLI::Range(1, 64));
   cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
   cmd->add_option("--warmup", o->v.timing.warmup, "Untimed iterations before timing (--time)");
   cmd->add_option("--iters", o->v.timing.iters, "Timed iterations (--time)")->check(CLI::PositiveNumber);

@@ -57,12 +57,12 @@ GpuSharing gpu_sharing(const EvalOptions& o) {
   if (o.device != "cuda") return {};
   int gpus = o.visible_devices.empty() ? static_cast<int>(visible_gpus().size())
                                        : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
-  return plan_gpu_sharing(o.world, gpus);
+  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
 }
 
 RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
   RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env};
-  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return job;
 }
 

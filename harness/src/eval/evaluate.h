@@ -39,6 +39,7 @@ struct EvalOptions {
   std::string topology = "h200_2";  // for the roofline (SOL%) fields
   std::filesystem::path out_dir = "results/eval";
   std::filesystem::path cache_dir = "results/cache";
+  int ranks_per_gpu = 0;              // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
   std::string visible_devices;        // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
   std::string not_evaluated_reason;   // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;                // compile and run candidate code inside bubblewrap (false: --no-sandbox)

@@ -83,11 +83,22 @@ std::vector<std::string> visible_gpus() {
   return ids;
 }
 
+std::string gpus_filled(const std::vector<std::string>& ids, int world, int ranks_per_gpu) {
+  int used = (world + std::max(ranks_per_gpu, 1) - 1) / std::max(ranks_per_gpu, 1);
+  std::string list;
+  for (int i = 0; i < used && i < static_cast<int>(ids.size()); ++i) list += (i ? "," : "") + ids[i];
+  return list;
+}
+
 GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted) {
   GpuSharing s;
   if (gpus <= 0) return s;
   s.ranks_per_gpu = std::max((world + gpus - 1) / gpus, std::max(ranks_per_gpu_wanted, 1));
   if (s.ranks_per_gpu <= 1) return s;
+  if (ranks_per_gpu_wanted > 1) {  // asked for: the job gets only the GPUs its ranks fill, so they really share
+    std::string list = gpus_filled(visible_gpus(), world, s.ranks_per_gpu);
+    if (!list.empty()) s.env["CUDA_VISIBLE_DEVICES"] = list;
+  }
   static std::mutex m;
   std::lock_guard<std::mutex> lock(m);
   MpsDaemon& d = daemon_state();

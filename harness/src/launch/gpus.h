@@ -23,7 +23,11 @@ struct GpuSharing {
 
 // The plan for a CUDA job of `world` ranks on `gpus` GPUs. Starts pkb's MPS daemon the first time ranks must
 // share (once per pkb process). Never throws: when MPS cannot start, note says so and ranks time-slice.
-// `ranks_per_gpu_wanted` > 0 forces sharing (--ranks-per-gpu).
+// `ranks_per_gpu_wanted` > 1 forces sharing (--ranks-per-gpu): the job's CUDA_VISIBLE_DEVICES is then cut to the
+// GPUs its ranks fill (gpus_filled), so that they really share.
 GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted = 0);
+
+// The first ceil(world / ranks_per_gpu) of `ids`, comma-separated: the GPUs a forced share uses.
+std::string gpus_filled(const std::vector<std::string>& ids, int world, int ranks_per_gpu);
 
 }  // namespace pkb

@@ -87,7 +87,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
               {"--batch", file.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
                trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed)},
               batch_dir, "mpirun", o.timeout_s * static_cast<double>(batch.size()), {}};
-  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).env;
+  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
   bool save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   if (save_inputs) job.args.push_back("--save-inputs");
   if (o.time)
@@ -110,7 +110,7 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
   if (o.time)
     extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
-  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size())).ranks_per_gpu > 1;
+  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
   return {o.world, shared ? "cpu" : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
 }
 

@@ -36,6 +36,7 @@ struct ValidateOptions {
   bool time = false;
   TimingOptions timing{20, 100};
   std::string topology = "h200_2";
+  int ranks_per_gpu = 0;  // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
 };
 
 enum class Verdict { pass, fail, skip };
