@@ -160,6 +160,23 @@ TEST(Compare, PoliciesDifferAsDocumented) {
   EXPECT_FALSE(pkb::compare(pkb::Policy::robust, near, exp, tol, at::kFloat).pass);
 }
 
+// Expected -inf (a masked log-prob) must be matched exactly and must not inflate the slack: before, rms(expected)
+// was inf, so with gamma > 0 every finite element passed, and the L2 ratio was 0 / inf.
+TEST(Compare, InfiniteExpectedValuesAreMatchedExactlyAndLeaveTheScaleFinite) {
+  pkb::Tolerance tol;  // gamma 8
+  at::Tensor exp = at::randn({1000}, at::kDouble);
+  exp.slice(0, 0, 100).fill_(-INFINITY);
+  EXPECT_TRUE(pkb::compare(pkb::Policy::robust, exp.clone(), exp, tol, at::kBFloat16).pass);
+  at::Tensor wrong = exp.clone();
+  wrong.slice(0, 500, 1000) += 1.0;  // finite elements off by 1: must fail
+  auto c = pkb::compare(pkb::Policy::robust, wrong, exp, tol, at::kBFloat16);
+  EXPECT_FALSE(c.pass) << pkb::describe(c);
+  EXPECT_EQ(c.mismatches, 500);
+  at::Tensor finite_for_inf = exp.clone();
+  finite_for_inf[5] = -30.0;  // a finite value where -inf is expected
+  EXPECT_FALSE(pkb::compare(pkb::Policy::robust, finite_for_inf, exp, tol, at::kBFloat16).pass);
+}
+
 TEST(Compare, CatchesWrongNanShapeAndSystematicBias) {
   pkb::Tolerance tol;
   at::Tensor exp = at::randn({4096}, at::kDouble);

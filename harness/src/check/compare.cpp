@@ -24,9 +24,13 @@ Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& ex
   const double* e = exp.data_ptr<double>();
   bool exact = !at::isFloatingType(out_dtype);
 
+  // Scale and relative L2 over the finite expected elements: an expected +-inf (a masked log-prob) must be matched
+  // exactly, and must not make the slack infinite (every finite element would pass) or the L2 ratio 0/inf.
   double sum_sq_exp = 0, sum_sq_diff = 0;
-  for (int64_t i = 0; i < c.numel; ++i) sum_sq_exp += e[i] * e[i];
-  double rms = c.numel ? std::sqrt(sum_sq_exp / c.numel) : 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < c.numel; ++i)
+    if (std::isfinite(e[i])) sum_sq_exp += e[i] * e[i], ++finite;
+  double rms = finite ? std::sqrt(sum_sq_exp / finite) : 0;
   double slack = policy == Policy::robust ? tol.gamma * dtype_epsilon(from_aten(out_dtype)) * rms : 0;
 
   for (int64_t i = 0; i < c.numel; ++i) {
