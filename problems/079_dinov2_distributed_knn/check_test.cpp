@@ -4,6 +4,7 @@
 // has ties at the top-K cut-off. Wrong kernels (bf16 similarities, local shard only, local labels) fail.
 #include <gtest/gtest.h>
 
+#include "check/expected.h"
 #include "check/outputs.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
@@ -18,7 +19,7 @@ struct Case {
   Case(int world, std::map<std::string, int64_t> params, int trial)
       : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
   int64_t k() const { return run.params.at("K"); }
   bool passes(const std::vector<pkb::Tensors>& got, std::string* why = nullptr) const {

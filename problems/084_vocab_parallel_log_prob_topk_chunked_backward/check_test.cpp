@@ -3,6 +3,7 @@
 // the output), a gradient without top-p, the unfiltered softmax's gradient and an unscaled gradient fail.
 #include <gtest/gtest.h>
 
+#include "check/expected.h"
 #include "check/outputs.h"
 #include "inputs/inputs.h"
 #include "reference/reference.h"
@@ -18,7 +19,7 @@ struct Case {
   Case(int world, std::map<std::string, int64_t> params, int trial)
       : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::find_reference(spec.slug)->oracle(pkb::oracle_context(spec, run), in);
+    expected = pkb::expected_outputs(spec, run, in);
   }
   bool passes(const std::vector<pkb::Tensors>& got) const {
     for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
