@@ -68,7 +68,8 @@ SlurmdPort=$(free_port)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$sock
+# cred_expire: how long a requeued job waits before it starts again (default 120 s).
+AuthInfo=socket=$sock,cred_expire=5
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool

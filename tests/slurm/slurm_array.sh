@@ -7,9 +7,9 @@
 # times (two evaluations of a kernel never time alike); tests/unit shows the merge exact to the byte.
 # Exit 77 (ctest: skipped) only when the daemons cannot start for a reason outside the test (the message says
 # which). Everything it starts it stops, also on failure.
-# Usage: slurm_array.sh PKB_BINARY CACHE_DIR
+# Usage: slurm_array.sh PKB_BINARY
 set -euo pipefail
-pkb=$1 cache=$2
+pkb=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/pkb-slurm-test.XXXXXX)
 cluster=$tmp/cluster
@@ -21,6 +21,9 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
+  for f in "$tmp"/sharded/shard-*/results.jsonl; do
+    echo "--- $f"; python3 -c 'import json,sys; [print(r["sample"], r["status"], r["time"], r["message"][:100]) for r in map(json.loads, open(sys.argv[1]))]' "$f"
+  done
   for f in "$tmp"/out/pkb-*.out "$cluster/slurmctld.log"; do [ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }; done
   exit 1
 }
@@ -46,10 +49,10 @@ fixture wrong_value >"$tmp/replay/001_allreduce/sample_1.cu"
 fixture correct >"$tmp/replay/001_allreduce/sample_2.cu"
 fixture spin_forever >"$tmp/replay/001_allreduce/sample_3.cu"
 args=(--model "replay:$tmp/replay" --problems 1 --samples 4 --device cpu -w 2 --param M=64 --param N=48
-      --trials 1 --warmup 1 --iters 3 --timeout 10 --cache "$cache")
+      --trials 1 --warmup 1 --iters 3 --timeout 10 --cache "$tmp/cache")  # its own cache: the references must be computed, as srun steps
 
 job=$(sbatch --parsable --array=0-1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root" \
-        --output="$tmp/out/pkb-%A_%a.out" --export="ALL,PKB_BINARY=$pkb" \
+        --output="$tmp/out/pkb-%A_%a.out" --export="ALL,PKB_BINARY=$pkb,PKB_LAUNCHER=srun" \
         "$root/scripts/slurm/pkb-array.sbatch" "${args[@]}" --out "$tmp/sharded")
 echo "submitted array job $job"
 shard1=$tmp/sharded/shard-1-of-2
@@ -61,11 +64,6 @@ done
 before=$(wc -l <"$shard1/results.jsonl")
 scontrol requeue "${job}_1" || fail "scontrol requeue ${job}_1"
 [ "$before" = 1 ] || fail "shard 1 held $before records when requeued: it was not mid-run, the test proves nothing"
-# Slurm holds a requeued job back for two minutes (BeginTime); once it is pending again, let it start at once.
-for _ in $(seq 100); do
-  [ "$(squeue -h -j "${job}_1" -o %T)" = PENDING ] && scontrol update JobId="${job}_1" StartTime=now && break
-  sleep 0.1
-done
 echo "requeued ${job}_1 after $before record(s)"
 
 # Done when both tasks have written their run's last line (task 1 after its restart) and left the queue.
@@ -78,6 +76,11 @@ finished || fail "the array job did not finish within 120 s (task 1 must run aga
 [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["invocations"])' "$shard1/manifest.json")" = 2 ] ||
   fail "shard 1 was not resumed (manifest invocations != 2)"
 grep -q "resuming: 1 of 2 samples already recorded" "$tmp/out/pkb-${job}_1.out" || fail "shard 1 did not resume"
+# PKB_LAUNCHER=srun: the reference passes ran as job steps (slurmd logs each step's launch; the sandboxed
+# candidate passes use mpirun inside the sandbox).
+steps=$(grep -c "launch task StepId=[0-9]*\.[0-9]" "$cluster/slurmd.log" || true)
+[ "$steps" -ge 1 ] || fail "no job step ran: the reference passes did not go through srun"
+echo "job steps launched by srun: $steps"
 # The unsharded run, afterwards (not beside the shards: 2 cores, and a correct kernel must not miss its deadline).
 "$pkb" run "${args[@]}" --out "$tmp/unsharded" >"$tmp/unsharded.log" 2>&1 || { cat "$tmp/unsharded.log"; fail "the unsharded run failed"; }
 pgrep -f "pkb-rank.*$tmp" >/dev/null && fail "ranks outlived the array job"

@@ -70,10 +70,11 @@ MpirunJob srun_job(const MpirunOptions& opts, const std::vector<std::string>& pr
   job.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
   const char* srun = getenv("PKB_SRUN");
   // --overlap: several evaluation slots (and pkb itself) share the allocation's CPUs and GPUs; pkb hands
-  // each slot its GPUs through CUDA_VISIBLE_DEVICES. --kill-on-bad-exit: one failed rank ends the step, as
+  // each slot its GPUs through CUDA_VISIBLE_DEVICES; --overcommit: W CPU ranks on fewer CPUs, as mpirun
+  // --oversubscribe. --kill-on-bad-exit: one failed rank ends the step, as
   // mpirun does, instead of leaving its peers blocked in a collective until the deadline.
   job.argv = {srun && *srun ? srun : "srun", "--overlap", "--nodes=1", "--ntasks=" + std::to_string(opts.world),
-              "--mpi=pmix", "--kill-on-bad-exit=1", "--cpu-bind=none", "--quiet", "--job-name=pkb-rank",
+              "--mpi=pmix", "--overcommit", "--kill-on-bad-exit=1", "--cpu-bind=none", "--quiet", "--job-name=pkb-rank",
               "--export=ALL"};
   job.argv.insert(job.argv.end(), program.begin(), program.end());
   return job;
