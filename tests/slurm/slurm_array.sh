@@ -83,7 +83,8 @@ steps=$(grep -c "launch task StepId=[0-9]*\.[0-9]" "$cluster/slurmd.log" || true
 echo "job steps launched by srun: $steps"
 # The unsharded run, afterwards (not beside the shards: 2 cores, and a correct kernel must not miss its deadline).
 "$pkb" run "${args[@]}" --out "$tmp/unsharded" >"$tmp/unsharded.log" 2>&1 || { cat "$tmp/unsharded.log"; fail "the unsharded run failed"; }
-pgrep -f "pkb-rank.*$tmp" >/dev/null && fail "ranks outlived the array job"
+for _ in $(seq 50); do pgrep -f "pkb-rank.*$tmp" >/dev/null || break; sleep 0.1; done  # SIGKILLed ranks: reaped
+pgrep -f "pkb-rank.*$tmp" >/dev/null && fail "ranks outlived the array job: $(pgrep -af "pkb-rank.*$tmp")"
 
 "$pkb" report "$tmp/sharded" 2>"$tmp/report.err" || { cat "$tmp/report.err"; fail "pkb report over the shards"; }
 python3 - "$tmp/unsharded" "$tmp/sharded" <<'PY' || fail "the merged report differs from the unsharded run's"
@@ -115,7 +116,8 @@ assert sorted(a.values()) == ["correct", "correct", "incorrect", "timeout"], a
 ra = json.load(open(sys.argv[1] + "/report.json")); rb = json.load(open(sys.argv[2] + "/report.json"))
 for field in ra:
     if field != "run":
-        assert untimed(ra[field]) == untimed(rb[field]), f"report.json {field} differs"
+        ua, ub = untimed(ra[field]), untimed(rb[field])
+        assert ua == ub, f"report.json {field} differs:\n unsharded {json.dumps(ua)}\n merged    {json.dumps(ub)}"
 assert rb["aggregate"]["samples"] == 4 and rb["input"]["records"] == 4, rb["input"]
 assert [s["index"] for s in rb["run"]["shards"]] == [0, 1]
 print("merged report = unsharded report:", json.dumps(rb["aggregate"]["pass_at_k"]))
