@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "scoring/format.h"
 #include "scoring/html.h"
+#include "scoring/merge.h"
 #include "scoring/report.h"
 
 namespace pkb::scoring {
@@ -31,11 +32,12 @@ std::string directory_name(const fs::path& dir) {
 }
 
 LeaderboardEntry load_entry(const fs::path& dir, const ScoreSettings& st) {
-  if (!fs::is_regular_file(dir / "results.jsonl"))
-    throw Error(dir.string() + ": no results.jsonl (not a run directory)");
+  bool shards = !fs::exists(dir / "results.jsonl") && !shard_subdirectories(dir).empty();  // pkb run --shard
+  if (!shards && !fs::is_regular_file(dir / "results.jsonl"))
+    throw Error(dir.string() + ": no results.jsonl and no shard-I-of-N directories (not a run directory)");
   LeaderboardEntry e;
   e.run_dir = dir.string();
-  e.loaded = load_results(dir);
+  e.loaded = load_run(dir);
   if (e.loaded.records == 0) throw Error((dir / "results.jsonl").string() + ": no well-formed pkb.result/1 record");
   const nlohmann::json& run = e.loaded.run;
   bool named = run.is_object() && run.contains("model") && run["model"].is_string();

@@ -102,10 +102,18 @@ void add_missing(LoadedResults& r) {
   }
 }
 
+// Problems by id, and a problem's samples by index (records without one keep their order), so that the scores
+// never depend on the order records were appended in: two evaluation slots, or the shards of a run, interleave
+// them differently, and the sums behind geomeans must be taken in one order to agree to the last bit.
 void sort_problems(LoadedResults& r) {
   std::sort(r.problems.begin(), r.problems.end(), [](const ProblemSamples& a, const ProblemSamples& b) {
     return std::tie(a.id, a.folder) < std::tie(b.id, b.folder);
   });
+  auto by_index = [](const Sample& a, const Sample& b) { return a.index < b.index; };
+  for (ProblemSamples& p : r.problems) {
+    std::stable_sort(p.samples.begin(), p.samples.end(), by_index);
+    std::stable_sort(p.not_evaluated.begin(), p.not_evaluated.end(), by_index);
+  }
 }
 
 // manifest.json as `pkb run` wrote it, copied verbatim into reports; null (with a warning if it is unusable)
@@ -119,14 +127,9 @@ json read_manifest(const std::filesystem::path& file, std::vector<std::string>& 
   return nullptr;
 }
 
-}  // namespace
-
-const char* policy_name(Policy p) { return p == Policy::robust ? "robust" : "pkb"; }
-
-LoadedResults parse_results(std::istream& in, const std::string& name) {
-  LoadedResults r;
-  r.source = name;
-  std::map<std::string, size_t> problem_at;
+// The records of one results file, added to r (later records supersede earlier ones, also across files).
+void parse_lines(LoadedResults& r, std::map<std::string, size_t>& problem_at, std::istream& in,
+                 const std::string& name) {
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -148,6 +151,19 @@ LoadedResults parse_results(std::istream& in, const std::string& name) {
       r.warnings.push_back(where + ": skipped: " + e.what());
     }
   }
+}
+
+}  // namespace
+
+const char* policy_name(Policy p) { return p == Policy::robust ? "robust" : "pkb"; }
+
+LoadedResults parse_results(std::istream& in, const std::string& name) { return parse_results({{&in, name}}); }
+
+LoadedResults parse_results(const std::vector<std::pair<std::istream*, std::string>>& inputs) {
+  LoadedResults r;
+  r.source = inputs.empty() ? "" : inputs.front().second;
+  std::map<std::string, size_t> problem_at;
+  for (const auto& [in, name] : inputs) parse_lines(r, problem_at, *in, name);
   sort_problems(r);
   for (const auto& c : r.configurations) {
     add_distinct(r.settings["world"], c["world"]);
@@ -155,8 +171,14 @@ LoadedResults parse_results(std::istream& in, const std::string& name) {
     add_distinct(r.settings["dtype"], c["dtype"]);
   }
   if (r.configurations.size() > 1)
-    r.warnings.push_back(name + ": records mix configurations " + r.configurations.dump() + "; scored together");
+    r.warnings.push_back(r.source + ": records mix configurations " + r.configurations.dump() + "; scored together");
   return r;
+}
+
+void attach_run(LoadedResults& r, nlohmann::json run) {
+  r.run = std::move(run);
+  add_missing(r);
+  sort_problems(r);
 }
 
 LoadedResults load_results(const std::filesystem::path& dir_or_jsonl) {
@@ -167,9 +189,7 @@ LoadedResults load_results(const std::filesystem::path& dir_or_jsonl) {
   LoadedResults r = parse_results(in, file.string());
   fs::path dir = fs::absolute(file).lexically_normal().parent_path();
   r.source = (dir.filename() / file.filename()).string();
-  r.run = read_manifest(dir / "manifest.json", r.warnings);
-  add_missing(r);
-  sort_problems(r);
+  attach_run(r, read_manifest(dir / "manifest.json", r.warnings));
   return r;
 }
 

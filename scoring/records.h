@@ -15,6 +15,7 @@
 #include <istream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -71,5 +72,9 @@ struct LoadedResults {
 // pkb::Error only when the results file cannot be opened; malformed lines and a bad manifest become warnings.
 LoadedResults load_results(const std::filesystem::path& dir_or_jsonl);
 LoadedResults parse_results(std::istream& in, const std::string& name);
+// Several results files read as one, in order (a later record of a sample supersedes an earlier one).
+LoadedResults parse_results(const std::vector<std::pair<std::istream*, std::string>>& inputs);
+// Sets the run's manifest and adds the selection's problems that have no record (as missing).
+void attach_run(LoadedResults& r, nlohmann::json run);
 
 }  // namespace pkb::scoring

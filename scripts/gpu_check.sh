@@ -3,7 +3,7 @@
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures adversarial experts bench sandbox run replay
-# regress topology);
+# shards regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU).
@@ -20,7 +20,7 @@ world=${PKB_WORLD:-$gpus}
 # PKB_SHARED_EXTRA lists further world sizes for the expert kernels (e.g. "4 8").
 if [ -z "${PKB_WORLD:-}" ] && [ "$gpus" = 1 ]; then world=2; fi
 echo "gpus: $gpus, world: $world$([ "$world" -gt "$gpus" ] && echo ' (ranks share GPUs)')"
-steps=" ${PKB_STEPS:-comm unit validate fixtures adversarial experts bench sandbox run replay regress topology} "
+steps=" ${PKB_STEPS:-comm unit validate fixtures adversarial experts bench sandbox run replay shards regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
@@ -113,6 +113,29 @@ if want replay; then
   [ -d "results/runs/expert-w$world-cuda-bf16" ] && step leaderboard "$build/pkb" leaderboard \
     "results/runs/expert-w$world-cuda-bf16" "$out/run_replay_dir" -o "$out/leaderboard/leaderboard.json"
   rm -rf "$out/run_replay_dir"
+fi
+# The same replayed mix as two shards (pkb run --shard 0/2 and 1/2, one after the other on this node), scored
+# as one run by `pkb report DIR`: expected the replay step's outcome, n = 4, c = 1, one record per sample.
+if want shards; then
+  replay=$(mktemp -d)
+  mkdir -p "$replay/001_allreduce"
+  cp problems/001_allreduce/solution.cu "$replay/001_allreduce/sample_0.cu"
+  cp tests/fixtures/cuda/wrong_value.cu "$replay/001_allreduce/sample_1.cu"
+  cp tests/fixtures/cuda/kernel_hang.cu "$replay/001_allreduce/sample_2.cu"
+  cp tests/fixtures/cuda/illegal_address.cu "$replay/001_allreduce/sample_3.cu"
+  for i in 0 1; do
+    TAIL_LINES=10 step "shard_$i" "$build/pkb" run --model "replay:$replay" --problems 1 --samples 4 --timeout 20 \
+      --out "$out/shards_dir" --shard "$i/2"
+  done
+  TAIL_LINES=30 step shards_report bash -c '"$0" report "$1" && python3 - "$1" <<"PY"
+import json, sys
+r = json.load(open(sys.argv[1] + "/report.json"))
+p = r["problems"][0]
+print("merged: n", p["n"], "c", p["c"], "failures", p["failures"], "shards", len(r["run"]["shards"]))
+assert (p["n"], p["c"], r["input"]["records"]) == (4, 1, 4), "expected n = 4, c = 1, 4 records"
+PY' "$build/pkb" "$out/shards_dir"
+  copy_reports "$out/shards_dir" "$out/shards"
+  rm -rf "$out/shards_dir"
 fi
 # CI regression against the expert run's report: the experts again, with problem 1's kernel swapped for a wrong
 # one. Expected: exit 1, problem 1 a regression, the others pass; JUnit XML in $out.

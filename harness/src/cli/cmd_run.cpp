@@ -1,4 +1,5 @@
 // pkb run [--model M] [--problems SPEC] [--samples K] [-w W] [--device auto|cuda|cpu] [--topology NAME] [--out DIR]
+//         [--shard I/N] [--launcher mpirun|srun]
 // The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
 // the expert kernels of every problem that has one, on every local GPU.
 // Exit codes: 0 the run finished (whatever the candidates did; also without a GPU, where evaluations are
@@ -6,12 +7,14 @@
 // (auth, quota, bad request, network after the retries; the reason is on stderr): they stay unrecorded and the
 // same command does them; 2 usage or input error.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/prompt_options.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "launch/mpirun.h"
 #include "run/run.h"
 #include "spec/catalog.h"
 
@@ -24,6 +27,8 @@ struct RunCliOptions {
   std::string variant = "one-shot";
   double temperature = -1;
   bool quiet = false;
+  std::string shard;
+  std::string launcher;
   ServiceCliOptions service;
 };
 
@@ -33,6 +38,11 @@ int run_run(RunCliOptions& o) {
   if (o.temperature >= 0) o.r.generate.temperature = o.temperature;
   apply_service_options(o.service, o.r.generate.provider);
   o.r.progress = !o.quiet;
+  if (!o.shard.empty()) o.r.shard = run::parse_shard(o.shard);
+  if (!o.launcher.empty()) set_rank_launcher(parse_launcher(o.launcher));
+  if (rank_launcher() == Launcher::srun && !std::getenv("SLURM_JOB_ID"))
+    std::fprintf(stderr, "pkb run: warning: --launcher srun outside a Slurm allocation: each rank job asks Slurm "
+                         "for an allocation of its own\n");
   Catalog c = load_catalog(repo_root() / "problems");
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   run::RunSummary s = run::run_benchmark(c, o.r);
@@ -86,6 +96,13 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
   add_service_options(cmd, r.generate.provider, o->service, "--http-timeout");
+  cmd->add_option("--shard", o->shard,
+                  "I/N: evaluate the I-th of N parts of the (problem, sample) work, in OUT/shard-I-of-N; "
+                  "`pkb report OUT` merges the shards");
+  cmd->add_option("--launcher", o->launcher,
+                  "How ranks start: mpirun (default) or srun (a step of the Slurm allocation; sandboxed candidate "
+                  "passes still use mpirun inside the sandbox). Default: $PKB_LAUNCHER, else mpirun")
+      ->check(CLI::IsMember({"mpirun", "srun"}));
   cmd->add_flag("-q,--quiet", o->quiet, "No progress lines");
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }

@@ -84,6 +84,7 @@ void run_offline(const std::vector<const ProblemSpec*>& sel, const GenerateOptio
     throw Error("--model " + o.model + ": no such directory");
   for (const ProblemSpec* spec : sel)
     for (int k = 0; k < o.samples; ++k) {
+      if (o.wanted && !o.wanted(*spec, k)) continue;
       SampleRecord r = blank_record(*spec, k, o.model);
       std::optional<std::string> code;
       if (auto file = offline_file(o.model, *spec, k, r)) {
@@ -142,6 +143,7 @@ Batch plan(const std::vector<const ProblemSpec*>& sel, const GenerateOptions& o,
       place_file(out, fs::path("prompts") / (spec->folder() + ".json"),
                  models::to_json(make_request(*p, o.max_tokens, o.temperature, 0)).dump(2) + "\n");
     for (int k = 0; k < o.samples; ++k) {
+      if (o.wanted && !o.wanted(*spec, k)) continue;
       records.push_back(blank_record(*spec, k, o.model));
       if (!p) {
         records.back().status = SampleStatus::skipped;
@@ -165,7 +167,7 @@ void run_model(const std::vector<const ProblemSpec*>& sel, const GenerateOptions
   models::ModelName name = models::parse_model_name(o.model);
   auto provider = models::make_provider(name, o.provider);
   auto prices = models::PriceTable::load(repo_root() / "pricing" / "prices.json");
-  models::ReplyCache cache(out / "cache");
+  models::ReplyCache cache(o.cache_dir.empty() ? out / "cache" : o.cache_dir);
   Batch b = plan(sel, o, out, records, progress, res.topology);
   models::DispatchOptions d;
   d.max_in_flight = o.concurrency;
@@ -295,7 +297,10 @@ GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
   GenerateResult res;
   res.out_dir = fs::absolute(o.out_dir.empty() ? fs::path("results") / "generate" / file_safe(o.model) : o.out_dir);
   fs::create_directories(res.out_dir);
-  ProgressLine progress(sel.size() * o.samples, o.progress);
+  size_t total = 0;
+  for (const ProblemSpec* spec : sel)
+    for (int k = 0; k < o.samples; ++k) total += !o.wanted || o.wanted(*spec, k);
+  ProgressLine progress(total, o.progress);
   if (is_offline(o.model))
     run_offline(sel, o, res.out_dir, res.records, progress);
   else

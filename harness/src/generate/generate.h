@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ struct GenerateOptions {
   std::filesystem::path out_dir;     ///< "" = ./results/generate/<model, made file-name safe>
   models::ProviderOptions provider;  ///< timeouts and retry policy
   bool progress = true;              ///< a progress line on stderr
+  /// Which samples to produce (pkb run --shard asks for its own only); unset: all. Samples it rejects get no
+  /// record and no files.
+  std::function<bool(const ProblemSpec&, int sample)> wanted;
+  std::filesystem::path cache_dir;   ///< reply cache; "" = OUT/cache (the shards of a run share one)
 };
 
 struct SampleRecord {

@@ -25,7 +25,9 @@ std::string trial_list(int first, int last) {
 ProcessResult run_rank_job(const RankJob& job) {
   std::vector<std::string> program = {(executable_dir() / "pkb-rank").string()};
   program.insert(program.end(), job.args.begin(), job.args.end());
-  MpirunJob mpi = mpirun_job({job.world, job.cuda, job.env}, program);
+  // A sandboxed job always runs mpirun inside its sandbox (launch/mpirun.h says why srun cannot).
+  bool srun = !job.sandbox && rank_launcher() == Launcher::srun;
+  MpirunJob mpi = (srun ? srun_job : mpirun_job)({job.world, job.cuda, job.env}, program);
   ProcessOptions po;
   po.timeout_s = job.timeout_s;
   po.stdout_path = job.dir / (job.tag + ".stdout");

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
+
+#include "core/error.h"
 
 #ifndef PKB_MPIRUN
 #define PKB_MPIRUN "mpirun"
@@ -30,6 +33,49 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   job.argv.insert(job.argv.end(), {"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"});
   for (const auto& [k, v] : job.env) job.argv.insert(job.argv.end(), {"-x", k});
   if (getenv("CUDA_VISIBLE_DEVICES") && !job.env.count("CUDA_VISIBLE_DEVICES")) job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
+  job.argv.insert(job.argv.end(), program.begin(), program.end());
+  return job;
+}
+
+const char* launcher_name(Launcher l) { return l == Launcher::srun ? "srun" : "mpirun"; }
+
+Launcher parse_launcher(const std::string& name) {
+  if (name == "mpirun") return Launcher::mpirun;
+  if (name == "srun") return Launcher::srun;
+  throw Error("launcher '" + name + "': expected mpirun or srun");
+}
+
+namespace {
+std::atomic<int> chosen_launcher{-1};  // -1: not set, read $PKB_LAUNCHER
+}
+
+Launcher rank_launcher() {
+  int l = chosen_launcher.load();
+  if (l >= 0) return static_cast<Launcher>(l);
+  const char* env = getenv("PKB_LAUNCHER");
+  if (!env || !*env) return Launcher::mpirun;
+  try {
+    return parse_launcher(env);
+  } catch (const Error& e) {
+    throw Error(std::string("PKB_LAUNCHER: ") + e.what());
+  }
+}
+
+void set_rank_launcher(Launcher l) { chosen_launcher = static_cast<int>(l); }
+
+MpirunJob srun_job(const MpirunOptions& opts, const std::vector<std::string>& program) {
+  MpirunJob job = mpirun_job(opts, program);  // for its environment
+  // What mpirun gets as --mca flags, as Open MPI's environment variables.
+  job.env["OMPI_MCA_btl"] = "self,vader";
+  job.env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
+  const char* srun = getenv("PKB_SRUN");
+  // --overlap: several evaluation slots (and pkb itself) share the allocation's CPUs and GPUs; pkb hands
+  // each slot its GPUs through CUDA_VISIBLE_DEVICES; --overcommit: W CPU ranks on fewer CPUs, as mpirun
+  // --oversubscribe. --kill-on-bad-exit: one failed rank ends the step, as
+  // mpirun does, instead of leaving its peers blocked in a collective until the deadline.
+  job.argv = {srun && *srun ? srun : "srun", "--overlap", "--nodes=1", "--ntasks=" + std::to_string(opts.world),
+              "--mpi=pmix", "--overcommit", "--kill-on-bad-exit=1", "--cpu-bind=none", "--quiet", "--job-name=pkb-rank",
+              "--export=ALL"};
   job.argv.insert(job.argv.end(), program.begin(), program.end());
   return job;
 }

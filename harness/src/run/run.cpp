@@ -50,7 +50,7 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"seed", o.eval.seed}, {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters},
           {"params", o.eval.params}, {"variant", prompt::variant_name(g.prompt.variant)},
           {"temperature", g.temperature ? json(*g.temperature) : json()}, {"max_tokens", g.max_tokens},
-          {"prompts_sha256", prompt::templates_digest(g.prompt)}};
+          {"prompts_sha256", prompt::templates_digest(g.prompt)}, {"shard", shard_json(o.shard, o.samples)}};
 }
 
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
@@ -254,6 +254,12 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (o.out_dir.empty())
     o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
                                              "-" + o.eval.dtype);
+  // A shard keeps its own run directory under the run's; the shards share the reply cache there, so replies
+  // generated up front (pkb generate --out RUN) are found by every shard.
+  if (o.shard.sharded()) {
+    o.generate.cache_dir = fs::absolute(o.out_dir) / "cache";
+    o.out_dir /= o.shard.dir_name();
+  }
   sum.dir = fs::absolute(o.out_dir);
   fs::create_directories(sum.dir);
   o.eval.out_dir = sum.dir;
@@ -271,6 +277,15 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   g.samples = o.samples;
   g.prompt.world = o.world;
   g.prompt.topology = o.topology;
+  // The shard's items of the (problem, sample) grid (run/shard.h); generation asks only for those.
+  std::map<const ProblemSpec*, long> position;
+  for (const ProblemSpec* p : problems) position.emplace(p, static_cast<long>(position.size()));
+  long grid = static_cast<long>(problems.size()) * o.samples;
+  auto mine = [&, shard = o.shard, samples = o.samples](const ProblemSpec* spec, int sample) {
+    auto it = position.find(spec);
+    return it != position.end() && in_shard(shard, it->second * samples + sample, grid);
+  };
+  if (o.shard.sharded()) g.wanted = [&](const ProblemSpec& spec, int sample) { return mine(&spec, sample); };
   g.prompt.params = o.eval.params;
   g.prompt.dtype = o.eval.dtype == "fp32" ? DType::f32 : DType::bf16;
   g.out_dir = sum.dir;
@@ -289,7 +304,7 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     const ProblemSpec* spec = nullptr;
     for (const ProblemSpec* p : problems)
       if (p->folder() == r.problem) spec = p;
-    if (!spec) continue;
+    if (!spec || !mine(spec, r.sample)) continue;
     Task t;
     t.spec = spec;
     t.sample = r.sample;
@@ -346,7 +361,14 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     std::fprintf(stderr,
                  "pkb run: no GPU on this machine: GPU evaluations are skipped; candidates are compiled and the "
                  "references validated on CPU ranks\n");
-    validate_on_cpu(problems, o, sum.dir);
+    std::vector<const ProblemSpec*> shard_problems;  // a shard validates the references of its own problems
+    for (const ProblemSpec* p : problems)
+      for (int k = 0; k < o.samples; ++k)
+        if (mine(p, k)) {
+          shard_problems.push_back(p);
+          break;
+        }
+    validate_on_cpu(shard_problems, o, sum.dir);
     o.eval.not_evaluated_reason = "no GPU on this machine";
   }
 

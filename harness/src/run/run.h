@@ -17,6 +17,7 @@
 
 #include "eval/evaluate.h"
 #include "generate/generate.h"
+#include "run/shard.h"
 #include "spec/catalog.h"
 
 namespace pkb::run {
@@ -32,6 +33,7 @@ struct RunOptions {
   std::filesystem::path out_dir;  // "" = results/runs/<model>-w<W>-<device>-<dtype>
   int compile_jobs = 0;           // 0 = one per core
   bool progress = true;
+  Shard shard;                    // --shard I/N: this invocation's part of the run, in OUT/shard-I-of-N (run/shard.h)
   EvalOptions eval;               // dtype, trials, timing, deadlines, cache (world/device/topology set from above)
   generate::GenerateOptions generate;  // concurrency, token limits, provider settings (model/problems set from above)
 };
