@@ -86,6 +86,10 @@ void test_world(Communicator& c, at::ScalarType dt, const std::string& tag) {
   at::Tensor a2a_out = at::empty({W * 6}, gathered.options());
   c.all_to_all(at::cat(blocks), a2a_out);
   for (int q = 0; q < W; ++q) expect_equal(a2a_out.slice(0, q * 6, (q + 1) * 6), contribution(10 * q + r, 6, dt), tag + " all_to_all");
+  // The same exchange between differently shaped tensors ((W * 6) in, (W, 2, 3) out): equal chunks of numel / W.
+  at::Tensor a2a_shaped = at::empty({W, 2, 3}, gathered.options());
+  c.all_to_all(at::cat(blocks), a2a_shaped);
+  expect_equal(a2a_shaped.reshape({-1}), a2a_out, tag + " all_to_all into another shape");
 
   // Uneven all-to-all along rows of a (rows, 3) tensor: rank q sends q + d + 1 rows to rank d.
   std::vector<int64_t> send_rows, recv_rows;

@@ -137,16 +137,12 @@ class NcclCommunicator final : public Communicator {
   void all_to_all(const at::Tensor& in, at::Tensor& out) override {
     if (in.numel() % size_ != 0 || out.numel() != in.numel())
       throw Error("all_to_all: input and output must have equal numel divisible by the group size");
-    int64_t rows = in.dim() == 0 ? 1 : in.size(0);
-    if (rows % size_ == 0) {
-      std::vector<int64_t> split(size_, rows / size_);
-      all_to_all(in, out, split, split);
-    } else {
-      auto flat_in = in.view({size_, -1});
-      auto flat_out = out.view({size_, -1});
-      std::vector<int64_t> split(size_, 1);
-      all_to_all(flat_in, flat_out, split, split);
-    }
+    // Equal chunks of numel / W, whatever the shapes (e.g. (n, v) in, (W, n / W, v) out): one row each of the
+    // flat (W, numel / W) views.
+    auto flat_in = in.view({size_, -1});
+    auto flat_out = out.view({size_, -1});
+    std::vector<int64_t> split(size_, 1);
+    all_to_all(flat_in, flat_out, split, split);
   }
   void all_to_all(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& send_rows,
                   const std::vector<int64_t>& recv_rows) override {

@@ -67,7 +67,7 @@ struct GroupSpec {
 };
 
 struct Tolerance {
-  double atol = 1e-2, rtol = 1e-2;  // both policies
+  double atol = 1e-2, rtol = 1e-2;  // robust; the pkb policy always uses the defaults (the paper's allclose)
   double gamma = 8;                 // robust: slack of gamma * eps(dtype) * rms(precise)
   double max_rel_l2 = 1e-2;         // robust: bound on ||out - precise|| / ||precise||
 };
