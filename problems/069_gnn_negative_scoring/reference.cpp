@@ -11,9 +11,10 @@ using namespace pkb;
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   at::Tensor rows = at::cat({in[0].unsqueeze(1), in[1]}, 1).contiguous();  // (P_r, 1 + Nn)
   const int W = ctx.world;
-  at::Tensor sizes = at::zeros({W}, at::kLong);
+  at::Tensor sizes = at::zeros({W}, rows.options().dtype(at::kLong));  // on the communicator's device
   sizes[ctx.rank] = rows.size(0);
   ctx.comm->all_reduce(sizes);
+  sizes = sizes.to(at::kCPU);
   std::vector<int64_t> recv(sizes.data_ptr<int64_t>(), sizes.data_ptr<int64_t>() + W);
   std::vector<int64_t> send(W, rows.size(0));
   at::Tensor all = at::empty({sizes.sum().item<int64_t>(), rows.size(1)}, rows.options());
