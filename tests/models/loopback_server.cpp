@@ -210,9 +210,11 @@ void LoopbackServer::serve(int fd) {
     alive = send_all(fd, head);
     for (int i = 0; alive && i < r.keepalive_lines; ++i)
       alive = send_all(fd, "\n") && wait_or_stop(r.keepalive_interval_s);
-    if (alive) send_all(fd, r.body);
   }
+  // Counted out before the last bytes go: a client holding the whole reply may send its next request at once, and
+  // that one must not overlap this one in max_concurrent().
   --in_flight_;
+  if (alive) send_all(fd, r.body);
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }
