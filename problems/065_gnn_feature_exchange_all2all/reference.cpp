@@ -1,35 +1,15 @@
 #include "reference/reference.h"
+#include "reference/rotated_all_to_all.h"
 
 namespace {
 
 using namespace pkb;
 
-std::vector<int64_t> host_vector(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
 Tensors reference(const RankContext& ctx, const Tensors& in) {
-  const int W = ctx.world, r = ctx.rank;
+  const int r = ctx.rank;
   at::Tensor fetched = in[0].index_select(0, in[1]);
-  std::vector<int64_t> sent = host_vector(in[2]), received = host_vector(in[3]);
-  std::vector<at::Tensor> blocks = at::split_with_sizes(fetched, sent);
-  // The communicator's splits are by peer; list position i is peer (r + i) mod W.
-  std::vector<at::Tensor> by_peer;
-  std::vector<int64_t> send_rows(W), recv_rows(W);
-  for (int p = 0; p < W; ++p) {
-    int i = ((p - r) % W + W) % W;
-    by_peer.push_back(blocks[i]);
-    send_rows[p] = sent[i];
-    recv_rows[p] = received[i];
-  }
-  int64_t total = 0;
-  for (int64_t n : recv_rows) total += n;
-  at::Tensor got = at::empty({total, fetched.size(1)}, fetched.options());
-  ctx.comm->all_to_all(at::cat(by_peer).contiguous(), got, send_rows, recv_rows);
-  std::vector<at::Tensor> from_peer = at::split_with_sizes(got, recv_rows), ordered;
-  for (int c = 0; c < W; ++c) ordered.push_back(from_peer[(r + c) % W]);
-  return {at::cat(ordered)};
+  at::Tensor received = rotated_all_to_all(*ctx.comm, r, fetched, host_int64s(in[2]), host_int64s(in[3]));
+  return {received};
 }
 
 // out_r[block c] = features_s[ids_s[block (W - c) mod W]] with s = (r + c) mod W, row by row.
