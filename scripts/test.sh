@@ -15,5 +15,5 @@ ctest --output-on-failure -j "$(nproc)" "$@" | tee "$log" || status=$?  # pipefa
 # ctest's own result lines ("  3/301 Test  #17: name ......   Passed   12.34 sec"), slowest first.
 echo "10 slowest tests:"
 sed -nE 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: +([^ ]+) .* ([0-9]+\.[0-9]+) sec.*$/\2 \1/p' "$log" |
-  sort -rn | head -n 10 | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
+  sort -rn | awk 'NR <= 10 { printf "  %8.1f s  %s\n", $1, $2 }'  # awk reads it all: no SIGPIPE under pipefail
 exit "$status"
