@@ -72,13 +72,19 @@ std::map<std::string, std::string> digests(const fs::path& dir) {
 }
 
 // Processes whose command line contains `needle`.
+// Processes come and go while /proc is walked: one that exits mid-read (ESRCH) is simply not counted.
 int processes_with(const std::string& needle) {
   int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    int fd = ::open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string cmd;
+    char buf[4096];
+    for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(got));
+    ::close(fd);
     if (cmd.find(needle) != std::string::npos) ++n;
   }
   return n;
