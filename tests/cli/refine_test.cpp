@@ -253,3 +253,27 @@ TEST(Refine, StopsEarlyAndRefusesOfflineModels) {
 
 }  // namespace
 }  // namespace pkb
+
+namespace pkb {
+namespace {
+
+// `pkb prompt --turn` shows the second turn: the conversation and a follow-up with example feedback.
+TEST(Refine, PromptShowsTheFollowUpWithExampleFeedback) {
+  test::CliRun r = test::run_cli(PKB_BINARY, {"prompt", "1", "--turn", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json req = json::parse(r.out);
+  ASSERT_EQ(req["history"].size(), 1u);
+  EXPECT_NE(req["history"][0]["user"].get<std::string>().find("001_allreduce"), std::string::npos);
+  EXPECT_NE(req["user"].get<std::string>().find("Result: incorrect"), std::string::npos) << req["user"];
+  test::CliRun text = test::run_cli(PKB_BINARY, {"prompt", "1", "--feedback", "compile_error", "--turns", "5"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("===== user (turn 2, example feedback) ====="), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Compiler output (trimmed)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("turn 2 of at most 5"), std::string::npos) << text.out;
+  test::CliRun bad = test::run_cli(PKB_BINARY, {"prompt", "1", "--feedback", "fine"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no example feedback for 'fine'"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace pkb
