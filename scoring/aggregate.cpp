@@ -138,7 +138,8 @@ std::vector<TurnScore> turn_scores(const LoadedResults& loaded, const ScoreSetti
     for (const auto& p : loaded.problems) {
       std::map<std::string, int> first_correct;  // sample key -> first robust-correct turn
       for (const Sample& x : p.turns)
-        if (x.robust_pass && (!first_correct.count(x.key) || x.turn < first_correct[x.key])) first_correct[x.key] = x.turn;
+        if (x.robust_pass && (!first_correct.count(x.key) || x.turn < first_correct[x.key]))
+          first_correct[x.key] = x.turn;
       for (const auto& [key, turn] : first_correct) ts.newly_solved += turn == t;
       for (const Sample& x : p.turns) {
         if (x.turn != t) continue;

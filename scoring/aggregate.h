@@ -73,13 +73,13 @@ struct CurvePoint {
 // solved at turn t if any turn <= t is) and what the turn itself asked and cost.
 struct TurnScore {
   int turn = 1;
-  int asked = 0;         // records of this turn: samples whose conversation reached it
-  int correct = 0;       // of those, robust-correct at this turn
-  int newly_solved = 0;  // samples first robust-correct at this turn
+  int asked = 0;                                // records of this turn: samples whose conversation reached it
+  int correct = 0;                              // of those, robust-correct at this turn
+  int newly_solved = 0;                         // samples first robust-correct at this turn
   int64_t input_tokens = 0, output_tokens = 0;  // over this turn's answers (tokens)
-  double cost_usd = 0;   // over this turn's answers whose cost is known
-  int priced = 0;        // answers with a known cost (of asked; failed generations included)
-  Aggregate overall;     // pass@k, fast_p@k, ... after this turn
+  double cost_usd = 0;                          // over this turn's answers whose cost is known
+  int priced = 0;                               // answers with a known cost (of asked; failed generations included)
+  Aggregate overall;                            // pass@k, fast_p@k, ... after this turn
 };
 
 struct Scores {

@@ -169,11 +169,9 @@ std::string ranking_table(const Leaderboard& board) {
 
 // One row per run: what it was measured under, so a reader sees that the ranked runs are comparable.
 std::string settings_table(const Leaderboard& board) {
-  std::vector<Column> cols = {{"model", "model", false},    {"problems", "problems"},
-                              {"world", "W", false},        {"dtype", "dtype", false},
-                              {"device", "device", false},  {"gpu", "GPU", false},
-                              {"timing", "timing", false},  {"baseline", "baseline", false},
-                              {"turns", "turns"}};
+  std::vector<Column> cols = {{"model", "model", false},   {"problems", "problems"},        {"world", "W", false},
+                              {"dtype", "dtype", false},   {"device", "device", false},     {"gpu", "GPU", false},
+                              {"timing", "timing", false}, {"baseline", "baseline", false}, {"turns", "turns"}};
   std::vector<std::vector<Cell>> rows;
   auto values = [](const ojson& v) {
     std::string out;
@@ -270,9 +268,14 @@ ojson comparable_settings(const LeaderboardEntry& e) {
   const nlohmann::json& run = e.loaded.run;
   int turns = run.is_object() && run.contains("turns") && run["turns"].is_number_integer() ? run["turns"].get<int>()
                                                                                            : max_turn(e.loaded);
-  return {{"problems", problems}, {"world", seen("world")}, {"dtype", seen("dtype")}, {"device", seen("device")},
-          {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()}, {"timing", seen("timing")},
-          {"baseline", seen("baseline")}, {"turns", ojson::array({turns})}};
+  return {{"problems", problems},
+          {"world", seen("world")},
+          {"dtype", seen("dtype")},
+          {"device", seen("device")},
+          {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()},
+          {"timing", seen("timing")},
+          {"baseline", seen("baseline")},
+          {"turns", ojson::array({turns})}};
 }
 
 Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings, bool allow_mixed) {

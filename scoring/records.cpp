@@ -76,7 +76,8 @@ bool same_sample(const Sample& a, const Sample& b) {
 void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, const ResultRecord& rec, Sample s) {
   auto [it, fresh] = problem_at.emplace(rec.problem_folder, r.problems.size());
   if (fresh)
-    r.problems.push_back({rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, {}, false});
+    r.problems.push_back(
+        {rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
   ProblemSamples& problem = r.problems[it->second];
   const StatusInfo* info = find_status(s.status);
   bool skipped = info && !info->sample;  // not_evaluated: a placeholder until a real evaluation supersedes it
@@ -135,7 +136,7 @@ void add_missing(LoadedResults& r) {
     std::string folder = p["folder"];
     bool seen = std::any_of(r.problems.begin(), r.problems.end(), [&](const auto& x) { return x.folder == folder; });
     if (!seen)
-      r.problems.push_back({p.value("id", 0), p.value("slug", ""), folder, p.value("category", ""), {}, {}, {}, true});
+      r.problems.push_back({p.value("id", 0), p.value("slug", ""), folder, p.value("category", ""), {}, {}, true});
   }
 }
 

@@ -55,9 +55,9 @@ struct ProblemSamples {
   int id = 0;
   std::string slug, folder, category;
   std::vector<Sample> samples;        // one per sample, the latest record kept; over turns, the best turn
-  std::vector<Sample> turns;          // every turn's record (the latest per (sample, turn)); = samples when single-turn
   std::vector<Sample> not_evaluated;  // status "not_evaluated": compiled, never run; not samples
   bool missing = false;               // in the run's selection (manifest.json) but without any record
+  std::vector<Sample> turns{};  // every turn's record (the latest per (sample, turn)); = samples when single-turn
 };
 
 struct LoadedResults {

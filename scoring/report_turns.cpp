@@ -41,19 +41,20 @@ ojson turns_json(const Scores& s) {
     const TurnScore& t = s.turns[i];
     const TurnScore* prev = i ? &s.turns[i - 1] : nullptr;
     ojson a = aggregate_json(t.overall, ks);
-    out.push_back({{"turn", t.turn},
-                   {"asked", t.asked},
-                   {"correct", t.correct},
-                   {"newly_solved", t.newly_solved},
-                   {"input_tokens", t.input_tokens},
-                   {"output_tokens", t.output_tokens},
-                   {"cost_usd", t.priced ? ojson(t.cost_usd) : ojson(nullptr)},
-                   {"priced", t.priced},
-                   {"pass_at_k", a["pass_at_k"]},
-                   {"pkb_pass_at_k", a["pkb_pass_at_k"]},
-                   {"fast_p_at_k", a["fast_p_at_k"]},
-                   {"geomean_speedup", a["geomean_speedup"]},
-                   {"added", {{"pass_at_k", added_json(prev, t, ks, false)}, {"fast_p_at_k", added_json(prev, t, ks, true)}}}});
+    out.push_back(
+        {{"turn", t.turn},
+         {"asked", t.asked},
+         {"correct", t.correct},
+         {"newly_solved", t.newly_solved},
+         {"input_tokens", t.input_tokens},
+         {"output_tokens", t.output_tokens},
+         {"cost_usd", t.priced ? ojson(t.cost_usd) : ojson(nullptr)},
+         {"priced", t.priced},
+         {"pass_at_k", a["pass_at_k"]},
+         {"pkb_pass_at_k", a["pkb_pass_at_k"]},
+         {"fast_p_at_k", a["fast_p_at_k"]},
+         {"geomean_speedup", a["geomean_speedup"]},
+         {"added", {{"pass_at_k", added_json(prev, t, ks, false)}, {"fast_p_at_k", added_json(prev, t, ks, true)}}}});
   }
   return out;
 }

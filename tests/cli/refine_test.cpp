@@ -8,15 +8,14 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 
-#include <nlohmann/json.hpp>
-
+#include "../unit/test_util.h"
 #include "core/files.h"
 #include "loopback_server.h"
 #include "spec/catalog.h"
 #include "test_util.h"
-#include "../unit/test_util.h"
 
 namespace pkb {
 namespace {
@@ -55,8 +54,9 @@ Wire wire(const std::string& provider, const std::string& url) {
   w.provider = provider;
   if (provider == "openai" || provider == "compat") {
     w.path = "/v1";
-    w.env = provider == "openai" ? std::map<std::string, std::string>{{"OPENAI_API_KEY", "k"}, {"PKB_OPENAI_BASE_URL", url + "/v1"}}
-                                 : std::map<std::string, std::string>{{"PKB_COMPAT_API_KEY", "k"}};
+    w.env = provider == "openai"
+                ? std::map<std::string, std::string>{{"OPENAI_API_KEY", "k"}, {"PKB_OPENAI_BASE_URL", url + "/v1"}}
+                : std::map<std::string, std::string>{{"PKB_COMPAT_API_KEY", "k"}};
     w.messages = [](const json& b) { return role_content(b["messages"]); };
     w.reply = [](const std::string& text) {
       json b = json::parse(testing::chat_body(text));
@@ -70,7 +70,8 @@ Wire wire(const std::string& provider, const std::string& url) {
       return role_content(b["input"]);
     };
     w.reply = [](const std::string& text) {
-      return json{{"status", "completed"}, {"model", "m"},
+      return json{{"status", "completed"},
+                  {"model", "m"},
                   {"output", {{{"type", "message"}, {"content", {{{"type", "output_text"}, {"text", text}}}}}}},
                   {"usage", {{"input_tokens", 100}, {"output_tokens", 50}}}}
           .dump();
@@ -79,7 +80,9 @@ Wire wire(const std::string& provider, const std::string& url) {
     w.env = {{"ANTHROPIC_API_KEY", "k"}, {"PKB_ANTHROPIC_BASE_URL", url + "/v1"}};
     w.messages = [](const json& b) { return role_content(b["messages"]); };
     w.reply = [](const std::string& text) {
-      return json{{"type", "message"}, {"content", {{{"type", "text"}, {"text", text}}}}, {"stop_reason", "end_turn"},
+      return json{{"type", "message"},
+                  {"content", {{{"type", "text"}, {"text", text}}}},
+                  {"stop_reason", "end_turn"},
                   {"usage", {{"input_tokens", 100}, {"output_tokens", 50}}}}
           .dump();
     };
@@ -87,12 +90,14 @@ Wire wire(const std::string& provider, const std::string& url) {
     w.env = {{"GEMINI_API_KEY", "k"}, {"PKB_GEMINI_BASE_URL", url + "/v1beta"}};
     w.messages = [](const json& b) {
       std::vector<std::pair<std::string, std::string>> v;
-      for (const auto& c : b["contents"]) v.emplace_back(c["role"] == "model" ? "assistant" : "user", c["parts"][0]["text"]);
+      for (const auto& c : b["contents"])
+        v.emplace_back(c["role"] == "model" ? "assistant" : "user", c["parts"][0]["text"]);
       return v;
     };
     w.reply = [](const std::string& text) {
-      return json{{"candidates", {{{"content", {{"role", "model"}, {"parts", {{{"text", text}}}}}}, {"finishReason", "STOP"}}}},
-                  {"usageMetadata", {{"promptTokenCount", 100}, {"candidatesTokenCount", 50}}}}
+      return json{
+          {"candidates", {{{"content", {{"role", "model"}, {"parts", {{{"text", text}}}}}}, {"finishReason", "STOP"}}}},
+          {"usageMetadata", {{"promptTokenCount", 100}, {"candidatesTokenCount", 50}}}}
           .dump();
     };
   }
@@ -105,7 +110,7 @@ void script(testing::LoopbackServer& server, const Wire& w) {
     auto msgs = w.messages(json::parse(req.body));
     const std::string& last = msgs.back().second;
     std::string fixture = last.find("Result: compile_error") != std::string::npos ? "wrong_value"
-                          : last.find("Result: incorrect") != std::string::npos    ? "correct"
+                          : last.find("Result: incorrect") != std::string::npos   ? "correct"
                           : msgs.size() == 1                                      ? "compile_error"
                                                                                   : "correct_but_slow";
     return testing::json_response(200, w.reply(answer(fixture)));
@@ -113,9 +118,37 @@ void script(testing::LoopbackServer& server, const Wire& w) {
 }
 
 std::vector<std::string> run_args(const std::string& model, const fs::path& out, int turns) {
-  return {"run", "--model", model, "--problems", "1", "--turns", std::to_string(turns), "--device", "cpu", "-w", "2",
-          "--param", "M=64", "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "3", "--timeout", "8",
-          "--out", out.string(), "--cache", PKB_TEST_CACHE, "--retry-base-ms", "1", "--max-attempts", "1"};
+  return {"run",
+          "--model",
+          model,
+          "--problems",
+          "1",
+          "--turns",
+          std::to_string(turns),
+          "--device",
+          "cpu",
+          "-w",
+          "2",
+          "--param",
+          "M=64",
+          "--param",
+          "N=48",
+          "--trials",
+          "1",
+          "--warmup",
+          "1",
+          "--iters",
+          "3",
+          "--timeout",
+          "8",
+          "--out",
+          out.string(),
+          "--cache",
+          PKB_TEST_CACHE,
+          "--retry-base-ms",
+          "1",
+          "--max-attempts",
+          "1"};
 }
 
 std::vector<json> result_lines(const fs::path& run) {

@@ -30,7 +30,7 @@ TEST(Feedback, HostileStderrIsBoundedValidAndCannotCloseTheFence) {
   std::string text = feedback_text(r);
   EXPECT_LE(text.size(), kMaxFeedbackBytes);
   EXPECT_EQ(valid_utf8(text), text);
-  EXPECT_EQ(count(text, "```"), 2u) << text;  // our fence only: the candidate's ``` became '''
+  EXPECT_EQ(count(text, "```"), 2u) << text;                 // our fence only: the candidate's ``` became '''
   EXPECT_NE(text.find("the last line"), std::string::npos);  // the tail is what is kept
   EXPECT_NE(text.find("Failing rank: 1"), std::string::npos);
 }
@@ -76,7 +76,8 @@ TEST(Feedback, MismatchSummaryNamesOutputRankCallAndFirstIndex) {
   r.fields["checks"]["inputs_mutated"] = json::array({{{"rank", 0}, {"trial", 1}, {"input", "x"}}});
   std::string text = feedback_text(r);
   EXPECT_NE(text.find("- output 'out', rank 1, trial 0: 4096 elements outside tolerance (0 NaN), max abs error 1.98"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("first bad element at flat index 524288"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 1, a call during timing"), std::string::npos) << text;
   EXPECT_NE(text.find("- rank 0 modified input 'x'"), std::string::npos) << text;

@@ -75,7 +75,8 @@ TEST(Conversation, GeminiCallsTheAssistantModel) {
 TEST(Conversation, SingleTurnRequestsAreUnchanged) {
   Request one = conversation();
   one.history.clear();
-  json b = json::parse(make_wire_format(Api::openai_responses)->build(parse_model_name("openai-responses:gpt-5.5"), "k", one).body);
+  json b = json::parse(
+      make_wire_format(Api::openai_responses)->build(parse_model_name("openai-responses:gpt-5.5"), "k", one).body);
   EXPECT_EQ(b["input"], "it was wrong: 3 mismatches");  // a plain string, as before
   EXPECT_FALSE(ReplyCache::key_material(parse_model_name("openai:gpt-4o"), one).contains("history"));
   EXPECT_FALSE(to_json(one).contains("history"));

@@ -101,12 +101,15 @@ TEST(Turns, TheLeaderboardKeepsSingleAndMultiTurnRunsApart) {
   pkb::test::TempDir tmp;
   auto write = [&](const std::string& name, const std::string& lines, int turns) {
     pkb::test::write_file(tmp.path() / name / "results.jsonl", lines);
-    pkb::test::write_file(tmp.path() / name / "manifest.json", nlohmann::json({{"model", name}, {"turns", turns}}).dump());
+    pkb::test::write_file(tmp.path() / name / "manifest.json",
+                          nlohmann::json({{"model", name}, {"turns", turns}}).dump());
     return tmp.path() / name;
   };
   auto multi = write("multi", three_turns(), 3);
-  auto single = write("single", record_line({.sha256 = "a", .speedup = 1.2, .sample = 0}) +
-                                    record_line({.sha256 = "b", .status = "incorrect", .sample = 1}), 1);
+  auto single = write("single",
+                      record_line({.sha256 = "a", .speedup = 1.2, .sample = 0}) +
+                          record_line({.sha256 = "b", .status = "incorrect", .sample = 1}),
+                      1);
   try {
     build_leaderboard({multi, single}, ScoreSettings{});
     FAIL() << "no error";

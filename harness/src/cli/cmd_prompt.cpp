@@ -40,8 +40,7 @@ int run_prompt(const PromptCmdOptions& o) {
   std::string follow_up;
   bool turn = o.turn || !o.feedback.empty();
   if (turn) {
-    ResultRecord rec = prompt::example_record(o.feedback.empty() ? "incorrect" : o.feedback,
-                                                      selected[0]->folder());
+    ResultRecord rec = prompt::example_record(o.feedback.empty() ? "incorrect" : o.feedback, selected[0]->folder());
     follow_up = prompt::render_follow_up(rec, {1, o.turns, po.prompts_dir});
     req.history.push_back({req.user, kExampleAnswer});
     req.user = follow_up;
@@ -49,8 +48,10 @@ int run_prompt(const PromptCmdOptions& o) {
   if (o.json) {
     std::cout << models::to_json(req).dump(2) << "\n";
   } else if (turn) {
-    std::cout << "===== system =====\n" << p.system << "\n===== user (turn 1) =====\n" << p.user
-              << "\n===== assistant (turn 1) =====\n" << kExampleAnswer << "\n===== user (turn 2, example feedback) =====\n"
+    std::cout << "===== system =====\n"
+              << p.system << "\n===== user (turn 1) =====\n"
+              << p.user << "\n===== assistant (turn 1) =====\n"
+              << kExampleAnswer << "\n===== user (turn 2, example feedback) =====\n"
               << follow_up << "\n";
   } else {
     std::cout << "===== system =====\n" << p.system << "\n===== user =====\n" << p.user << "\n";
@@ -69,7 +70,8 @@ void add_prompt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--turn", o->turn, "Show the follow-up of pkb run --turns: turn 2 after example feedback");
   std::string statuses;
   for (const auto& s : prompt::example_feedback_statuses()) statuses += (statuses.empty() ? "" : ", ") + s;
-  cmd->add_option("--feedback", o->feedback, "The example feedback's status (implies --turn; default incorrect): " + statuses);
+  cmd->add_option("--feedback", o->feedback,
+                  "The example feedback's status (implies --turn; default incorrect): " + statuses);
   cmd->add_option("--turns", o->turns, "The run's --turns, as the follow-up states it")->check(CLI::Range(2, 1000));
   cmd->callback([o, &action] { action = [o] { return run_prompt(*o); }; });
 }

@@ -60,7 +60,7 @@ struct GenerateOptions {
   /// and prompts/ is not rewritten.
   int turn = 1;
   std::vector<FollowUp> follow_ups;
-  std::filesystem::path cache_dir;   ///< "" = OUT/cache (pkb run shares one cache across its turns)
+  std::filesystem::path cache_dir;  ///< "" = OUT/cache (pkb run shares one cache across its turns)
 };
 
 struct SampleRecord {

@@ -7,19 +7,19 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "spec/catalog.h"
 #include "core/utf8.h"
 #include "prompt/template.h"
+#include "spec/catalog.h"
 
 namespace pkb::prompt {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kLogLines = 40, kLogBytes = 3000;       // compiler output
-constexpr size_t kTailLines = 25, kTailBytes = 2000;     // a failing rank's stderr
-constexpr size_t kMessageBytes = 600;                    // the record's one-line message
-constexpr size_t kComparisons = 6;                       // failed comparisons listed
+constexpr size_t kLogLines = 40, kLogBytes = 3000;    // compiler output
+constexpr size_t kTailLines = 25, kTailBytes = 2000;  // a failing rank's stderr
+constexpr size_t kMessageBytes = 600;                 // the record's one-line message
+constexpr size_t kComparisons = 6;                    // failed comparisons listed
 
 const json* at(const json& j, std::initializer_list<const char*> keys) {
   const json* v = &j;
@@ -60,7 +60,9 @@ std::vector<std::string> lines_of(const std::string& s) {
   return v;
 }
 
-std::string fenced(const std::string& body) { return "```\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + "```\n"; }
+std::string fenced(const std::string& body) {
+  return "```\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + "```\n";
+}
 
 // The compiler's output from just before its first error (warnings before it are noise), at most kLogLines
 // lines and kLogBytes bytes.
@@ -91,16 +93,26 @@ std::string stderr_tail(const std::string& tail) {
 
 std::string status_line(const ResultRecord& r) {
   std::string what;
-  if (r.status == "compile_error") what = "the compiler rejected the kernel";
-  else if (r.status == "lint_violation") what = "the source check rejected the kernel before compiling it";
-  else if (r.status == "load_error") what = "the compiled library could not be loaded or lacks the entry points";
-  else if (r.status == "runtime_error") what = "the kernel failed while running";
-  else if (r.status == "timeout") what = "the kernel did not finish before the deadline (every rank was killed)";
-  else if (r.status == "crash") what = "a rank crashed";
-  else if (r.status == "incorrect") what = "the kernel ran, but its outputs are wrong";
-  else if (r.status == "correct") what = "every check passed";
-  else if (r.status == "generation_failed") what = "there was no kernel to evaluate";
-  else what = "not evaluated";
+  if (r.status == "compile_error")
+    what = "the compiler rejected the kernel";
+  else if (r.status == "lint_violation")
+    what = "the source check rejected the kernel before compiling it";
+  else if (r.status == "load_error")
+    what = "the compiled library could not be loaded or lacks the entry points";
+  else if (r.status == "runtime_error")
+    what = "the kernel failed while running";
+  else if (r.status == "timeout")
+    what = "the kernel did not finish before the deadline (every rank was killed)";
+  else if (r.status == "crash")
+    what = "a rank crashed";
+  else if (r.status == "incorrect")
+    what = "the kernel ran, but its outputs are wrong";
+  else if (r.status == "correct")
+    what = "every check passed";
+  else if (r.status == "generation_failed")
+    what = "there was no kernel to evaluate";
+  else
+    what = "not evaluated";
   return "Result: " + r.status + " (" + what + ").\n";
 }
 
@@ -149,8 +161,8 @@ void mismatch_section(std::ostringstream& o, const json& f) {
     std::string call = c.value("timed_call", false) ? "a call during timing"
                        : c.contains("trial")        ? "trial " + c["trial"].dump()
                                                     : "a check";
-    o << "- output '" << quotable(utf8_prefix(c.value("output", ""), 100)) << "', rank " << c.value("rank", 0)
-      << ", " << call << ": ";
+    o << "- output '" << quotable(utf8_prefix(c.value("output", ""), 100)) << "', rank " << c.value("rank", 0) << ", "
+      << call << ": ";
     std::string error = rob->value("error", "");
     if (!error.empty()) {
       o << quotable(utf8_prefix(error, 300)) << "\n";
@@ -251,7 +263,7 @@ std::string render_follow_up(const ResultRecord& r, const FollowUpOptions& o) {
 
 const std::vector<std::string>& example_feedback_statuses() {
   static const std::vector<std::string> kStatuses = {"compile_error", "lint_violation", "runtime_error", "timeout",
-                                                     "crash", "incorrect", "correct", "no_code"};
+                                                     "crash",         "incorrect",      "correct",       "no_code"};
   return kStatuses;
 }
 
@@ -269,9 +281,10 @@ ResultRecord example_record(const std::string& status, const std::string& folder
   if (status == "compile_error") {
     r.message = "candidate.cu(42): error: identifier \"peer_ptr\" is undefined";
     f["compile"] = {{"status", "compile_error"},
-                    {"log", "candidate.cu(42): error: identifier \"peer_ptr\" is undefined\n"
-                            "      float* dst = peer_ptr(ctx, out, peer);\n                   ^\n\n"
-                            "1 error detected in the compilation of \"candidate.cu\".\n"}};
+                    {"log",
+                     "candidate.cu(42): error: identifier \"peer_ptr\" is undefined\n"
+                     "      float* dst = peer_ptr(ctx, out, peer);\n                   ^\n\n"
+                     "1 error detected in the compilation of \"candidate.cu\".\n"}};
   } else if (status == "lint_violation") {
     r.message = "lint: ncclAllReduce: NCCL calls are not allowed";
     f["compile"] = {{"status", "lint_violation"},
@@ -284,12 +297,16 @@ ResultRecord example_record(const std::string& status, const std::string& folder
     f["failure"] = {{"rank", 0}, {"stderr_tail", ""}};
   } else if (status == "crash") {
     r.message = "rank 0 killed by signal 11 (Segmentation fault)";
-    f["failure"] = {{"rank", 0}, {"signal", 11}, {"stderr_tail", "*** Process received signal ***\nSignal: Segmentation fault (11)\n"}};
+    f["failure"] = {{"rank", 0},
+                    {"signal", 11},
+                    {"stderr_tail", "*** Process received signal ***\nSignal: Segmentation fault (11)\n"}};
   } else if (status == "incorrect") {
     r.message = "trial 0 rank 1 output 'out': 4096 of 1048576 mismatched (0 NaN), first at 524288; max_abs=1.98";
-    json bad = {{"pass", false}, {"error", ""}, {"mismatches", 4096}, {"nan_count", 0}, {"max_abs_err", 1.98},
-                {"max_rel_err", 2.0}, {"rel_l2", 0.062}, {"first_bad", 524288}};
-    f["checks"] = {{"robust_pass", false}, {"pkb_pass", false}, {"inputs_mutated", json::array()},
+    json bad = {{"pass", false},       {"error", ""},        {"mismatches", 4096}, {"nan_count", 0},
+                {"max_abs_err", 1.98}, {"max_rel_err", 2.0}, {"rel_l2", 0.062},    {"first_bad", 524288}};
+    f["checks"] = {{"robust_pass", false},
+                   {"pkb_pass", false},
+                   {"inputs_mutated", json::array()},
                    {"comparisons", json::array({{{"trial", 0}, {"rank", 1}, {"output", "out"}, {"robust", bad}}})}};
   } else if (status == "correct") {
     r.message = "correct";

@@ -25,9 +25,9 @@ inline constexpr size_t kMaxFeedbackBytes = 8192;
 std::string feedback_text(const ResultRecord& r);
 
 struct FollowUpOptions {
-  int turn = 1;                        ///< the turn the record is for; the model's answer will be turn + 1
-  int turns = 2;                       ///< the most turns the run allows
-  std::filesystem::path prompts_dir;   ///< "" = <repo>/prompts
+  int turn = 1;                       ///< the turn the record is for; the model's answer will be turn + 1
+  int turns = 2;                      ///< the most turns the run allows
+  std::filesystem::path prompts_dir;  ///< "" = <repo>/prompts
 };
 
 /// The user message that opens turn `o.turn + 1`: followup_faster.txt for a correct record, else followup_fix.txt.

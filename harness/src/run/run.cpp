@@ -1,7 +1,5 @@
 #include "run/run.h"
 
-#include "launch/gpus.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +19,7 @@
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "generate/output.h"
+#include "launch/gpus.h"
 #include "launch/process.h"
 #include "prompt/feedback.h"
 #include "prompt/prompt.h"
@@ -46,11 +45,21 @@ std::string utc_now() {
 // that resuming with another setting is refused instead of mixing two experiments in one score.
 json run_key(const RunOptions& o, const std::string& selection) {
   const generate::GenerateOptions& g = o.generate;
-  return {{"model", o.model}, {"problems", selection}, {"world", o.world}, {"device", o.eval.device},
-          {"dtype", o.eval.dtype}, {"topology", o.topology}, {"arch", o.eval.arch}, {"trials", o.eval.trials},
-          {"seed", o.eval.seed}, {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters},
-          {"params", o.eval.params}, {"variant", prompt::variant_name(g.prompt.variant)},
-          {"temperature", g.temperature ? json(*g.temperature) : json()}, {"max_tokens", g.max_tokens},
+  return {{"model", o.model},
+          {"problems", selection},
+          {"world", o.world},
+          {"device", o.eval.device},
+          {"dtype", o.eval.dtype},
+          {"topology", o.topology},
+          {"arch", o.eval.arch},
+          {"trials", o.eval.trials},
+          {"seed", o.eval.seed},
+          {"warmup", o.eval.timing.warmup},
+          {"iters", o.eval.timing.iters},
+          {"params", o.eval.params},
+          {"variant", prompt::variant_name(g.prompt.variant)},
+          {"temperature", g.temperature ? json(*g.temperature) : json()},
+          {"max_tokens", g.max_tokens},
           {"prompts_sha256", prompt::templates_digest(g.prompt)},
           {"stop_speedup", o.stop_speedup ? json(*o.stop_speedup) : json("never")}};
 }
@@ -68,8 +77,8 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
     for (const auto& [field, value] : key.items())
       if (m.value("settings", json::object()).value(field, legacy_setting(field)) != value)
         throw Error(path.string() + " was written with " + field + " = " +
-                    m["settings"].value(field, legacy_setting(field)).dump() +
-                    ", this run has " + value.dump() + ": pass another --out, or remove the directory to start over");
+                    m["settings"].value(field, legacy_setting(field)).dump() + ", this run has " + value.dump() +
+                    ": pass another --out, or remove the directory to start over");
     m["invocations"] = m.value("invocations", 1) + 1;
   } else {
     m = {{"schema", "pkb.run/1"}, {"created", utc_now()}, {"invocations", 1}};
@@ -271,7 +280,8 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
     t.spec = spec;
     t.sample = r.sample;
     t.turn = turn;
-    if (r.reply && r.reply->usage.known) t.input_tokens = r.reply->usage.input_tokens, t.output_tokens = r.reply->usage.output_tokens;
+    if (r.reply && r.reply->usage.known)
+      t.input_tokens = r.reply->usage.input_tokens, t.output_tokens = r.reply->usage.output_tokens;
     t.cost_usd = r.cost_usd;
     if (r.status == generate::SampleStatus::ok) {
       t.source = gen.out_dir / r.candidate;
@@ -403,7 +413,6 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   for (auto& th : threads) th.join();
   sum.recorded += recorded_count;
   sum.harness_errors += harness_errors;
-
 }
 
 // The samples that go on to turn `turn` + 1, each with its conversation so far: its answer of this turn was
@@ -463,8 +472,8 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (selection.empty()) selection = "all";
   std::vector<const ProblemSpec*> problems = catalog.select(selection);
   if (o.out_dir.empty())
-    o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
-                                             "-" + o.eval.dtype);
+    o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" +
+                                            o.eval.device + "-" + o.eval.dtype);
   sum.dir = fs::absolute(o.out_dir);
   fs::create_directories(sum.dir);
   o.eval.out_dir = sum.dir;
@@ -473,7 +482,10 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (o.progress)
     std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
                  problems.size(), o.samples, o.world,
-                 o.eval.device == "cpu" ? "CPU ranks" : sum.gpu_evaluation ? "GPUs" : "no GPU", sum.dir.c_str());
+                 o.eval.device == "cpu" ? "CPU ranks"
+                 : sum.gpu_evaluation   ? "GPUs"
+                                        : "no GPU",
+                 sum.dir.c_str());
 
   // 2-5, once per turn: generate (cached replies: a resumed run sends nothing it already paid for), record failed
   // generations, compile, evaluate. Turn t + 1 asks again, with feedback, every sample whose turn t was recorded
@@ -490,7 +502,8 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   g.progress = o.progress;
   fs::path results = sum.dir / "results.jsonl";
   if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
-    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n", cut);
+    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n",
+                 cut);
   Conversations conversations;
   std::vector<generate::FollowUp> next;
   for (int turn = 1; turn <= o.turns; ++turn) {

@@ -31,7 +31,7 @@ struct RunOptions {
   std::string model = "expert";
   std::string problems;          // "" = every problem with a solution.cu for `expert`, else all
   int samples = 1;
-  int turns = 1;                 // turns of refinement per sample: turn t + 1 shows the model turn t's evaluation
+  int turns = 1;  // turns of refinement per sample: turn t + 1 shows the model turn t's evaluation
   std::optional<double> stop_speedup = 1.0;  // a sample stops early once correct and faster than this; none = never
   int world = 0;                 // 0 = every visible GPU (at least 2); 2 without GPUs
   std::string device = "auto";   // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
