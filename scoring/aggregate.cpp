@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "scoring/estimators.h"
@@ -105,14 +106,8 @@ Aggregate empty_aggregate(size_t ks) {
   return a;
 }
 
-}  // namespace
-
-std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_speedup); }
-std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
-
-Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
-  for (int k : settings.ks)
-    if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
+// The scores of one view (every sample as one record).
+Scores score_view(const LoadedResults& loaded, const ScoreSettings& settings) {
   Scores s;
   s.settings = settings;
   s.overall = empty_aggregate(settings.ks.size());
@@ -129,6 +124,47 @@ Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
     add_problem(s.by_category.try_emplace(category, empty_aggregate(settings.ks.size())).first->second, ps);
   }
   s.curve = curve(loaded, settings);
+  return s;
+}
+
+std::vector<TurnScore> turn_scores(const LoadedResults& loaded, const ScoreSettings& settings) {
+  std::vector<TurnScore> out;
+  int last = max_turn(loaded);
+  if (last <= 1) return out;
+  for (int t = 1; t <= last; ++t) {
+    TurnScore ts;
+    ts.turn = t;
+    ts.overall = score_view(at_turn(loaded, t), settings).overall;
+    for (const auto& p : loaded.problems) {
+      std::map<std::string, int> first_correct;  // sample key -> first robust-correct turn
+      for (const Sample& x : p.turns)
+        if (x.robust_pass && (!first_correct.count(x.key) || x.turn < first_correct[x.key]))
+          first_correct[x.key] = x.turn;
+      for (const auto& [key, turn] : first_correct) ts.newly_solved += turn == t;
+      for (const Sample& x : p.turns) {
+        if (x.turn != t) continue;
+        ++ts.asked;
+        ts.correct += x.robust_pass;
+        ts.input_tokens += x.input_tokens.value_or(0);
+        ts.output_tokens += x.output_tokens.value_or(0);
+        if (x.cost_usd) ts.cost_usd += *x.cost_usd, ++ts.priced;
+      }
+    }
+    out.push_back(std::move(ts));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_speedup); }
+std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
+
+Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
+  for (int k : settings.ks)
+    if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
+  Scores s = score_view(loaded, settings);
+  s.turns = turn_scores(loaded, settings);
   return s;
 }
 

@@ -69,6 +69,19 @@ struct CurvePoint {
   double value = 0;  // fast_p@k averaged over the problem set
 };
 
+// One turn of a multi-turn run (pkb run --turns): the scores of the samples as they stood after it (a sample is
+// solved at turn t if any turn <= t is) and what the turn itself asked and cost.
+struct TurnScore {
+  int turn = 1;
+  int asked = 0;                                // records of this turn: samples whose conversation reached it
+  int correct = 0;                              // of those, robust-correct at this turn
+  int newly_solved = 0;                         // samples first robust-correct at this turn
+  int64_t input_tokens = 0, output_tokens = 0;  // over this turn's answers (tokens)
+  double cost_usd = 0;                          // over this turn's answers whose cost is known
+  int priced = 0;                               // answers with a known cost (of asked; failed generations included)
+  Aggregate overall;                            // pass@k, fast_p@k, ... after this turn
+};
+
 struct Scores {
   ScoreSettings settings;
   std::vector<ProblemScore> problems;
@@ -78,11 +91,13 @@ struct Scores {
   Aggregate overall;
   std::map<std::string, Aggregate> by_category;
   std::vector<CurvePoint> curve;
+  std::vector<TurnScore> turns;  // one per turn when any record is past turn 1; empty for a single-turn run
 };
 
 // Problems in `loaded` with no samples (and nothing left unevaluated) count as 0 in every mean and are listed in
 // without_samples; problems with a skipped evaluation are scored on their own but listed in not_fully_evaluated
 // and left out of the aggregates and the curve.
+// For a multi-turn run every sample counts as its best turn (records.h) and `turns` gives the curve over turns.
 Scores score(const LoadedResults& loaded, const ScoreSettings& settings);
 
 }  // namespace pkb::scoring

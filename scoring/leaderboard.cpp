@@ -171,10 +171,9 @@ std::string ranking_table(const Leaderboard& board) {
 
 // One row per run: what it was measured under, so a reader sees that the ranked runs are comparable.
 std::string settings_table(const Leaderboard& board) {
-  std::vector<Column> cols = {{"model", "model", false},    {"problems", "problems"},
-                              {"world", "W", false},        {"dtype", "dtype", false},
-                              {"device", "device", false},  {"gpu", "GPU", false},
-                              {"timing", "timing", false},  {"baseline", "baseline", false}};
+  std::vector<Column> cols = {{"model", "model", false},   {"problems", "problems"},        {"world", "W", false},
+                              {"dtype", "dtype", false},   {"device", "device", false},     {"gpu", "GPU", false},
+                              {"timing", "timing", false}, {"baseline", "baseline", false}, {"turns", "turns"}};
   std::vector<std::vector<Cell>> rows;
   auto values = [](const ojson& v) {
     std::string out;
@@ -191,7 +190,8 @@ std::string settings_table(const Leaderboard& board) {
     rows.push_back({html::text_cell(e.label), html::number_cell(static_cast<double>(c["problems"].size()), 0),
                     html::text_cell(values(c["world"])), html::text_cell(values(c["dtype"])),
                     html::text_cell(values(c["device"])), html::text_cell(values(c["gpu"])),
-                    html::text_cell(values(c["timing"])), html::text_cell(values(c["baseline"]))});
+                    html::text_cell(values(c["timing"])), html::text_cell(values(c["baseline"])),
+                    html::number_cell(c["turns"][0].get<double>(), 0)});
   }
   return html::sortable_table("settings", cols, rows);
 }
@@ -265,9 +265,19 @@ ojson comparable_settings(const LeaderboardEntry& e) {
   const nlohmann::json& s = e.loaded.settings;
   auto seen = [&](const char* key) { return s.contains(key) ? ojson(s[key]) : ojson::array(); };
   const nlohmann::json& fp = e.loaded.fingerprint;
-  return {{"problems", problems}, {"world", seen("world")}, {"dtype", seen("dtype")}, {"device", seen("device")},
-          {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()}, {"timing", seen("timing")},
-          {"baseline", seen("baseline")}};
+  // Single-turn and multi-turn runs are different experiments: the turns the run allowed (manifest), else the
+  // highest turn recorded.
+  const nlohmann::json& run = e.loaded.run;
+  int turns = run.is_object() && run.contains("turns") && run["turns"].is_number_integer() ? run["turns"].get<int>()
+                                                                                           : max_turn(e.loaded);
+  return {{"problems", problems},
+          {"world", seen("world")},
+          {"dtype", seen("dtype")},
+          {"device", seen("device")},
+          {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()},
+          {"timing", seen("timing")},
+          {"baseline", seen("baseline")},
+          {"turns", ojson::array({turns})}};
 }
 
 Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings, bool allow_mixed) {

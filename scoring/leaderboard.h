@@ -27,7 +27,8 @@ struct Leaderboard {
 };
 
 // What must be equal for two runs to be ranked together: the problems scored, W, dtype, device, GPU, timing
-// method (trials, warmup, iters) and baseline kind, each as the distinct values the run's records hold.
+// method (trials, warmup, iters) and baseline kind, each as the distinct values the run's records hold, and the
+// turns of refinement the run allowed (single-turn and multi-turn runs are kept apart).
 nlohmann::ordered_json comparable_settings(const LeaderboardEntry& e);
 
 // Loads and scores each run directory. Throws pkb::Error naming the directory when it holds no results.jsonl

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -19,6 +20,10 @@ Sample make_sample(const ResultRecord& rec, std::vector<std::string>& warnings, 
   s.sha256 = rec.candidate_sha256;
   s.path = rec.candidate_path;
   s.index = rec.sample.value_or(-1);
+  s.turn = rec.turn_number();
+  s.input_tokens = rec.input_tokens;
+  s.output_tokens = rec.output_tokens;
+  s.cost_usd = rec.cost_usd;
   s.status = rec.status;
   s.generation_status = rec.generation_status;
   const StatusInfo* info = rec.status_entry();
@@ -61,6 +66,7 @@ void note_settings(LoadedResults& r, const ResultRecord& rec) {
 bool same_sample(const Sample& a, const Sample& b) {
   // A record with a sample index supersedes an earlier one of the same bytes without an index (records
   // written before records carried `sample`), so resuming an older run directory counts each sample once.
+  if (a.turn != b.turn) return false;
   return a.key == b.key || (a.index < 0 && b.index >= 0 && a.sha256 == b.sha256);
 }
 
@@ -70,12 +76,13 @@ bool same_sample(const Sample& a, const Sample& b) {
 void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, const ResultRecord& rec, Sample s) {
   auto [it, fresh] = problem_at.emplace(rec.problem_folder, r.problems.size());
   if (fresh)
-    r.problems.push_back({rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
+    r.problems.push_back(
+        {rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
   ProblemSamples& problem = r.problems[it->second];
   const StatusInfo* info = find_status(s.status);
   bool skipped = info && !info->sample;  // not_evaluated: a placeholder until a real evaluation supersedes it
-  auto& target = skipped ? problem.not_evaluated : problem.samples;
-  auto& other = skipped ? problem.samples : problem.not_evaluated;
+  auto& target = skipped ? problem.not_evaluated : problem.turns;
+  auto& other = skipped ? problem.turns : problem.not_evaluated;
   auto same = [&](const Sample& x) { return same_sample(x, s); };
   if (auto at = std::find_if(target.begin(), target.end(), same); at != target.end()) {
     *at = std::move(s);  // in place: the sample keeps its position
@@ -87,6 +94,37 @@ void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, con
     ++r.duplicates;
   }
   target.push_back(std::move(s));
+}
+
+bool better_turn(const Sample& a, const Sample& b) {  // is a a better outcome than b?
+  if (a.robust_pass != b.robust_pass) return a.robust_pass;
+  if (a.robust_pass) return a.speedup.value_or(0.0) > b.speedup.value_or(0.0);
+  return a.turn > b.turn;  // neither correct: where the sample ended
+}
+
+// One Sample per sample from its turns <= t, in the order samples first appear.
+std::vector<Sample> collapse(const std::vector<Sample>& turns, int t) {
+  std::vector<Sample> out;
+  std::map<std::string, size_t> at;
+  for (const Sample& s : turns) {
+    if (s.turn > t) continue;
+    auto [it, fresh] = at.emplace(s.key, out.size());
+    if (fresh) {
+      out.push_back(s);
+      continue;
+    }
+    Sample& best = out[it->second];
+    int count = best.turns + 1;
+    bool pkb = best.pkb_pass || s.pkb_pass;
+    if (better_turn(s, best)) best = s;
+    best.turns = count;
+    best.pkb_pass = pkb;
+  }
+  return out;
+}
+
+void collapse_turns(LoadedResults& r) {
+  for (auto& p : r.problems) p.samples = collapse(p.turns, std::numeric_limits<int>::max());
 }
 
 // The problems `pkb run` selected (manifest.json "selection": id, slug, folder, category, W allowed): one
@@ -164,6 +202,7 @@ LoadedResults parse_results(const std::vector<std::pair<std::istream*, std::stri
   r.source = inputs.empty() ? "" : inputs.front().second;
   std::map<std::string, size_t> problem_at;
   for (const auto& [in, name] : inputs) parse_lines(r, problem_at, *in, name);
+  collapse_turns(r);
   sort_problems(r);
   for (const auto& c : r.configurations) {
     add_distinct(r.settings["world"], c["world"]);
@@ -179,6 +218,24 @@ void attach_run(LoadedResults& r, nlohmann::json run) {
   r.run = std::move(run);
   add_missing(r);
   sort_problems(r);
+}
+
+int max_turn(const LoadedResults& r) {
+  int t = 1;
+  for (const auto& p : r.problems) {
+    for (const auto& s : p.turns) t = std::max(t, s.turn);
+    for (const auto& s : p.not_evaluated) t = std::max(t, s.turn);
+  }
+  return t;
+}
+
+LoadedResults at_turn(const LoadedResults& r, int t) {
+  LoadedResults v = r;
+  for (auto& p : v.problems) {
+    p.samples = collapse(p.turns, t);
+    std::erase_if(p.not_evaluated, [t](const Sample& s) { return s.turn > t; });
+  }
+  return v;
 }
 
 LoadedResults load_results(const std::filesystem::path& dir_or_jsonl) {

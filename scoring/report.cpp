@@ -168,6 +168,7 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
   j["by_category"] = ojson::object();
   for (const auto& [name, a] : s.by_category) j["by_category"][name] = aggregate_json(a, st.ks);
   j["curves"] = curves_json(s);
+  if (!s.turns.empty()) j["turns"] = turns_json(s);
   return j;
 }
 
@@ -178,6 +179,9 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   std::ostringstream o;
   o << "# pkb scores: " << run_label(loaded) << "\n\n";
   if (skipped) o << "**" << skipped_evaluations_notice(s) << "**\n\n";
+  if (!s.turns.empty())
+    o << "Multi-turn run (" << s.turns.size() << " turns): every sample counts as its best turn; per turn: "
+      << "\"Turns\" below.\n\n";
   o << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
     << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
     << "robust-correct samples. Definitions: docs/metrics.md.\n\n";
@@ -200,6 +204,7 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   if (!s.not_fully_evaluated.empty())
     o << "Problems with skipped evaluations (left out of the aggregates):" << folder_list(s.not_fully_evaluated)
       << "\n";
+  o << turns_md(s);
   return o.str();
 }
 

@@ -24,6 +24,10 @@ nlohmann::ordered_json settings_json(const ScoreSettings& st);
 nlohmann::ordered_json aggregate_json(const Aggregate& a, const std::vector<int>& ks);
 nlohmann::ordered_json curves_json(const Scores& s);
 std::string summary_md(const Scores& s, const LoadedResults& loaded);
+// The per-turn section of a multi-turn run (report_turns.cpp); empty/[] for a single-turn run.
+nlohmann::ordered_json turns_json(const Scores& s);
+std::string turns_md(const Scores& s);
+std::string turns_html(const Scores& s);
 std::string curves_csv(const Scores& s);
 std::string report_html(const Scores& s, const LoadedResults& loaded);
 

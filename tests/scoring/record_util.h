@@ -15,6 +15,8 @@ struct RecordSpec {
   std::string status = "correct";
   std::optional<double> speedup = std::nullopt;
   int sample = -1;  // the record's "sample" field; -1: none
+  int turn = 0;     // the record's "turn" field (pkb run --turns); 0: none
+  std::optional<double> cost_usd = std::nullopt;  // generation.cost_usd; output_tokens 100 alongside
 };
 
 inline std::string record_line(const RecordSpec& r) {
@@ -29,6 +31,8 @@ inline std::string record_line(const RecordSpec& r) {
       {"message", r.status},
       {"provenance", {{"gpu", "NVIDIA H200"}, {"pkb_git", "abc123"}}}};
   if (r.sample >= 0) j["sample"] = r.sample;
+  if (r.turn > 0) j["turn"] = r.turn;
+  if (r.cost_usd) j["generation"] = {{"input_tokens", 1000}, {"output_tokens", 100}, {"cost_usd", *r.cost_usd}};
   if (r.status == "generation_failed") j["generation"] = {{"status", "no_code"}, {"message", "no code block"}};
   if (r.status == "correct") j["checks"] = {{"robust_pass", true}, {"pkb_pass", true}};
   if (r.speedup) j["timing"] = {{"baseline", "pytorch_eager"}, {"speedup", *r.speedup}};

@@ -1,5 +1,5 @@
-// pkb run [--model M] [--problems SPEC] [--samples K] [-w W] [--device auto|cuda|cpu] [--topology NAME] [--out DIR]
-//         [--shard I/N] [--launcher mpirun|srun]
+// pkb run [--model M] [--problems SPEC] [--samples K] [--turns T [--stop-speedup P|never]] [-w W]
+//         [--device auto|cuda|cpu] [--topology NAME] [--out DIR] [--shard I/N] [--launcher mpirun|srun]
 // The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
 // the expert kernels of every problem that has one, on every local GPU.
 // Exit codes: 0 the run finished (whatever the candidates did; also without a GPU, where evaluations are
@@ -26,6 +26,7 @@ struct RunCliOptions {
   std::vector<std::string> params;
   std::string variant = "one-shot";
   double temperature = -1;
+  std::string stop_speedup = "1";
   bool quiet = false;
   std::string shard;
   std::string launcher;
@@ -43,12 +44,25 @@ int run_run(RunCliOptions& o) {
   if (rank_launcher() == Launcher::srun && !std::getenv("SLURM_JOB_ID"))
     std::fprintf(stderr, "pkb run: warning: --launcher srun outside a Slurm allocation: each rank job asks Slurm "
                          "for an allocation of its own\n");
+  if (o.stop_speedup == "never") {
+    o.r.stop_speedup.reset();
+  } else {
+    try {
+      size_t used = 0;
+      o.r.stop_speedup = std::stod(o.stop_speedup, &used);
+      if (used != o.stop_speedup.size() || *o.r.stop_speedup < 0) throw std::invalid_argument("");
+    } catch (const std::logic_error&) {
+      throw Error("--stop-speedup: '" + o.stop_speedup + "' is neither a speedup >= 0 nor 'never'");
+    }
+  }
   Catalog c = load_catalog(repo_root() / "problems");
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   run::RunSummary s = run::run_benchmark(c, o.r);
   std::filesystem::path summary = s.dir / "summary.md";
   if (std::filesystem::exists(summary)) std::cout << read_text_file(summary) << "\n";
-  std::printf("run: %d samples, %d recorded now, %d from earlier invocations", s.samples, s.recorded, s.resumed);
+  std::printf("run: %d samples", s.samples);
+  if (s.later_turns) std::printf(" (+%d answers in later turns)", s.later_turns);
+  std::printf(", %d recorded now, %d from earlier invocations", s.recorded, s.resumed);
   if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
   if (s.service_failures) std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
   std::printf("\nreports: %s/{report.html,report.json,summary.md,curves.csv}\n", s.dir.c_str());
@@ -72,6 +86,12 @@ void add_run_command(CLI::App& app, Action& action) {
                   "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
   cmd->add_option("--problems", r.problems, "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
   cmd->add_option("--samples", r.samples, "Samples per problem")->check(CLI::PositiveNumber);
+  cmd->add_option("--turns", r.turns,
+                  "Turns per sample: each later turn shows the model its last kernel's evaluation (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--stop-speedup", o->stop_speedup,
+                  "With --turns: a sample stops once correct and faster than this many x the baseline (default 1; "
+                  "never: always use every turn)");
   cmd->add_option("-w,--world", r.world, "Ranks per evaluation (default: every visible GPU, at least 2)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")

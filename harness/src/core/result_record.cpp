@@ -34,7 +34,7 @@ std::optional<T> value(const json& j, std::initializer_list<const char*> keys) {
   bool fits;
   if constexpr (std::is_same_v<T, bool>)
     fits = v->is_boolean();
-  else if constexpr (std::is_same_v<T, int>)
+  else if constexpr (std::is_integral_v<T>)
     fits = v->is_number_integer();
   else
     fits = v->is_number();
@@ -119,6 +119,7 @@ ResultRecord record_from_json(const json& j) {
   r.candidate_path = text(j, {"candidate", "path"});
   r.candidate_sha256 = text(j, {"candidate", "sha256"}, "candidate.sha256");
   r.sample = value<int>(j, {"sample"});
+  r.turn = value<int>(j, {"turn"});
   r.model = text(j, {"model"});
   r.world = value<int>(j, {"world"}).value_or(0);
   r.device = text(j, {"device"});
@@ -127,6 +128,9 @@ ResultRecord record_from_json(const json& j) {
   r.message = text(j, {"message"});
   r.generation_status = text(j, {"generation", "status"});
   r.generation_message = text(j, {"generation", "message"});
+  r.input_tokens = value<int64_t>(j, {"generation", "input_tokens"});
+  r.output_tokens = value<int64_t>(j, {"generation", "output_tokens"});
+  r.cost_usd = value<double>(j, {"generation", "cost_usd"});
   r.pkb_pass = value<bool>(j, {"checks", "pkb_pass"});
   r.speedup = value<double>(j, {"timing", "speedup"});
   r.baseline = text(j, {"timing", "baseline"});
@@ -148,14 +152,20 @@ json record_to_json(const ResultRecord& r) {
       {"id", r.problem_id}, {"slug", r.problem_slug}, {"folder", r.problem_folder}, {"category", r.problem_category}};
   j["candidate"] = {{"path", r.candidate_path}, {"sha256", r.candidate_sha256}};
   put(j, {"sample"}, r.sample);
+  put(j, {"turn"}, r.turn);
   put(j, {"model"}, nonempty(r.model));
   j["world"] = r.world;
   j["device"] = r.device;
   j["dtype"] = r.dtype;
   j["status"] = r.status;
   j["message"] = r.message;
-  if (!r.generation_status.empty() || !r.generation_message.empty())
-    j["generation"] = {{"status", r.generation_status}, {"message", r.generation_message}};
+  if (!r.generation_status.empty() || !r.generation_message.empty()) {
+    j["generation"]["status"] = r.generation_status;
+    j["generation"]["message"] = r.generation_message;
+  }
+  put(j, {"generation", "input_tokens"}, r.input_tokens);
+  put(j, {"generation", "output_tokens"}, r.output_tokens);
+  put(j, {"generation", "cost_usd"}, r.cost_usd);
   put(j, {"checks", "pkb_pass"}, r.pkb_pass);
   put(j, {"timing", "speedup"}, r.speedup);
   put(j, {"timing", "baseline"}, nonempty(r.baseline));

@@ -54,12 +54,15 @@ struct ResultRecord {
   std::string candidate_path;    // "" for generation_failed
   std::string candidate_sha256;  // "generation:<folder>:<sample>" for generation_failed
   std::optional<int> sample;     // the sample index within its problem (pkb run); none for a bare `pkb eval`
+  std::optional<int> turn;       // pkb run --turns: the turn of the sample's conversation (1, 2, ...); none = 1
   std::string model;             // "provider:model", expert, replay:DIR; "" when unknown (pkb eval)
   int world = 0;
   std::string device, dtype;
   std::string status;  // a name of result_statuses(); an unknown one is kept as read
   std::string message;
   std::string generation_status, generation_message;  // generation_failed: no_code, truncated, refused
+  std::optional<int64_t> input_tokens, output_tokens;  // generation.*: what the model's answer used (tokens)
+  std::optional<double> cost_usd;                      // generation.cost_usd: what the answer cost (USD)
   std::optional<bool> pkb_pass;                       // checks.pkb_pass: the paper's allclose
   std::optional<double> speedup;                      // timing.speedup: baseline median / candidate median (x)
   std::string baseline;                               // timing.baseline: pytorch_eager or libtorch_nccl
@@ -73,7 +76,9 @@ struct ResultRecord {
   const StatusInfo* status_entry() const { return find_status(status); }
   bool correct() const { return status == "correct"; }
   // Identity of the sample this record is for: "<folder>#<index>", or "<folder>@<sha256>" without an index.
+  // Every turn of a sample shares it; a record is identified by (sample_key, turn_number).
   std::string sample_key() const;
+  int turn_number() const { return turn.value_or(1); }
 };
 
 std::string sample_key(const std::string& folder, std::optional<int> sample, const std::string& sha256);

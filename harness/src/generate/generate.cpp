@@ -131,8 +131,29 @@ struct Batch {
 };
 
 // One prompt per problem (saved under OUT/prompts), K requests from it; skipped problems get their records now.
+// A later turn: the follow-ups of the selection's problems (a problem the W forbids has none).
+Batch plan_follow_ups(const std::vector<const ProblemSpec*>& sel, const GenerateOptions& o,
+                      std::vector<SampleRecord>& records, std::string& topology) {
+  Batch b;
+  for (const ProblemSpec* spec : sel) {
+    std::optional<prompt::Prompt> p;
+    for (const FollowUp& f : o.follow_ups) {
+      if (f.problem != spec->folder()) continue;
+      if (!p) p = prompt::build_prompt(*spec, o.prompt);
+      topology = p->topology;
+      records.push_back(blank_record(*spec, f.sample, o.model));
+      records.back().turn = o.turn;
+      b.requests.push_back(make_follow_up_request(*p, o.max_tokens, o.temperature, f));
+      b.record_of.push_back(records.size() - 1);
+      b.spec_of.push_back(spec);
+    }
+  }
+  return b;
+}
+
 Batch plan(const std::vector<const ProblemSpec*>& sel, const GenerateOptions& o, const fs::path& out,
            std::vector<SampleRecord>& records, ProgressLine& progress, std::string& topology) {
+  if (o.turn > 1) return plan_follow_ups(sel, o, records, topology);
   Batch b;
   for (const ProblemSpec* spec : sel) {
     auto why = skip_reason(*spec, o);
@@ -241,6 +262,7 @@ nlohmann::ordered_json SampleRecord::to_json() const {
              {"problem", problem},
              {"problem_id", problem_id},
              {"sample", sample},
+             {"turn", turn},
              {"model", model},
              {"status", sample_status_name(status)},
              {"finish", nullptr},
@@ -291,15 +313,33 @@ models::Request make_request(const prompt::Prompt& p, int max_tokens, std::optio
   return r;
 }
 
+models::Request make_follow_up_request(const prompt::Prompt& p, int max_tokens, std::optional<double> temperature,
+                                       const FollowUp& f) {
+  if (f.answers.empty() || f.answers.size() != f.follow_ups.size())
+    throw Error(f.problem + " sample " + std::to_string(f.sample) + ": a follow-up needs one answer per follow-up");
+  models::Request r = make_request(p, max_tokens, temperature, f.sample);
+  std::string user = r.user;
+  for (size_t i = 0; i < f.answers.size(); ++i) {
+    // An API rejects an empty assistant turn (Anthropic) or drops it: say that the answer was empty.
+    r.history.push_back({user, f.answers[i].empty() ? "(empty answer)" : f.answers[i]});
+    user = f.follow_ups[i];
+  }
+  r.user = user;
+  return r;
+}
+
 GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
   if (o.samples < 1) throw Error("--samples must be at least 1");
+  if (o.turn > 1 && is_offline(o.model))
+    throw Error("--model " + o.model + " cannot take feedback: later turns need a language model");
   std::vector<const ProblemSpec*> sel = catalog.select(o.problems);
   GenerateResult res;
   res.out_dir = fs::absolute(o.out_dir.empty() ? fs::path("results") / "generate" / file_safe(o.model) : o.out_dir);
   fs::create_directories(res.out_dir);
-  size_t total = 0;
-  for (const ProblemSpec* spec : sel)
-    for (int k = 0; k < o.samples; ++k) total += !o.wanted || o.wanted(*spec, k);
+  size_t total = o.turn > 1 ? o.follow_ups.size() : 0;
+  if (o.turn == 1)
+    for (const ProblemSpec* spec : sel)
+      for (int k = 0; k < o.samples; ++k) total += !o.wanted || o.wanted(*spec, k);
   ProgressLine progress(total, o.progress);
   if (is_offline(o.model))
     run_offline(sel, o, res.out_dir, res.records, progress);

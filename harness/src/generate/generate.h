@@ -37,6 +37,15 @@ const char* sample_status_name(SampleStatus s);
 /// no_code, truncated, refused: the model was asked and answered without a usable kernel (a failed sample).
 bool model_failed(SampleStatus s);
 
+/// One sample's conversation continued (pkb run --turns): its answers so far and the follow-up sent after each,
+/// oldest first; both hold turn - 1 entries. The request for the turn is the first prompt, then answer 1,
+/// follow-up 1, answer 2, ..., and the last follow-up as the new user message.
+struct FollowUp {
+  std::string problem;  ///< NNN_slug
+  int sample = 0;
+  std::vector<std::string> answers, follow_ups;
+};
+
 struct GenerateOptions {
   std::string model;  ///< "provider:model", "compat:URL@model", "expert" or "replay:DIR"
   std::string problems = "all";
@@ -51,13 +60,18 @@ struct GenerateOptions {
   /// Which samples to produce (pkb run --shard asks for its own only); unset: all. Samples it rejects get no
   /// record and no files.
   std::function<bool(const ProblemSpec&, int sample)> wanted;
-  std::filesystem::path cache_dir;   ///< reply cache; "" = OUT/cache (the shards of a run share one)
+  /// > 1: a later turn of a multi-turn run: only the samples in `follow_ups` are asked (language models only),
+  /// and prompts/ is not rewritten.
+  int turn = 1;
+  std::vector<FollowUp> follow_ups;
+  std::filesystem::path cache_dir;  ///< reply cache; "" = OUT/cache (the shards and turns of a run share one)
 };
 
 struct SampleRecord {
   std::string problem;  ///< NNN_slug
   int problem_id = 0;
   int sample = 0;
+  int turn = 1;  ///< of the sample's conversation (pkb run --turns)
   std::string model;
   SampleStatus status = SampleStatus::error;
   std::optional<models::Reply> reply;  ///< absent for offline models and skipped problems
@@ -79,6 +93,10 @@ struct GenerateResult {
 
 /// The request for one sample of a prompt.
 models::Request make_request(const prompt::Prompt& p, int max_tokens, std::optional<double> temperature, int sample);
+/// The same request continued: the conversation so far and the last follow-up as the user message. Throws
+/// pkb::Error when the follow-up's answers and follow-ups differ in number or are empty.
+models::Request make_follow_up_request(const prompt::Prompt& p, int max_tokens, std::optional<double> temperature,
+                                       const FollowUp& f);
 
 /// Throws pkb::Error for usage and input errors (unknown model or problem, no API key, bad topology); every
 /// failure of a request is a record instead.

@@ -50,15 +50,18 @@ ReplyCache::ReplyCache(std::filesystem::path dir) : dir_(std::move(dir)) {
 
 nlohmann::json ReplyCache::key_material(const ModelName& name, const Request& req) {
   // nlohmann::json objects are std::map-backed: dump() emits sorted keys, which makes this canonical.
-  return {{"schema", kSchema},
-          {"provider", name.provider},
-          {"model", name.model},
-          {"system", req.system},
-          {"user", req.user},
-          {"max_output_tokens", req.max_output_tokens},
-          {"temperature", req.temperature ? nlohmann::json(*req.temperature) : nlohmann::json()},
-          {"sample_index", req.sample_index},
-          {"extra", req.extra}};
+  nlohmann::json m = {{"schema", kSchema},
+                      {"provider", name.provider},
+                      {"model", name.model},
+                      {"system", req.system},
+                      {"user", req.user},
+                      {"max_output_tokens", req.max_output_tokens},
+                      {"temperature", req.temperature ? nlohmann::json(*req.temperature) : nlohmann::json()},
+                      {"sample_index", req.sample_index},
+                      {"extra", req.extra}};
+  // A later turn is keyed on the whole conversation; single-turn keys stay what they were, so existing caches hit.
+  if (!req.history.empty()) m["history"] = history_json(req.history);
+  return m;
 }
 
 std::string ReplyCache::key(const ModelName& name, const Request& req) {

@@ -1,6 +1,7 @@
 // Directory cache of model replies, so a rerun (or a run after a crash) never pays for an answer twice.
 // Key: sha256 of a canonical JSON of what determines the answer (provider, model, prompts, max tokens,
-// temperature, sample index, extra params) and not of where it was sent (base URL) or with which key.
+// temperature, sample index, extra params, the earlier turns of a multi-turn conversation) and not of where it
+// was sent (base URL) or with which key.
 // Layout: <dir>/<key[0:2]>/<key>.json holding {schema, key, provider, model, request, reply}. Each entry is
 // written to a temporary file, fsync'ed and renamed into place, so a reader never sees half an entry and a
 // crashed process loses nothing it received (the directory itself is not fsync'ed: after a power cut the

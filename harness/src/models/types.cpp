@@ -51,13 +51,21 @@ const char* error_kind_name(ErrorKind k) { return name_of(kErrorNames, k); }
 bool stops_batch(ErrorKind k) { return k == ErrorKind::auth || k == ErrorKind::quota || k == ErrorKind::bad_request; }
 std::optional<ErrorKind> error_kind_from_name(const std::string& s) { return value_of<ErrorKind>(kErrorNames, s); }
 
+nlohmann::json history_json(const std::vector<Exchange>& history) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Exchange& e : history) out.push_back({{"user", e.user}, {"assistant", e.assistant}});
+  return out;
+}
+
 nlohmann::json to_json(const Request& r) {
-  return {{"system", r.system},
-          {"user", r.user},
-          {"max_output_tokens", r.max_output_tokens},
-          {"temperature", r.temperature ? nlohmann::json(*r.temperature) : nlohmann::json()},
-          {"sample_index", r.sample_index},
-          {"extra", r.extra}};
+  nlohmann::json j = {{"system", r.system},
+                      {"user", r.user},
+                      {"max_output_tokens", r.max_output_tokens},
+                      {"temperature", r.temperature ? nlohmann::json(*r.temperature) : nlohmann::json()},
+                      {"sample_index", r.sample_index},
+                      {"extra", r.extra}};
+  if (!r.history.empty()) j["history"] = history_json(r.history);  // single-turn requests read as before
+  return j;
 }
 
 nlohmann::json to_json(const Reply& r) {

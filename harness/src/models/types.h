@@ -6,12 +6,19 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pkb::models {
 
+/// One earlier turn of a conversation: what the user said and what the model answered (multi-turn refinement).
+struct Exchange {
+  std::string user, assistant;
+};
+
 struct Request {
   std::string system;                 ///< system / developer instructions; empty = none sent
-  std::string user;                   ///< the user prompt
+  std::vector<Exchange> history;      ///< earlier turns, oldest first, sent before `user`; empty = one turn
+  std::string user;                   ///< the user prompt (the latest turn's)
   int max_output_tokens = 32768;      ///< cap on generated tokens, reasoning included (tokens)
   std::optional<double> temperature;  ///< unset = provider default; dropped for models that reject it
   int sample_index = 0;               ///< distinguishes repeated samples of one prompt (cache key only)
@@ -77,7 +84,8 @@ struct Reply {
   bool ok() const { return error == ErrorKind::none; }
 };
 
-nlohmann::json to_json(const Request& r);
+nlohmann::json to_json(const Request& r);  ///< "history" only when there is one
+nlohmann::json history_json(const std::vector<Exchange>& history);
 nlohmann::json to_json(const Reply& r);
 Reply reply_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception on a malformed record
 

@@ -16,9 +16,15 @@ FinishReason anthropic_finish(const std::string& raw) {
 class Anthropic : public WireFormat {
  public:
   HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+    json messages = json::array();  // roles must alternate, starting with user
+    for (const Exchange& e : req.history) {
+      messages.push_back({{"role", "user"}, {"content", e.user}});
+      messages.push_back({{"role", "assistant"}, {"content", e.assistant}});
+    }
+    messages.push_back({{"role", "user"}, {"content", req.user}});
     json body = {{"model", name.model},
                  {"max_tokens", req.max_output_tokens},  // required by this API
-                 {"messages", json::array({{{"role", "user"}, {"content", req.user}}})}};
+                 {"messages", messages}};
     if (!req.system.empty()) body["system"] = req.system;
     if (req.temperature && !anthropic_rejects_temperature(name.model)) body["temperature"] = *req.temperature;
     if (req.temperature && anthropic_rejects_temperature(name.model))

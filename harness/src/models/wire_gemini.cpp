@@ -17,8 +17,16 @@ class Gemini : public WireFormat {
  public:
   HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
     std::string model = name.model.rfind("models/", 0) == 0 ? name.model.substr(7) : name.model;
-    json body = {{"contents", json::array({{{"role", "user"}, {"parts", json::array({{{"text", req.user}}})}}})},
-                 {"generationConfig", {{"maxOutputTokens", req.max_output_tokens}}}};
+    auto content = [](const char* role, const std::string& text) {
+      return json{{"role", role}, {"parts", json::array({{{"text", text}}})}};
+    };
+    json contents = json::array();  // Gemini calls the assistant "model"
+    for (const Exchange& e : req.history) {
+      contents.push_back(content("user", e.user));
+      contents.push_back(content("model", e.assistant));
+    }
+    contents.push_back(content("user", req.user));
+    json body = {{"contents", contents}, {"generationConfig", {{"maxOutputTokens", req.max_output_tokens}}}};
     if (!req.system.empty()) body["systemInstruction"] = {{"parts", json::array({{{"text", req.system}}})}};
     if (req.temperature) body["generationConfig"]["temperature"] = *req.temperature;
     HttpRequest http = make_json_request(name.base_url + "/models/" + model + ":generateContent", std::move(body), req);

@@ -38,6 +38,10 @@ class OpenAIChat : public WireFormat {
     // know "system".
     if (!req.system.empty())
       messages.push_back({{"role", reasoning ? "developer" : "system"}, {"content", req.system}});
+    for (const Exchange& e : req.history) {
+      messages.push_back({{"role", "user"}, {"content", e.user}});
+      messages.push_back({{"role", "assistant"}, {"content", e.assistant}});
+    }
     messages.push_back({{"role", "user"}, {"content", req.user}});
     json body = {{"model", name.model}, {"messages", messages}};
     // Ollama ignores max_completion_tokens and OpenAI rejects max_tokens on reasoning models.
@@ -81,9 +85,19 @@ class OpenAIChat : public WireFormat {
 class OpenAIResponses : public WireFormat {
  public:
   HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
-    // store=false: the Responses API keeps responses by default; we never chain on them.
+    // store=false: the Responses API keeps responses by default; we never chain on them (previous_response_id):
+    // a later turn resends the conversation as input items, like every other wire format.
+    json input = req.user;
+    if (!req.history.empty()) {
+      input = json::array();
+      for (const Exchange& e : req.history) {
+        input.push_back({{"role", "user"}, {"content", e.user}});
+        input.push_back({{"role", "assistant"}, {"content", e.assistant}});
+      }
+      input.push_back({{"role", "user"}, {"content", req.user}});
+    }
     json body = {{"model", name.model},
-                 {"input", req.user},
+                 {"input", input},
                  {"max_output_tokens", std::max(16, req.max_output_tokens)},  // API minimum is 16
                  {"store", false}};
     if (!req.system.empty()) body["instructions"] = req.system;

@@ -1,7 +1,5 @@
 #include "run/run.h"
 
-#include "launch/gpus.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +8,7 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -21,7 +20,9 @@
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "generate/output.h"
+#include "launch/gpus.h"
 #include "launch/process.h"
+#include "prompt/feedback.h"
 #include "prompt/prompt.h"
 #include "scoring/report.h"
 #include "validate/validate.h"
@@ -45,13 +46,28 @@ std::string utc_now() {
 // that resuming with another setting is refused instead of mixing two experiments in one score.
 json run_key(const RunOptions& o, const std::string& selection) {
   const generate::GenerateOptions& g = o.generate;
-  return {{"model", o.model}, {"problems", selection}, {"world", o.world}, {"device", o.eval.device},
-          {"dtype", o.eval.dtype}, {"topology", o.topology}, {"arch", o.eval.arch}, {"trials", o.eval.trials},
-          {"seed", o.eval.seed}, {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters},
-          {"params", o.eval.params}, {"variant", prompt::variant_name(g.prompt.variant)},
-          {"temperature", g.temperature ? json(*g.temperature) : json()}, {"max_tokens", g.max_tokens},
-          {"prompts_sha256", prompt::templates_digest(g.prompt)}, {"shard", shard_json(o.shard, o.samples)}};
+  return {{"model", o.model},
+          {"problems", selection},
+          {"world", o.world},
+          {"device", o.eval.device},
+          {"dtype", o.eval.dtype},
+          {"topology", o.topology},
+          {"arch", o.eval.arch},
+          {"trials", o.eval.trials},
+          {"seed", o.eval.seed},
+          {"warmup", o.eval.timing.warmup},
+          {"iters", o.eval.timing.iters},
+          {"params", o.eval.params},
+          {"variant", prompt::variant_name(g.prompt.variant)},
+          {"temperature", g.temperature ? json(*g.temperature) : json()},
+          {"max_tokens", g.max_tokens},
+          {"prompts_sha256", prompt::templates_digest(g.prompt)},
+          {"stop_speedup", o.stop_speedup ? json(*o.stop_speedup) : json("never")},
+          {"shard", shard_json(o.shard, o.samples)}};
 }
+
+// What a manifest written before a setting existed meant by it.
+json legacy_setting(const std::string& field) { return field == "stop_speedup" ? json(1.0) : json(); }
 
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
 // of two runs' records.
@@ -61,9 +77,10 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   json m = read_json_or_null(path);
   if (m.is_object()) {
     for (const auto& [field, value] : key.items())
-      if (m.value("settings", json::object()).value(field, json()) != value)
-        throw Error(path.string() + " was written with " + field + " = " + m["settings"].value(field, json()).dump() +
-                    ", this run has " + value.dump() + ": pass another --out, or remove the directory to start over");
+      if (m.value("settings", json::object()).value(field, legacy_setting(field)) != value)
+        throw Error(path.string() + " was written with " + field + " = " +
+                    m["settings"].value(field, legacy_setting(field)).dump() + ", this run has " + value.dump() +
+                    ": pass another --out, or remove the directory to start over");
     m["invocations"] = m.value("invocations", 1) + 1;
   } else {
     m = {{"schema", "pkb.run/1"}, {"created", utc_now()}, {"invocations", 1}};
@@ -74,6 +91,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   m["world"] = o.world;
   m["topology"] = o.topology;
   m["samples"] = std::max(o.samples, m.value("samples", 0));
+  m["turns"] = std::max(o.turns, m.value("turns", 1));  // may grow, like samples
   m["gpu_evaluation"] = gpu;
   m["updated"] = utc_now();
   m["pkb_git"] = repo_revision();
@@ -83,41 +101,56 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   write_json_atomically(path, m);
 }
 
-// One sample the run must account for: an evaluation (source set) or a failed generation (failure set).
+// One sample (at one turn) the run must account for: an evaluation (source set) or a failed generation
+// (failure set).
 struct Task {
   const ProblemSpec* spec = nullptr;
   int sample = 0;
+  int turn = 1;
   fs::path source;
-  std::string sha256;           // of the source, or "generation:<folder>:<sample>"
+  std::string sha256;           // of the source, or "generation:<folder>:<sample>[:turn<T>]"
   std::string failure_status;   // no_code | truncated | refused, for failed generations
   std::string failure_message;
+  std::optional<int64_t> input_tokens, output_tokens;  // of the answer, when the provider said
+  std::optional<double> cost_usd;
   // A sample is (problem, index): equal bytes in two samples are two samples (scoring keys them alike).
   std::string key() const { return sample_key(spec->folder(), sample, sha256); }
 };
 
+// What identifies a record in the done-set: the sample and its turn.
+std::string turn_key(const std::string& sample_key, int turn) {
+  return turn == 1 ? sample_key : sample_key + "/turn" + std::to_string(turn);
+}
+
+// Each continuing sample's answers and follow-ups so far, by sample key.
+using Conversations = std::map<std::string, generate::FollowUp>;
+
 struct Recorded {
   std::string status;
   double speedup = 0;
+  ResultRecord record;  // what the next turn's feedback is built from
 };
 
-// What earlier invocations recorded, by sample key, read by the same loader that scores the run: a resumed run
-// and its report agree on what is done (the latest record of a candidate wins; a kernel supersedes the failed
-// generation of its sample).
+// What earlier invocations recorded, by sample key and turn, read by the same loader that scores the run: a
+// resumed run and its report agree on what is done (the latest record of a candidate wins; a kernel supersedes
+// the failed generation of its sample).
 // Records written before records carried `sample` are keyed by sha256 (folder@sha256); a task finds those too.
 std::map<std::string, Recorded> recorded(const fs::path& results) {
   std::map<std::string, Recorded> out;
   if (!fs::exists(results)) return out;
   scoring::LoadedResults loaded = scoring::load_results(results);
   for (const auto& p : loaded.problems) {
-    for (const auto& s : p.samples) out[s.key] = {s.status, s.speedup.value_or(0.0)};
-    for (const auto& s : p.not_evaluated) out[s.key] = {s.status, 0.0};
+    for (const auto& s : p.turns) out[turn_key(s.key, s.turn)] = {s.status, s.speedup.value_or(0.0), s.record};
+    for (const auto& s : p.not_evaluated) out[turn_key(s.key, s.turn)] = {s.status, 0.0, s.record};
   }
   return out;
 }
 
 const Recorded* find_recorded(const std::map<std::string, Recorded>& done, const Task& t) {
-  for (const std::string& key : {t.key(), sample_key(t.spec->folder(), std::nullopt, t.sha256)})
-    if (auto it = done.find(key); it != done.end()) return &it->second;
+  for (const std::string& key : {t.key(), sample_key(t.spec->folder(), std::nullopt, t.sha256)}) {
+    if (t.turn > 1 && key != t.key()) continue;  // records without an index predate turns
+    if (auto it = done.find(turn_key(key, t.turn)); it != done.end()) return &it->second;
+  }
   return nullptr;
 }
 
@@ -130,6 +163,8 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   r.problem_category = category_name(t.spec->category);
   r.candidate_sha256 = t.sha256;
   r.sample = t.sample;
+  r.turn = t.turn;
+  r.input_tokens = t.input_tokens, r.output_tokens = t.output_tokens, r.cost_usd = t.cost_usd;
   r.model = o.model;
   r.world = o.world;
   r.device = o.eval.device;
@@ -169,8 +204,10 @@ class Progress {
     int eta = static_cast<int>(per * (total_ - done_));
     char speed[32] = "";
     if (speedup > 0) std::snprintf(speed, sizeof speed, " %.2fx", speedup);
-    std::fprintf(stderr, "[%d/%d] %s sample %d: %s%s | pass %d, fast %d | ETA %d:%02d\n", done_, total_,
-                 t.spec->folder().c_str(), t.sample, status.c_str(), speed, pass_, fast_, eta / 60, eta % 60);
+    std::string turn = t.turn > 1 ? " turn " + std::to_string(t.turn) : "";
+    std::fprintf(stderr, "[%d/%d] %s sample %d%s: %s%s | pass %d, fast %d | ETA %d:%02d\n", done_, total_,
+                 t.spec->folder().c_str(), t.sample, turn.c_str(), status.c_str(), speed, pass_, fast_, eta / 60,
+                 eta % 60);
   }
 
  private:
@@ -225,77 +262,14 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
   write_json_atomically(dir / "references_cpu.json", out);
 }
 
-}  // namespace
-
-int visible_gpu_count() { return static_cast<int>(visible_gpus().size()); }
-
-RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
-  RunSummary sum;
-  // 1. Resolve the settings.
-  std::vector<std::string> gpus = visible_gpus();
-  if (o.device == "cuda" && gpus.empty()) throw Error("--device cuda: no GPU is visible on this machine");
-  sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
-  o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
-  if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
-  o.eval.world = o.world;
-  // The machine the prompts describe and the rooflines use, chosen like `pkb prompt` does; nvcc targets it.
-  Topology topo = prompt::choose_topology(o.topology, o.world);
-  o.topology = topo.name;
-  o.eval.topology = topo.name;
-  o.eval.arch = o.arch.empty() ? prompt::nvcc_arch(topo.compute_capability) : o.arch;
-  std::string selection = o.problems;
-  if (selection.empty() && o.model == "expert") {
-    for (const ProblemSpec& p : catalog.problems)
-      if (fs::exists(p.dir / "solution.cu")) selection += (selection.empty() ? "" : ",") + std::to_string(p.id);
-    if (selection.empty()) throw Error("no problem has a solution.cu for --model expert");
-  }
-  if (selection.empty()) selection = "all";
-  std::vector<const ProblemSpec*> problems = catalog.select(selection);
-  if (o.out_dir.empty())
-    o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" + o.eval.device +
-                                             "-" + o.eval.dtype);
-  // A shard keeps its own run directory under the run's; the shards share the reply cache there, so replies
-  // generated up front (pkb generate --out RUN) are found by every shard.
-  if (o.shard.sharded()) {
-    o.generate.cache_dir = fs::absolute(o.out_dir) / "cache";
-    o.out_dir /= o.shard.dir_name();
-  }
-  sum.dir = fs::absolute(o.out_dir);
-  fs::create_directories(sum.dir);
-  o.eval.out_dir = sum.dir;
-  o.eval.cache_dir = fs::absolute(o.eval.cache_dir);
-  settle_manifest(sum.dir, o, selection, sum.gpu_evaluation);
-  if (o.progress)
-    std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
-                 problems.size(), o.samples, o.world,
-                 o.eval.device == "cpu" ? "CPU ranks" : sum.gpu_evaluation ? "GPUs" : "no GPU", sum.dir.c_str());
-
-  // 2. Generate (cached replies: a resumed run sends nothing it already paid for).
-  generate::GenerateOptions g = o.generate;
-  g.model = o.model;
-  g.problems = selection;
-  g.samples = o.samples;
-  g.prompt.world = o.world;
-  g.prompt.topology = o.topology;
-  // The shard's items of the (problem, sample) grid (run/shard.h); generation asks only for those.
-  std::map<const ProblemSpec*, long> position;
-  for (const ProblemSpec* p : problems) position.emplace(p, static_cast<long>(position.size()));
-  long grid = static_cast<long>(problems.size()) * o.samples;
-  auto mine = [&, shard = o.shard, samples = o.samples](const ProblemSpec* spec, int sample) {
-    auto it = position.find(spec);
-    return it != position.end() && in_shard(shard, it->second * samples + sample, grid);
-  };
-  if (o.shard.sharded()) g.wanted = [&](const ProblemSpec& spec, int sample) { return mine(&spec, sample); };
-  g.prompt.params = o.eval.params;
-  g.prompt.dtype = o.eval.dtype == "fp32" ? DType::f32 : DType::bf16;
-  g.out_dir = sum.dir;
-  g.progress = o.progress;
-  generate::GenerateResult gen = generate::run_generate(catalog, g);
-
+// Steps 3-5 for one turn: account for every sample the turn's generation produced (resumed ones skipped), record
+// failed generations, compile the kernels ahead and evaluate them on the GPU slots, appending one record each.
+// `mine` says which samples are this shard's (all of them when the run is not sharded).
+void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
+              const std::vector<const ProblemSpec*>& problems, const std::vector<std::string>& gpus,
+              const std::function<bool(const ProblemSpec*, int)>& mine, const fs::path& results, RunSummary& sum) {
+  int accounted = 0, resumed = 0;
   // 3. The samples still to account for.
-  fs::path results = sum.dir / "results.jsonl";
-  if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
-    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n", cut);
   auto done = recorded(results);
   std::vector<Task> todo;
   std::vector<const ProblemSpec*> asked;
@@ -308,11 +282,16 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     Task t;
     t.spec = spec;
     t.sample = r.sample;
+    t.turn = turn;
+    if (r.reply && r.reply->usage.known)
+      t.input_tokens = r.reply->usage.input_tokens, t.output_tokens = r.reply->usage.output_tokens;
+    t.cost_usd = r.cost_usd;
     if (r.status == generate::SampleStatus::ok) {
-      t.source = sum.dir / r.candidate;
+      t.source = gen.out_dir / r.candidate;
       t.sha256 = sha256_hex(read_text_file(t.source));
     } else if (generate::model_failed(r.status)) {
-      t.sha256 = "generation:" + spec->folder() + ":" + std::to_string(r.sample);
+      t.sha256 = "generation:" + spec->folder() + ":" + std::to_string(r.sample) +
+                 (turn > 1 ? ":turn" + std::to_string(turn) : "");
       t.failure_status = generate::sample_status_name(r.status);
       t.failure_message = r.message;
     } else if (r.status == generate::SampleStatus::error) {
@@ -325,24 +304,31 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
       continue;  // skipped (W forbidden), no_solution, missing: not samples of this run
     }
     if (asked.empty() || asked.back() != spec) asked.push_back(spec);
-    ++sum.samples;
+    ++accounted;
     const Recorded* rec = find_recorded(done, t);
     const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
     bool placeholder = info && !info->sample;  // not_evaluated: done only where no GPU could do better
     if (rec && (!placeholder || !sum.gpu_evaluation)) {
-      ++sum.resumed;
+      ++resumed;
       pass += rec->status == "correct";
       fast += rec->status == "correct" && rec->speedup > 1.0;
       continue;
     }
     todo.push_back(t);
   }
-  record_selection(sum.dir, asked);
-  if (o.progress && sum.resumed)
-    std::fprintf(stderr, "resuming: %d of %d samples already recorded\n", sum.resumed, sum.samples);
+  if (turn == 1) {
+    record_selection(sum.dir, asked);
+    sum.samples = accounted;
+  } else {
+    sum.later_turns += accounted;
+  }
+  sum.resumed += resumed;
+  if (o.progress && resumed)
+    std::fprintf(stderr, "%sresuming: %d of %d samples already recorded\n",
+                 turn > 1 ? ("turn " + std::to_string(turn) + ": ").c_str() : "", resumed, accounted);
 
   // 4. Failed generations are failed samples: recorded now, nothing to run.
-  Progress progress(sum.samples, sum.resumed, pass, fast, o.progress);
+  Progress progress(accounted, resumed, pass, fast, o.progress);
   std::vector<Task> evals;
   for (const Task& t : todo) {
     if (t.source.empty()) {
@@ -357,7 +343,7 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   // 5. Compile ahead on every core, then evaluate (or, without GPUs, record what compiled).
   int jobs = o.compile_jobs > 0 ? o.compile_jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   compile_ahead(evals, o.eval, jobs, o.progress);
-  if (!sum.gpu_evaluation) {
+  if (!sum.gpu_evaluation && turn == 1) {
     std::fprintf(stderr,
                  "pkb run: no GPU on this machine: GPU evaluations are skipped; candidates are compiled and the "
                  "references validated on CPU ranks\n");
@@ -410,9 +396,12 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
           // evaluate_candidate appends its own copy of the record (without sample and model) under out_dir and
           // names the candidate pass's directory by content: one directory per sample keeps two samples with
           // equal bytes from overwriting each other's rank records. RUN/results.jsonl gets the full record.
-          e.out_dir = sum.dir / "eval" / ("sample_" + std::to_string(t.sample));
+          e.out_dir = sum.dir / "eval" /
+                      ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
           ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
           rec.sample = t.sample;
+          rec.turn = t.turn;
+          rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
           rec.model = o.model;
           append_line(results, record_to_json(rec).dump());
           ++recorded_count;
@@ -433,7 +422,132 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   for (const auto& s : slots) threads.emplace_back(worker, s);
   for (auto& th : threads) th.join();
   sum.recorded += recorded_count;
-  sum.harness_errors = harness_errors;
+  sum.harness_errors += harness_errors;
+}
+
+// The samples that go on to turn `turn` + 1, each with its conversation so far: its answer of this turn was
+// recorded (not left unevaluated for want of a GPU, not lost to a harness error), and it is not yet correct and
+// faster than --stop-speedup. The feedback is built from the record as read back from results.jsonl, so a
+// resumed run sends byte-identical follow-ups and the reply cache answers them.
+std::vector<generate::FollowUp> follow_ups(const generate::GenerateResult& gen, int turn, const RunOptions& o,
+                                           const fs::path& results, Conversations& conversations) {
+  auto done = recorded(results);
+  std::vector<generate::FollowUp> next;
+  for (const auto& r : gen.records) {
+    if (!r.reply || !r.reply->ok()) continue;  // no answer to continue from (service failure, skip, offline model)
+    std::string key = sample_key(r.problem, r.sample, "");
+    auto it = done.find(turn_key(key, turn));
+    if (it == done.end()) continue;
+    const StatusInfo* info = find_status(it->second.status);
+    if (!info || !info->sample) continue;  // not_evaluated: nothing to tell the model yet
+    if (it->second.status == "correct" && o.stop_speedup && it->second.speedup > *o.stop_speedup) continue;
+    generate::FollowUp& f = conversations[key];
+    f.problem = r.problem;
+    f.sample = r.sample;
+    f.answers.push_back(r.reply->text);
+    f.follow_ups.push_back(prompt::render_follow_up(it->second.record, {turn, o.turns, o.generate.prompt.prompts_dir}));
+    next.push_back(f);
+  }
+  return next;
+}
+
+}  // namespace
+
+int visible_gpu_count() { return static_cast<int>(visible_gpus().size()); }
+
+RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
+  RunSummary sum;
+  if (o.turns < 1) throw Error("--turns must be at least 1");
+  if (o.turns > 1 && (o.model == "expert" || o.model.rfind("replay:", 0) == 0))
+    throw Error("--turns " + std::to_string(o.turns) + " needs a language model: --model " + o.model +
+                " cannot read feedback");
+  // 1. Resolve the settings.
+  std::vector<std::string> gpus = visible_gpus();
+  if (o.device == "cuda" && gpus.empty()) throw Error("--device cuda: no GPU is visible on this machine");
+  sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
+  o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
+  if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
+  o.eval.world = o.world;
+  // The machine the prompts describe and the rooflines use, chosen like `pkb prompt` does; nvcc targets it.
+  Topology topo = prompt::choose_topology(o.topology, o.world);
+  o.topology = topo.name;
+  o.eval.topology = topo.name;
+  o.eval.arch = o.arch.empty() ? prompt::nvcc_arch(topo.compute_capability) : o.arch;
+  std::string selection = o.problems;
+  if (selection.empty() && o.model == "expert") {
+    for (const ProblemSpec& p : catalog.problems)
+      if (fs::exists(p.dir / "solution.cu")) selection += (selection.empty() ? "" : ",") + std::to_string(p.id);
+    if (selection.empty()) throw Error("no problem has a solution.cu for --model expert");
+  }
+  if (selection.empty()) selection = "all";
+  std::vector<const ProblemSpec*> problems = catalog.select(selection);
+  if (o.out_dir.empty())
+    o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" +
+                                            o.eval.device + "-" + o.eval.dtype);
+  // A shard keeps its own run directory under the run's; the shards share the reply cache there, so replies
+  // generated up front (pkb generate --out RUN) are found by every shard.
+  if (o.shard.sharded()) {
+    o.generate.cache_dir = fs::absolute(o.out_dir) / "cache";
+    o.out_dir /= o.shard.dir_name();
+  }
+  sum.dir = fs::absolute(o.out_dir);
+  fs::create_directories(sum.dir);
+  o.eval.out_dir = sum.dir;
+  o.eval.cache_dir = fs::absolute(o.eval.cache_dir);
+  settle_manifest(sum.dir, o, selection, sum.gpu_evaluation);
+  if (o.progress)
+    std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
+                 problems.size(), o.samples, o.world,
+                 o.eval.device == "cpu" ? "CPU ranks"
+                 : sum.gpu_evaluation   ? "GPUs"
+                                        : "no GPU",
+                 sum.dir.c_str());
+
+  // 2-5, once per turn: generate (cached replies: a resumed run sends nothing it already paid for), record failed
+  // generations, compile, evaluate. Turn t + 1 asks again, with feedback, every sample whose turn t was recorded
+  // and is not yet correct and faster than --stop-speedup.
+  generate::GenerateOptions g = o.generate;
+  g.model = o.model;
+  g.problems = selection;
+  g.samples = o.samples;
+  g.prompt.world = o.world;
+  g.prompt.topology = o.topology;
+  // The shard's items of the (problem, sample) grid (run/shard.h); generation asks only for those.
+  std::map<const ProblemSpec*, long> position;
+  for (const ProblemSpec* p : problems) position.emplace(p, static_cast<long>(position.size()));
+  long grid = static_cast<long>(problems.size()) * o.samples;
+  std::function<bool(const ProblemSpec*, int)> mine = [&, shard = o.shard, samples = o.samples](
+                                                          const ProblemSpec* spec, int sample) {
+    auto it = position.find(spec);
+    return it != position.end() && in_shard(shard, it->second * samples + sample, grid);
+  };
+  if (o.shard.sharded()) g.wanted = [&](const ProblemSpec& spec, int sample) { return mine(&spec, sample); };
+  g.prompt.params = o.eval.params;
+  g.prompt.dtype = o.eval.dtype == "fp32" ? DType::f32 : DType::bf16;
+  g.out_dir = sum.dir;
+  g.progress = o.progress;
+  fs::path results = sum.dir / "results.jsonl";
+  if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
+    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n",
+                 cut);
+  Conversations conversations;
+  std::vector<generate::FollowUp> next;
+  for (int turn = 1; turn <= o.turns; ++turn) {
+    generate::GenerateOptions gt = g;
+    if (turn > 1) {
+      if (next.empty()) break;
+      if (o.progress)
+        std::fprintf(stderr, "pkb run: turn %d of %d: %zu samples get their feedback and try again\n", turn, o.turns,
+                     next.size());
+      gt.turn = turn;
+      gt.follow_ups = std::move(next);
+      gt.out_dir = sum.dir / ("turn_" + std::to_string(turn));
+      gt.cache_dir = g.cache_dir.empty() ? sum.dir / "cache" : g.cache_dir;
+    }
+    generate::GenerateResult gen = generate::run_generate(catalog, gt);
+    run_turn(gen, turn, o, problems, gpus, mine, results, sum);
+    if (turn < o.turns) next = follow_ups(gen, turn, o, results, conversations);
+  }
 
   // 6. Score and report, from the records alone; a run without any record (say, the service refused every
   // request) still reports its selection's problems, as missing.

@@ -7,11 +7,17 @@
 // and the reports. Every finished sample is one appended line, so a run killed at any point loses only what was
 // in flight; the same command again skips every sample that already has its record.
 //
+// With --turns T > 1, every sample's turn is evaluated and, unless it is correct and faster than --stop-speedup,
+// the model gets a follow-up message in the same conversation with that evaluation's feedback
+// (prompt/feedback.h) and answers with a new kernel: turn t + 1's files are under RUN/turn_<t+1>/, its records
+// in results.jsonl carry `turn`, and resuming continues at each sample's first unfinished turn.
+//
 // Without a GPU (and without --device cpu), a run still generates, compiles and validates the references on CPU
 // ranks, and records each compiled candidate as not_evaluated: the report says the GPU evaluations were skipped.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,8 @@ struct RunOptions {
   std::string model = "expert";
   std::string problems;          // "" = every problem with a solution.cu for `expert`, else all
   int samples = 1;
+  int turns = 1;  // turns of refinement per sample: turn t + 1 shows the model turn t's evaluation
+  std::optional<double> stop_speedup = 1.0;  // a sample stops early once correct and faster than this; none = never
   int world = 0;                 // 0 = every visible GPU (at least 2); 2 without GPUs
   std::string device = "auto";   // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
   std::string topology;          // "" = the smallest topology that fits W, preferring this machine's GPU
@@ -42,6 +50,7 @@ struct RunSummary {
   std::filesystem::path dir;
   bool gpu_evaluation = false;  // false: no GPU, candidates were compiled and recorded not_evaluated
   int samples = 0;              // (problem, sample) pairs generated
+  int later_turns = 0;          // (problem, sample, turn > 1) answers accounted for (pkb run --turns)
   int resumed = 0;              // already recorded by an earlier invocation
   int recorded = 0;             // records appended by this invocation
   int harness_errors = 0;       // samples left unrecorded because the harness itself failed (retried next time)
