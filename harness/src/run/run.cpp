@@ -48,6 +48,7 @@ json run_key(const RunOptions& o, const std::string& selection) {
   return {{"model", o.model}, {"problems", selection}, {"world", o.world}, {"device", o.eval.device},
           {"dtype", o.eval.dtype}, {"topology", o.topology}, {"arch", o.eval.arch}, {"trials", o.eval.trials},
           {"seed", o.eval.seed}, {"warmup", o.eval.timing.warmup}, {"iters", o.eval.timing.iters},
+          {"timing", o.eval.timing.to_json()}, {"timing_method", o.eval.timing_method},
           {"params", o.eval.params}, {"variant", prompt::variant_name(g.prompt.variant)},
           {"temperature", g.temperature ? json(*g.temperature) : json()}, {"max_tokens", g.max_tokens},
           {"prompts_sha256", prompt::templates_digest(g.prompt)}};
