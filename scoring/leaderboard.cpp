@@ -265,7 +265,9 @@ ojson comparable_settings(const LeaderboardEntry& e) {
   const nlohmann::json& fp = e.loaded.fingerprint;
   return {{"problems", problems}, {"world", seen("world")}, {"dtype", seen("dtype")}, {"device", seen("device")},
           {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()}, {"timing", seen("timing")},
-          {"baseline", seen("baseline")}};
+          {"baseline", seen("baseline")},
+          {"timing_method", e.scores.settings.timing_method.empty() ? seen("timing_method")
+                                                                     : ojson::array({e.scores.settings.timing_method})}};
 }
 
 Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings, bool allow_mixed) {
