@@ -136,13 +136,14 @@ TEST(Eval, TimingMethodPicksTheSpeedup) {
   EXPECT_NE(m.err.find("--min-reps"), std::string::npos) << m.err;
 }
 
-// validate --time times both baselines with both methods: libtorch on MPI ranks and reference.py on gloo.
+// validate --time times both baselines with both methods: libtorch on MPI ranks and reference.py on gloo;
+// --timing-repeats times them again, for the spread of their medians.
 TEST(Validate, TimesBothBaselinesWithBothMethods) {
   pkb::test::TempDir tmp;
   pkb::test::CliRun r = pkb::test::run_cli(
       PKB_BINARY, {"validate", "1", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--python", "on",
                    "--trials", "1", "--time", "--warmup", "1", "--iters", "5", "--paper-warmup", "5", "--paper-iters",
-                   "5", "--min-reps", "1", "--max-reps", "2", "--out", tmp.path().string()});
+                   "5", "--min-reps", "1", "--max-reps", "2", "--timing-repeats", "2", "--out", tmp.path().string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paper method"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(pkb::file_tail(tmp.path() / "001_allreduce/w2_cpu_fp32/validation.json", 1 << 24));
@@ -156,6 +157,9 @@ TEST(Validate, TimesBothBaselinesWithBothMethods) {
     EXPECT_GT(t["paper"]["median_us"].get<double>(), 0) << base;
     EXPECT_TRUE(t.contains("iqr_us") && t.contains("stopped_by")) << base;
     EXPECT_EQ(t["clocks"]["available"], false) << base;
+    EXPECT_EQ(t["repeat_medians_us"].size(), 2u) << base;  // --timing-repeats 2: two whole timings
+    EXPECT_EQ(t["repeat_paper_medians_us"].size(), 2u) << base;
+    EXPECT_DOUBLE_EQ(t["repeat_medians_us"][0].get<double>(), t["median_us"].get<double>()) << base;
   }
 }
 

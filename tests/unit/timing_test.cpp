@@ -68,7 +68,7 @@ TEST(TimingOptions, BadValuesNameTheOption) {
   o.ci_target = 0;
   EXPECT_THROW(o.validate(), Error);
   EXPECT_NO_THROW(TimingOptions{}.validate());
-  EXPECT_EQ(TimingOptions{}.to_args().size(), 16u);  // every option travels to pkb-rank and reference.py
+  EXPECT_EQ(TimingOptions{}.to_args().size(), 18u);  // every option travels to pkb-rank and reference.py
   EXPECT_EQ(timing_method_from_name("paper"), TimingMethod::paper);
   EXPECT_FALSE(timing_method_from_name("fast"));
 }

@@ -149,9 +149,17 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kTimingCopyBudgetCuda) : 2;
     std::vector<Tensors> rotated;
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
-    TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies}, [&](int k) { impl->reference(ctx, rotated[k]); },
-                                        o.timing);
-    record["timing"] = stats.to_json();
+    // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
+    nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
+    for (int r = 0; r < o.timing.repeats; ++r) {
+      TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies},
+                                          [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
+      if (r == 0) record["timing"] = stats.to_json();
+      medians.push_back(stats.pkb.stats.median);
+      paper_medians.push_back(stats.paper.stats.median);
+    }
+    record["timing"]["repeat_medians_us"] = medians;
+    record["timing"]["repeat_paper_medians_us"] = paper_medians;
     record["timing"]["input_copies"] = copies;
   }
 }

@@ -48,11 +48,13 @@ void TimingOptions::validate() const {
                                                   ", " + std::to_string(max_reps) + ")");
   need(ci_target > 0 && ci_target < 1, "--ci-target is a fraction in (0, 1), e.g. 0.01 for 1%");
   need(budget_s > 0, "--timing-budget must be > 0 seconds");
+  need(repeats >= 1, "--timing-repeats must be >= 1");
 }
 
 nlohmann::json TimingOptions::to_json() const {
   return {{"warmup", warmup}, {"iters", iters}, {"paper_warmup", paper_warmup}, {"paper_iters", paper_iters},
-          {"min_reps", min_reps}, {"max_reps", max_reps}, {"ci_target", ci_target}, {"budget_s", budget_s}};
+          {"min_reps", min_reps}, {"max_reps", max_reps}, {"ci_target", ci_target}, {"budget_s", budget_s},
+          {"repeats", repeats}};
 }
 
 std::vector<std::string> TimingOptions::to_args() const {
@@ -64,7 +66,7 @@ std::vector<std::string> TimingOptions::to_args() const {
   return {"--warmup", std::to_string(warmup), "--iters", std::to_string(iters),
           "--paper-warmup", std::to_string(paper_warmup), "--paper-iters", std::to_string(paper_iters),
           "--min-reps", std::to_string(min_reps), "--max-reps", std::to_string(max_reps),
-          "--ci-target", num(ci_target), "--timing-budget", num(budget_s)};
+          "--ci-target", num(ci_target), "--timing-budget", num(budget_s), "--timing-repeats", std::to_string(repeats)};
 }
 
 double quantile_sorted(const std::vector<double>& v, double q) {

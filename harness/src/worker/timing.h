@@ -37,6 +37,7 @@ struct TimingOptions {
   int min_reps = 3, max_reps = 5;
   double ci_target = 0.01;  // stop once both medians' 95% CI half-widths are within this fraction of the median
   double budget_s = 2;      // ... or once the repetitions took this long (host seconds on rank 0)
+  int repeats = 1;          // baselines only (validate --time): whole timings in a row, for the medians' spread
 
   int calls_per_rep() const { return iters + paper_iters; }
   int warmup_calls() const { return warmup + paper_warmup; }

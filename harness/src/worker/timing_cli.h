@@ -21,6 +21,8 @@ inline void add_timing_flags(CLI::App* cmd, TimingOptions& t, const std::string&
       ->check(CLI::Range(1e-6, 0.999999));
   cmd->add_option("--timing-budget", t.budget_s, "... or after this many seconds of repetitions")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--timing-repeats", t.repeats, "Baselines: whole timings in a row; records each one's medians")
+      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace pkb
