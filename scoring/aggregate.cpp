@@ -106,6 +106,21 @@ Aggregate empty_aggregate(size_t ks) {
   return a;
 }
 
+// The loaded results with every sample's speedup taken from the method settings name (a record without that
+// method's speedup, from before both were recorded, then has none). Every turn too: at_turn() collapses from them.
+LoadedResults with_timing_method(const LoadedResults& loaded, const std::string& method) {
+  LoadedResults r = loaded;
+  for (auto& p : r.problems)
+    for (auto* list : {&p.samples, &p.turns})
+      for (auto& s : *list) {
+        const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
+        if (method == recorded) continue;
+        s.speedup = method == "paper" ? s.record.speedup_paper : s.record.speedup_pkb;
+      }
+  r.settings["timing_method"] = nlohmann::json::array({method});
+  return r;
+}
+
 // The scores of one view (every sample as one record).
 Scores score_view(const LoadedResults& loaded, const ScoreSettings& settings) {
   Scores s;
@@ -160,9 +175,13 @@ std::vector<TurnScore> turn_scores(const LoadedResults& loaded, const ScoreSetti
 std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_speedup); }
 std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
 
-Scores score(const LoadedResults& loaded, const ScoreSettings& settings) {
+Scores score(const LoadedResults& input, const ScoreSettings& settings) {
+  if (!settings.timing_method.empty() && settings.timing_method != "pkb" && settings.timing_method != "paper")
+    throw Error("--timing-method must be pkb or paper, got '" + settings.timing_method + "'");
   for (int k : settings.ks)
     if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
+  LoadedResults rescored = settings.timing_method.empty() ? LoadedResults{} : with_timing_method(input, settings.timing_method);
+  const LoadedResults& loaded = settings.timing_method.empty() ? input : rescored;
   Scores s = score_view(loaded, settings);
   s.turns = turn_scores(loaded, settings);
   return s;

@@ -15,6 +15,9 @@ struct ScoreSettings {
   std::vector<int> ks = {1, 3};  // pass@k and fast_p@k for each k (clipped to n per problem)
   std::vector<double> thresholds = {0, 0.5, 0.8, 1.0, 1.25, 1.5, 2, 3, 4};  // p grid of the curve (x baseline)
   double headline_p = 1.0;       // the p of the per-problem fast_p@k columns: fast_1@k
+  // Which timing method's speedup is scored (pkb or paper; records carry both). "": each record's own
+  // (timing.method), which `pkb eval/run --timing-method` chose. SOL% stays the recorded method's.
+  std::string timing_method;
 };
 
 // With fewer than k samples the estimator is evaluated at k_used = n, a lower bound on pass@k.

@@ -277,6 +277,8 @@ ojson comparable_settings(const LeaderboardEntry& e) {
           {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()},
           {"timing", seen("timing")},
           {"baseline", seen("baseline")},
+          {"timing_method", e.scores.settings.timing_method.empty() ? seen("timing_method")
+                                                                     : ojson::array({e.scores.settings.timing_method})},
           {"turns", ojson::array({turns})}};
 }
 

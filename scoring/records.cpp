@@ -61,6 +61,7 @@ void note_settings(LoadedResults& r, const ResultRecord& rec) {
   add_distinct(r.settings["timing"],
                {{"trials", or_null(rec.trials)}, {"warmup", or_null(rec.warmup)}, {"iters", or_null(rec.iters)}});
   if (!rec.baseline.empty()) add_distinct(r.settings["baseline"], rec.baseline);
+  add_distinct(r.settings["timing_method"], rec.timing_method.empty() ? "pkb" : rec.timing_method);
 }
 
 bool same_sample(const Sample& a, const Sample& b) {

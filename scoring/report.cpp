@@ -113,6 +113,14 @@ std::string folder_list(const std::vector<std::string>& folders) {
 
 }  // namespace
 
+std::string timing_method_text(const Scores& s, const LoadedResults& loaded) {
+  if (!s.settings.timing_method.empty()) return s.settings.timing_method;
+  std::string out;
+  if (loaded.settings.contains("timing_method"))
+    for (const auto& m : loaded.settings["timing_method"]) out += (out.empty() ? "" : "+") + m.get<std::string>();
+  return out.empty() ? "pkb" : out;
+}
+
 ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
   return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
           {"correct", a.correct}, {"generation_failed", a.generation_failed}, {"not_evaluated", a.not_evaluated},
@@ -125,7 +133,8 @@ ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
 }
 
 ojson settings_json(const ScoreSettings& st) {
-  return {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p}, {"policies", {"robust", "pkb"}}};
+  return {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p}, {"policies", {"robust", "pkb"}},
+          {"timing_method", st.timing_method.empty() ? "as recorded" : st.timing_method}};
 }
 
 ojson curves_json(const Scores& s) {
@@ -156,6 +165,7 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
   ojson j = {{"schema", "pkb.report/1"},
              {"run", ojson(loaded.run)},
              {"settings", settings_json(st)},
+             {"timing_method", timing_method_text(s, loaded)},
              {"input", {{"records", loaded.records}, {"malformed", loaded.malformed},
                         {"duplicates", loaded.duplicates}, {"warnings", loaded.warnings}}},
              {"fingerprint", loaded.fingerprint}, {"configurations", loaded.configurations}};
@@ -184,7 +194,8 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
       << "\"Turns\" below.\n\n";
   o << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
     << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
-    << "robust-correct samples. Definitions: docs/metrics.md.\n\n";
+    << "robust-correct samples; speedups from the " << timing_method_text(s, loaded)
+    << " timing method. Definitions: docs/metrics.md.\n\n";
   o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base | failures |"
     << (skipped ? " not evaluated |" : "") << "\n"
     << separator(2, 2 + metrics + 4) << "---|" << (skipped ? "--:|" : "") << "\n";

@@ -18,6 +18,10 @@ std::string run_label(const LoadedResults& loaded);
 // "N GPU evaluations were skipped: no GPU on this machine. ..." when any candidate was not evaluated, else "".
 std::string skipped_evaluations_notice(const Scores& s);
 
+// The timing method the speedups come from: the one scoring was asked for, else the records' ("pkb+paper" when
+// records disagree; "pkb" for records from before both methods were recorded).
+std::string timing_method_text(const Scores& s, const LoadedResults& loaded);
+
 nlohmann::ordered_json report_json(const Scores& s, const LoadedResults& loaded);
 // report.json's "settings", "aggregate" and "curves", shared with the leaderboard.
 nlohmann::ordered_json settings_json(const ScoreSettings& st);

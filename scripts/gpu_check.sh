@@ -2,8 +2,8 @@
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
 # Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
-# PKB_STEPS picks steps (default: all of comm unit validate fixtures adversarial experts bench sandbox run replay
-# shards regress topology);
+# PKB_STEPS picks steps (default: all of comm unit validate fixtures escape adversarial experts bench timing sandbox
+# run replay shards regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU).
@@ -20,7 +20,7 @@ world=${PKB_WORLD:-$gpus}
 # PKB_SHARED_EXTRA lists further world sizes for the expert kernels (e.g. "4 8").
 if [ -z "${PKB_WORLD:-}" ] && [ "$gpus" = 1 ]; then world=2; fi
 echo "gpus: $gpus, world: $world$([ "$world" -gt "$gpus" ] && echo ' (ranks share GPUs)')"
-steps=" ${PKB_STEPS:-comm unit validate fixtures adversarial experts bench sandbox run replay shards regress topology} "
+steps=" ${PKB_STEPS:-comm unit validate fixtures escape adversarial experts bench timing sandbox run replay shards regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
@@ -76,6 +76,19 @@ if want fixtures; then
       --timeout 20 --out "$out/eval_fixtures"
   done
 fi
+# The escape probe's thresholds (device time > 2x event time + 100 us, worker/timing.cpp): the stream-escape
+# fixture must be flagged, the expert all-reduce must not be.
+if want escape; then
+  for pair in "tests/fixtures/cuda/stream_escape.cu:true" "problems/001_allreduce/solution.cu:false"; do
+    src=${pair%%:*} want_flag=${pair##*:}
+    step "escape_$(basename "$src" .cu)_expect_$want_flag" bash -c '"$0" eval "$1" --problem 1 -w "$2" --trials 2 \
+      --timeout 60 --json --out "$3" > "$3.$(basename "$1").json"; python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); t = r[\"timing\"]; c = t[\"candidate\"]
+print(r[\"status\"], \"stream_escape\", t[\"stream_escape\"], \"event us\", c[\"escape_event_us\"], \"device us\", c[\"escape_device_us\"])
+sys.exit(0 if r[\"status\"] == \"correct\" and str(t[\"stream_escape\"]).lower() == sys.argv[2] else 1)" "$3.$(basename "$1").json" "$4"' \
+      "$build/pkb" "$src" "$world" "$out/eval_escape" "$want_flag"
+  done
+fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
@@ -83,6 +96,14 @@ for w in ${PKB_SHARED_EXTRA:-}; do
   want experts && step "experts_w$w" env PKB="$build/pkb" OUT="$out/experts_w$w" "$root/scripts/eval_experts.sh" -w "$w"
 done
 want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
+# Timing stability at W = 1 (one GPU of the node): the baselines of problems 1-30 timed 5 times in a row each, and
+# 5 evaluations of each expert kernel; tables of the medians' CV for both methods and the paper/pkb ratios.
+if want timing; then
+  TAIL_LINES=45 step timing_baselines env PKB="$build/pkb" OUT="$out/timing_baselines" CUDA_VISIBLE_DEVICES=0 \
+    "$root/scripts/bench_timing.sh" baselines "${PKB_TIMING_SELECTION:-1-30}" 5
+  TAIL_LINES=15 step timing_experts env PKB="$build/pkb" OUT="$out/timing_experts" CUDA_VISIBLE_DEVICES=0 \
+    "$root/scripts/bench_timing.sh" experts 1-8 5
+fi
 # What the sandbox costs an honest evaluation: the same cached candidate with and without it.
 if want sandbox; then
   for mode in sandbox no-sandbox; do

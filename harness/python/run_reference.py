@@ -16,10 +16,12 @@ Debian packages no `safetensors` module. On gloo (CPU), collectives that old tor
 with ones it has; see install_gloo_shims.
 """
 import argparse
+import ctypes
 import datetime
 import importlib.util
 import inspect
 import json
+import math
 import os
 import re
 import struct
@@ -229,7 +231,11 @@ def run_problem(opts, rank, device, problem_dir, io):
 
     if opts.time:
         args = load_args(problem, os.path.join(io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
-        stats = time_solution(solution, args, opts, device)
+        # --timing-repeats: whole timings in a row; the first is the record's, all medians show the spread.
+        runs = [time_solution(solution, args, opts, device) for _ in range(opts.timing_repeats)]
+        stats = runs[0]
+        stats["repeat_medians_us"] = [r["median_us"] for r in runs]
+        stats["repeat_paper_medians_us"] = [r["paper"]["median_us"] for r in runs]
         if rank == 0:
             with open(os.path.join(io, "timing.py.json"), "w") as f:
                 json.dump(stats, f, indent=2)
@@ -243,8 +249,16 @@ def main():
     parser.add_argument("--trials", default="0")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--time", action="store_true", help="time solution() on the first trial's inputs")
+    # The timing options, spelled as pkb-rank's (worker/timing_cli.h); pkb always passes them all.
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--paper-warmup", type=int, default=500)
+    parser.add_argument("--paper-iters", type=int, default=100)
+    parser.add_argument("--min-reps", type=int, default=3)
+    parser.add_argument("--max-reps", type=int, default=5)
+    parser.add_argument("--ci-target", type=float, default=0.01)
+    parser.add_argument("--timing-budget", type=float, default=2.0)
+    parser.add_argument("--timing-repeats", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
     if len(opts.problem_dir) != len(opts.io):
@@ -295,54 +309,191 @@ def wait_for_records(io, world, timeout_s):
         time.sleep(0.02)
 
 
-def rotation_copies(args, device):
-    """As many input copies as exceed 3x L2 (capped at 64), the same rule pkb-rank uses."""
+def rotation_copies(args, device, budget_bytes=2 << 30):
+    """As many input copies as exceed 3x L2, within 2 GiB: the rule pkb-rank uses (worker/timing.cpp)."""
     nbytes = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
     if device.type != "cuda" or nbytes == 0:
         return 2
     l2 = torch.cuda.get_device_properties(device).L2_cache_size
-    return max(1, min(64, 3 * l2 // nbytes + 1))
+    return max(1, min(3 * l2 // nbytes + 1, max(1, budget_bytes // nbytes)))
+
+
+def median_ci_ranks(n):
+    """1-based ranks bounding the median's ~95% interval (pkb's median_ci_ranks)."""
+    half = 0.98 * math.sqrt(n)
+    lo, hi = math.floor(n / 2 - half), math.ceil(n / 2 + 1 + half)
+    return min(max(lo, 1), n), min(max(hi, 1), n)
+
+
+def summarize(values):
+    """Median, IQR and the median's 95% CI, exactly as pkb's summarize (worker/timing.cpp)."""
+    v, n = sorted(values), len(values)
+    if n == 0:
+        return {k: 0.0 for k in ("median_us", "mean_us", "min_us", "max_us", "stddev_us", "cv", "q25_us", "q75_us",
+                                 "iqr_us", "ci95_low_us", "ci95_high_us", "ci95_half_rel")}
+
+    def quantile(q):
+        pos = q * (n - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        return v[lo] + (pos - lo) * (v[hi] - v[lo])
+
+    mean = sum(v) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else 0.0
+    lo, hi = median_ci_ranks(n) if n >= 6 else (1, n)
+    med = quantile(0.5)
+    return {"median_us": med, "mean_us": mean, "min_us": v[0], "max_us": v[-1], "stddev_us": std,
+            "cv": std / mean if mean > 0 else 0.0, "q25_us": quantile(0.25), "q75_us": quantile(0.75),
+            "iqr_us": quantile(0.75) - quantile(0.25), "ci95_low_us": v[lo - 1], "ci95_high_us": v[hi - 1],
+            "ci95_half_rel": (v[hi - 1] - v[lo - 1]) / (2 * med) if med > 0 else 0.0}
+
+
+def repetitions_done(opts, reps, pkb, paper, elapsed_s):
+    """pkb's stop rule: the CI target after min_reps, the budget after one repetition, or max_reps."""
+    if reps >= opts.min_reps and pkb["ci95_half_rel"] <= opts.ci_target and paper["ci95_half_rel"] <= opts.ci_target:
+        return "ci_target"
+    if reps >= opts.max_reps:
+        return "max_reps"
+    if reps >= 1 and elapsed_s >= opts.timing_budget:
+        return "budget"
+    return None
+
+
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # power cap, hw slowdown, sw/hw thermal, power brake
+THROTTLE_NAMES = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+                  0x80: "hw_power_brake_slowdown"}
+
+
+class Clocks:
+    """GPU clocks and throttle reasons through NVML (ctypes; "unavailable" without it), as pkb-rank records them."""
+
+    def __init__(self, device):
+        self.note, self.samples, self.seen, self.lib, self.dev = None, [], 0, None, None
+        if device.type != "cuda":
+            self.note = "unavailable: CPU ranks"
+            return
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit failed")
+            props, dev = torch.cuda.get_device_properties(device), ctypes.c_void_p()
+            if hasattr(props, "pci_bus_id"):
+                bus = f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+                rc = lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(dev))
+            else:
+                rc = lib.nvmlDeviceGetHandleByUUID(f"GPU-{props.uuid}".encode(), ctypes.byref(dev))
+            if rc != 0:
+                raise OSError("NVML does not know this rank's GPU")
+            self.lib, self.dev = lib, dev
+        except (OSError, AttributeError) as e:
+            self.note = f"unavailable: {e}"
+
+    def sample(self, rep, when):
+        if not self.lib:
+            return
+        s, v, r = {"rep": rep, "when": when}, ctypes.c_uint(), ctypes.c_ulonglong()
+        for key, clock in (("sm_mhz", 1), ("mem_mhz", 2)):
+            if self.lib.nvmlDeviceGetClockInfo(self.dev, clock, ctypes.byref(v)) == 0:
+                s[key] = v.value
+        if self.lib.nvmlDeviceGetTemperature(self.dev, 0, ctypes.byref(v)) == 0:
+            s["temp_c"] = v.value
+        if self.lib.nvmlDeviceGetPowerUsage(self.dev, ctypes.byref(v)) == 0:
+            s["power_w"] = v.value / 1000
+        if self.lib.nvmlDeviceGetCurrentClocksThrottleReasons(self.dev, ctypes.byref(r)) == 0:
+            s["reasons"] = hex(r.value)
+            self.seen |= r.value & THROTTLE_MASK
+        self.samples.append(s)
+
+    def to_json(self):
+        if not self.lib:
+            return {"available": False, "note": self.note}
+        return {"available": True, "throttled": self.seen != 0,
+                "throttle_reasons": [n for b, n in sorted(THROTTLE_NAMES.items()) if self.seen & b],
+                "samples": self.samples}
 
 
 def time_solution(solution, args, opts, device):
-    """Times solution() like pkb times candidates: a cross-rank barrier before each iteration (an all-reduce of
-    one element on the stream, untimed), per-iteration CUDA events (a host clock on CPU), rotated input copies,
-    slowest rank per iteration."""
+    """Times solution() with both of pkb's methods, as pkb-rank times references and candidates
+    (harness/src/worker/timing.h): warm-ups, then repetitions of a pkb block (a cross-rank barrier before each
+    call: an all-reduce of one element on the stream, untimed; per-call events; slowest rank per call) and a paper
+    block (calls back to back, per-call events, per-rank mean, maximum over ranks), alternating which goes first,
+    until both medians' CIs are within the target, the budget is spent or max_reps ran. Inputs rotate over copies
+    exceeding 3x L2; host clocks on CPU."""
     copies = [args] + [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]
                        for _ in range(rotation_copies(args, device) - 1)]
+    n = len(copies)
     token = torch.zeros(1, device=device)
     cuda = device.type == "cuda"
+    clocks = Clocks(device)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     for i in range(opts.warmup):
         dist.all_reduce(token)
-        solution(*copies[i % len(copies)])
+        solution(*copies[i % n])
+    for i in range(opts.paper_warmup):
+        solution(*copies[(opts.warmup + i) % n])
+    sync()
+    dist.barrier()
+    longest = max(opts.iters, opts.paper_iters)
     if cuda:
-        torch.cuda.synchronize()
-    times_us = []
-    if cuda:
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(opts.iters)]
-    for i in range(opts.iters):
-        dist.all_reduce(token)
-        if cuda:
-            starts[i].record()
-            solution(*copies[i % len(copies)])
-            ends[i].record()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
+
+    def timed_calls(count, base, barrier):
+        times = []
+        for i in range(count):
+            if barrier:
+                dist.all_reduce(token)
+            if cuda:
+                starts[i].record()
+                solution(*copies[(base + i) % n])
+                ends[i].record()
+            else:
+                t0 = time.perf_counter()
+                solution(*copies[(base + i) % n])
+                times.append(1e6 * (time.perf_counter() - t0))
+        sync()
+        return [1e3 * starts[i].elapsed_time(ends[i]) for i in range(count)] if cuda else times
+
+    pkb_values, paper_values = [], []
+
+    def pkb_block(base):
+        mine = torch.tensor(timed_calls(opts.iters, base, True), dtype=torch.float64, device=device)
+        gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(gathered, mine)
+        pkb_values.extend(torch.stack(gathered).max(dim=0).values.cpu().tolist())
+
+    def paper_block(base):
+        dist.barrier()
+        dist.all_reduce(token)  # every rank starts together, then no barrier until the end
+        times = timed_calls(opts.paper_iters, base, False)
+        mean = torch.tensor([sum(times) / len(times)], dtype=torch.float64, device=device)
+        dist.all_reduce(mean, op=dist.ReduceOp.MAX)
+        paper_values.append(mean.item())
+
+    per_rep, reps, stopped, t0 = opts.iters + opts.paper_iters, 0, None, time.monotonic()
+    while stopped is None:
+        base = reps * per_rep
+        clocks.sample(reps, "before")
+        if reps % 2 == 0:
+            pkb_block(base)
+            paper_block(base + opts.iters)
         else:
-            t0 = time.perf_counter()
-            solution(*copies[i % len(copies)])
-            times_us.append(1e6 * (time.perf_counter() - t0))
-    if cuda:
-        torch.cuda.synchronize()
-        times_us = [1e3 * s.elapsed_time(e) for s, e in zip(starts, ends)]
-    mine = torch.tensor(times_us, dtype=torch.float64, device=device)
-    gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
-    dist.all_gather(gathered, mine)
-    slowest = torch.stack(gathered).max(dim=0).values.cpu()
-    mean = slowest.mean().item()
-    std = slowest.std().item() if len(slowest) > 1 else 0.0
-    return {"median_us": slowest.median().item(), "mean_us": mean, "min_us": slowest.min().item(),
-            "max_us": slowest.max().item(), "stddev_us": std, "cv": std / mean if mean > 0 else 0.0,
-            "iters": len(slowest), "input_copies": len(copies), "iter_us": slowest.tolist()}
+            paper_block(base + opts.iters)
+            pkb_block(base)
+        clocks.sample(reps, "after")
+        reps += 1
+        reason = repetitions_done(opts, reps, summarize(pkb_values), summarize(paper_values), time.monotonic() - t0)
+        code = torch.tensor([["", "ci_target", "max_reps", "budget"].index(reason or "")], device=device)
+        dist.broadcast(code, 0)  # rank 0 decides for everyone
+        stopped = [None, "ci_target", "max_reps", "budget"][int(code.item())]
+    throttled = torch.tensor([1 if clocks.seen else 0], device=device)
+    dist.all_reduce(throttled, op=dist.ReduceOp.MAX)
+    stats = summarize(pkb_values)
+    paper = summarize(paper_values)
+    paper.update(reps=len(paper_values), rep_us=paper_values)
+    stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
+                 input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()))
+    return stats
 
 
 if __name__ == "__main__":

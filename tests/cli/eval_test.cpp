@@ -75,7 +75,20 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   ASSERT_EQ(j.value("status", ""), "correct");
   const auto& t = j["timing"];
   EXPECT_GT(t["candidate"]["median_us"].get<double>(), 0);
-  EXPECT_EQ(t["candidate"]["iters"].get<int>(), 5);
+  // Both methods, in repetitions of 5 pkb calls and a paper block each; the pkb method drives `speedup`.
+  int reps = t["candidate"]["reps"].get<int>();
+  EXPECT_GE(reps, 1);
+  EXPECT_EQ(t["candidate"]["iters"].get<int>(), 5 * reps);
+  EXPECT_EQ(t["candidate"]["paper"]["reps"].get<int>(), reps);
+  EXPECT_GT(t["candidate"]["paper"]["median_us"].get<double>(), 0);
+  EXPECT_GT(t["baseline_libtorch_nccl"]["paper"]["median_us"].get<double>(), 0);
+  EXPECT_EQ(t["method"], "pkb");
+  EXPECT_EQ(j["timing_settings"]["method"], "pkb");
+  EXPECT_NEAR(t["by_method"]["paper"]["speedup"].get<double>(),
+              t["baseline_libtorch_nccl"]["paper"]["median_us"].get<double>() /
+                  t["candidate"]["paper"]["median_us"].get<double>(), 1e-9);
+  EXPECT_EQ(t["candidate"]["clocks"]["available"], false);  // CPU ranks
+  EXPECT_FALSE(t["throttled"].get<bool>());
   EXPECT_GT(t["baseline_libtorch_nccl"]["median_us"].get<double>(), 0);
   EXPECT_EQ(t["baseline"], "libtorch_nccl");
   EXPECT_NEAR(t["speedup"].get<double>(),
@@ -91,6 +104,63 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_TRUE(j["sandbox"]["enabled"].get<bool>());
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// --timing-method picks which of the two recorded timings is `speedup`; an unknown method is a usage error.
+TEST(Eval, TimingMethodPicksTheSpeedup) {
+  pkb::test::TempDir tmp;
+  auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+  std::vector<std::string> args = {"eval", src, "--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64",
+                                   "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "5",
+                                   "--paper-warmup", "5", "--paper-iters", "5", "--min-reps", "1", "--max-reps", "2", "--out",
+                                   (tmp.path() / "eval").string(), "--cache", PKB_TEST_CACHE, "--json"};
+  auto paper = args;
+  paper.insert(paper.end(), {"--timing-method", "paper"});
+  pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, paper);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& t = j["timing"];
+  EXPECT_EQ(t["method"], "paper");
+  EXPECT_LE(t["candidate"]["reps"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(t["speedup"].get<double>(), t["by_method"]["paper"]["speedup"].get<double>());
+  EXPECT_NE(t["by_method"]["pkb"]["speedup"].get<double>(), t["speedup"].get<double>());
+  auto bad = args;
+  bad.insert(bad.end(), {"--timing-method", "fast"});
+  pkb::test::CliRun b = pkb::test::run_cli(PKB_BINARY, bad);
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("--timing-method"), std::string::npos) << b.err;
+  auto reps = args;
+  reps.insert(reps.end(), {"--min-reps", "3", "--max-reps", "2"});
+  pkb::test::CliRun m = pkb::test::run_cli(PKB_BINARY, reps);
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find("--min-reps"), std::string::npos) << m.err;
+}
+
+// validate --time times both baselines with both methods: libtorch on MPI ranks and reference.py on gloo;
+// --timing-repeats times them again, for the spread of their medians.
+TEST(Validate, TimesBothBaselinesWithBothMethods) {
+  pkb::test::TempDir tmp;
+  pkb::test::CliRun r = pkb::test::run_cli(
+      PKB_BINARY, {"validate", "1", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--python", "on",
+                   "--trials", "1", "--time", "--warmup", "1", "--iters", "5", "--paper-warmup", "5", "--paper-iters",
+                   "5", "--min-reps", "1", "--max-reps", "2", "--timing-repeats", "2", "--out", tmp.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("paper method"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(pkb::file_tail(tmp.path() / "001_allreduce/w2_cpu_fp32/validation.json", 1 << 24));
+  for (const char* base : {"libtorch_nccl", "pytorch_eager"}) {
+    const auto& t = j["timing"][base];
+    ASSERT_TRUE(t.is_object()) << base << " " << j["timing"].dump();
+    int reps = t["reps"].get<int>();
+    EXPECT_TRUE(reps >= 1 && reps <= 2) << base;
+    EXPECT_EQ(t["iters"].get<int>(), 5 * reps) << base;
+    EXPECT_EQ(t["paper"]["reps"].get<int>(), reps) << base;
+    EXPECT_GT(t["paper"]["median_us"].get<double>(), 0) << base;
+    EXPECT_TRUE(t.contains("iqr_us") && t.contains("stopped_by")) << base;
+    EXPECT_EQ(t["clocks"]["available"], false) << base;
+    EXPECT_EQ(t["repeat_medians_us"].size(), 2u) << base;  // --timing-repeats 2: two whole timings
+    EXPECT_EQ(t["repeat_paper_medians_us"].size(), 2u) << base;
+    EXPECT_DOUBLE_EQ(t["repeat_medians_us"][0].get<double>(), t["median_us"].get<double>()) << base;
+  }
 }
 
 // Two evaluations needing the same uncached reference pass at once (parallel CI jobs, a run beside an eval): each

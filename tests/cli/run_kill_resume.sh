@@ -17,7 +17,8 @@ fixture spin_forever >"$tmp/replay/001_allreduce/sample_1.cu"
 fixture wrong_value >"$tmp/replay/001_allreduce/sample_2.cu"
 run=$tmp/run
 args=(run --model "replay:$tmp/replay" --problems 1 --samples 3 --device cpu -w 2 --param M=64 --param N=48
-      --trials 1 --warmup 1 --iters 3 --timeout 8 --out "$run" --cache "$cache")
+      --trials 1 --warmup 1 --iters 3 --paper-warmup 1 --paper-iters 3 --min-reps 1 --max-reps 2 --timeout 8
+      --out "$run" --cache "$cache")
 
 "$pkb" "${args[@]}" >"$tmp/first.out" 2>"$tmp/first.err" &
 pid=$!

@@ -57,7 +57,7 @@ json report(const fs::path& run) { return json::parse(read_text_file(run / "repo
 std::vector<std::string> cpu_run_args(const std::string& model, const fs::path& out, int samples) {
   return {"run", "--model", model, "--problems", "1", "--samples", std::to_string(samples), "--device", "cpu",
           "-w", "2", "--param", "M=64", "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "3",
-          "--timeout", "8", "--out", out.string(), "--cache", PKB_TEST_CACHE};
+          "--paper-warmup", "1", "--paper-iters", "3", "--min-reps", "1", "--max-reps", "2", "--timeout", "8", "--out", out.string(), "--cache", PKB_TEST_CACHE};
 }
 
 TEST(Run, ReplayedMixLandsInTheRightCountsAndASecondRunRedoesNothing) {

@@ -279,3 +279,28 @@ TEST(Runs, FixtureRunCountsEveryKind) {
   EXPECT_EQ(s.overall.not_evaluated, 2);
   EXPECT_EQ(s.not_fully_evaluated, std::vector<std::string>{"012_ring_attention"});
 }
+
+// Records carry both timing methods' speedups; scoring uses each record's choice unless told a method.
+TEST(Score, TimingMethodPicksWhichSpeedupCounts) {
+  auto line = [](const std::string& sha, double pkb, double paper) {
+    auto j = nlohmann::json::parse(pkb::test::record_line({.sha256 = sha, .speedup = pkb}));
+    j["timing"]["method"] = "pkb";
+    j["timing"]["by_method"] = {{"pkb", {{"speedup", pkb}}}, {"paper", {{"speedup", paper}}}};
+    return j.dump() + "\n";
+  };
+  // Slower than the baseline under pkb's per-call timing, faster back to back (host dispatch hidden).
+  LoadedResults r = parse(line("a", 0.9, 1.2) + line("b", 2.0, 1.5));
+  EXPECT_EQ(r.settings["timing_method"], nlohmann::json::array({"pkb"}));
+  ScoreSettings st;
+  st.ks = {1};
+  Scores as_recorded = score(r, st);
+  EXPECT_EQ(as_recorded.problems[0].c_fast, 1);
+  EXPECT_DOUBLE_EQ(*as_recorded.problems[0].best_speedup, 2.0);
+  st.timing_method = "paper";
+  Scores paper = score(r, st);
+  EXPECT_EQ(paper.problems[0].c_fast, 2);
+  EXPECT_DOUBLE_EQ(*paper.problems[0].best_speedup, 1.5);
+  EXPECT_NEAR(*paper.problems[0].geomean_speedup(), std::sqrt(1.2 * 1.5), 1e-12);
+  st.timing_method = "fastest";
+  EXPECT_THROW(score(r, st), pkb::Error);
+}

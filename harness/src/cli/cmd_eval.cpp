@@ -3,6 +3,7 @@
 // Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error.
 #include <iostream>
 
+#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "eval/evaluate.h"
@@ -46,8 +47,10 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->e.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  cmd->add_option("--warmup", o->e.timing.warmup, "Untimed iterations before timing");
-  cmd->add_option("--iters", o->e.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
+  add_timing_flags(cmd, o->e.timing);
+  cmd->add_option("--timing-method", o->e.timing_method,
+                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
+      ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
   cmd->add_option("--ranks-per-gpu", o->e.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")->check(CLI::Range(1, 64));
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");

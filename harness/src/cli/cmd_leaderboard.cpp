@@ -42,6 +42,9 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
   cmd->add_option("--k", o->settings.ks, "Comma-separated k values (1 is always added)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--timing-method", o->settings.timing_method,
+                  "Score the speedups of this timing method (pkb or paper; default: as each record chose)")
+      ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--thresholds", o->settings.thresholds, "Comma-separated speedup thresholds p of the curve")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "run/regress.h"
@@ -50,8 +51,10 @@ void add_regress_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", r.run.out_dir, "Run directory (default: results/regress/<UTC time>)");
   cmd->add_option("--cache", r.run.eval.cache_dir, "Compile and reference-pass cache");
   cmd->add_option("--trials", r.run.eval.trials, "Checked trials per kernel")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", r.run.eval.timing.warmup, "Untimed iterations before timing");
-  cmd->add_option("--iters", r.run.eval.timing.iters, "Timed iterations")->check(CLI::PositiveNumber);
+  add_timing_flags(cmd, r.run.eval.timing);
+  cmd->add_option("--timing-method", r.run.eval.timing_method,
+                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
+      ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--timeout", r.run.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->callback([o, &action] { action = [o] { return run_regress(*o); }; });

@@ -74,6 +74,9 @@ void add_report_command(CLI::App& app, Action& action) {
       ->required();
   cmd->add_option("-o,--out", o->out_dir, "Where to write the report (default: the results directory)");
   cmd->add_option("--k", o->settings.ks, "Comma-separated k values")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--timing-method", o->settings.timing_method,
+                  "Score the speedups of this timing method (pkb or paper; default: as each record chose)")
+      ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--thresholds", o->settings.thresholds, "Comma-separated speedup thresholds p of the curve")
       ->delimiter(',')->check(CLI::NonNegativeNumber);
   cmd->add_flag("--partial", o->partial, "Score the shards given even when some of the run's shards are missing");

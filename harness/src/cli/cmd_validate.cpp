@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "spec/catalog.h"
@@ -102,8 +103,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
   cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage through host memory)")->check(CLI::Range(1, 64));
   cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
-  cmd->add_option("--warmup", o->v.timing.warmup, "Untimed iterations before timing (--time)");
-  cmd->add_option("--iters", o->v.timing.iters, "Timed iterations (--time)")->check(CLI::PositiveNumber);
+  add_timing_flags(cmd, o->v.timing, " (--time)");
   cmd->add_option("--topology", o->v.topology, "Topology of the roofline (--time)");
   cmd->callback([o, &action] { action = [o] { return run_validate(*o); }; });
 }

@@ -134,6 +134,9 @@ ResultRecord record_from_json(const json& j) {
   r.pkb_pass = value<bool>(j, {"checks", "pkb_pass"});
   r.speedup = value<double>(j, {"timing", "speedup"});
   r.baseline = text(j, {"timing", "baseline"});
+  r.timing_method = text(j, {"timing", "method"});
+  r.speedup_pkb = value<double>(j, {"timing", "by_method", "pkb", "speedup"});
+  r.speedup_paper = value<double>(j, {"timing", "by_method", "paper", "speedup"});
   r.sol_candidate = value<double>(j, {"roofline", "sol_candidate"});
   r.sol_baseline = value<double>(j, {"roofline", sol_baseline_field(r.baseline)});
   r.warmup = value<int>(j, {"timing_settings", "warmup"});
@@ -169,6 +172,9 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"checks", "pkb_pass"}, r.pkb_pass);
   put(j, {"timing", "speedup"}, r.speedup);
   put(j, {"timing", "baseline"}, nonempty(r.baseline));
+  put(j, {"timing", "method"}, nonempty(r.timing_method));
+  put(j, {"timing", "by_method", "pkb", "speedup"}, r.speedup_pkb);
+  put(j, {"timing", "by_method", "paper", "speedup"}, r.speedup_paper);
   put(j, {"roofline", "sol_candidate"}, r.sol_candidate);
   put(j, {"roofline", sol_baseline_field(r.baseline)}, r.sol_baseline);
   put(j, {"timing_settings", "warmup"}, r.warmup);

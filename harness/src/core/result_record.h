@@ -66,6 +66,8 @@ struct ResultRecord {
   std::optional<bool> pkb_pass;                       // checks.pkb_pass: the paper's allclose
   std::optional<double> speedup;                      // timing.speedup: baseline median / candidate median (x)
   std::string baseline;                               // timing.baseline: pytorch_eager or libtorch_nccl
+  std::string timing_method;                          // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
+  std::optional<double> speedup_pkb, speedup_paper;   // timing.by_method.<m>.speedup: both methods' speedups
   std::optional<double> sol_candidate;                // roofline.sol_candidate (fraction)
   std::optional<double> sol_baseline;                 // roofline.sol_baseline_<baseline> (fraction)
   std::optional<int> warmup, iters, trials;           // timing_settings and trials: the timing method

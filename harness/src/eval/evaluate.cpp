@@ -46,8 +46,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
   std::vector<std::string> a = {"--problem-dir", spec.dir.string(),
                                 "--device", o.device, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
-                                "--out", dir.string(), "--time", "--warmup", std::to_string(o.timing.warmup),
-                                "--iters", std::to_string(o.timing.iters)};
+                                "--out", dir.string(), "--time"};
+  for (const auto& t : o.timing.to_args()) a.push_back(t);
   for (const auto& [k, v] : o.params) a.insert(a.end(), {"--param", k + "=" + std::to_string(v)});
   return a;
 }
@@ -102,9 +102,10 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 4;  // 4: expected outputs from the oracle
-// Copies of the timing rotation whose outputs are checked (drawn per reference entry, kept from candidates).
-constexpr int kTimedChecks = 4;
+constexpr int kReferenceCacheVersion = 5;  // 4: expected outputs from the oracle; 5: timed checks per repetition
+// Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
+// repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
+int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
 
 fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
   json key = {{"version", kReferenceCacheVersion},
@@ -112,7 +113,7 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
               {"reference_py", read_text_file(spec.dir / "reference.py")},
               {"params", run.params}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
-              {"seed", o.seed}, {"trials", o.trials}, {"warmup", o.timing.warmup}, {"iters", o.timing.iters},
+              {"seed", o.seed}, {"trials", o.trials}, {"timing", o.timing.to_json()},
               {"machine", fingerprint(prov)}, {"python", python}};
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
@@ -188,7 +189,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   args.insert(args.end(), {"--trials", trial_list(0, post)});
   std::random_device entropy;
   std::string draws;
-  for (int i = 0; i < kTimedChecks; ++i)
+  for (int i = 0; i < timed_check_count(o.timing); ++i)
     draws += (i ? "," : "") + std::to_string((uint64_t{entropy()} << 32) | entropy());
   args.insert(args.end(), {"--timed-checks", draws});
   if (python) args.push_back("--save-inputs");
@@ -203,9 +204,9 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   write_expected_outputs(spec, run, o, work);
   info["oracle_s"] = since(t_oracle);
   if (python) {
-    PythonRunnerJob job{o.world, o.device, spec.dir, work, "0",
-                        {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)},
-                        o.timeout_s, {}};
+    std::vector<std::string> py_args = {"--time"};
+    for (const auto& t : o.timing.to_args()) py_args.push_back(t);
+    PythonRunnerJob job{o.world, o.device, spec.dir, work, "0", py_args, o.timeout_s, {}};
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
     ProcessResult py = run_python_runner(job);
     if (!py.ok())
@@ -257,6 +258,7 @@ struct CheckedCall {
   std::string label;  // directory under the sealed and the reference directories
   std::string when;   // for messages; never names which timed calls are checked
   int trial;          // for the record (-1: a timed call)
+  int rep = -1;       // a timed call: the repetition that captures it (checked only if that repetition ran)
 };
 
 // Compares every checked call's outputs with the expected ones (the oracle's, robust: decides) and the bf16 reference
@@ -335,12 +337,10 @@ std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_rec
   for (int t = 0; t <= o.trials; ++t)
     calls.push_back({"trial" + std::to_string(t),
                      t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t), t});
-  int copies = ref_record.value("candidate_input_copies", 0);
-  std::set<int> visited;
-  for (int i = 0; copies > 0 && i < o.timing.iters; ++i) visited.insert(copy_of_call(o.timing.warmup + i, copies));
+  CopyPlan plan{ref_record.value("candidate_input_copies", 0), ref_record.value("candidate_warmup_copies", 0)};
   for (const auto& k : ref_record.value("timed_checks", json::array()))
-    if (k.is_number_integer() && visited.count(k.get<int>()))
-      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1});
+    if (int rep = k.is_number_integer() && plan.copies > 0 ? plan.first_rep_of(k.get<int>(), o.timing) : -1; rep >= 0)
+      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep});
   return calls;
 }
 
@@ -391,7 +391,9 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
     if (args[i] == "--problem-dir") args[i + 1] = problem_dir.string();
   args.insert(args.end(), {"--trials", trial_list(0, o.trials - 1), "--post-trial", std::to_string(o.trials),
                            "--candidate", lib.string(), "--seal", seal_dir.string()});
-  if (copies > 0) args.insert(args.end(), {"--rotation-copies", std::to_string(copies)});
+  if (copies > 0)
+    args.insert(args.end(), {"--rotation-copies", std::to_string(copies), "--warmup-copies",
+                             std::to_string(ref_record.value("candidate_warmup_copies", 1))});
   if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
 
   RankJob job = rank_job(o, args, cand_dir, "candidate");
@@ -447,7 +449,7 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
                                              std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
   json ref_record = read_json_or_null(ref_dir / "rank0.json");
-  std::vector<CheckedCall> calls = checked_calls(o, ref_record);
+  std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
   CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
   wall["candidate_s"] = since(t0);
   rec["run_dir"] = cand_dir.string();
@@ -469,8 +471,10 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
     return finish(EvalStatus::crash, cr_run.ended);
   }
 
-  // 4. Check, then time.
+  // 4. Check, then time. Timed calls of repetitions that did not run (the loop stopped early) are not judged.
   t0 = std::chrono::steady_clock::now();
+  int reps_ran = records[0].is_object() ? records[0].value("timing", json::object()).value("reps", 0) : 0;
+  std::erase_if(calls, [&](const CheckedCall& c) { return c.rep >= reps_ran; });
   json checks;
   std::string bad = check_candidate_outputs(spec, run, ref_dir, cand_dir / "sealed", calls, records, checks);
   wall["check_s"] = since(t0);
@@ -488,23 +492,42 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   if (!have_py)
     timing["baseline_note"] = rec["reference"].value("python", false) ? "reference.py timing missing"
                                                                        : "Python torch absent: strict C++ baseline used";
-  auto median = [](const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; };
-  double c = median(cand_t);
-  if (c > 0) {
-    if (median(cpp_t) > 0) timing["speedup_vs_libtorch_nccl"] = median(cpp_t) / c;
-    if (have_py) timing["speedup_vs_pytorch_eager"] = median(py_t) / c;
-    timing["speedup"] = (have_py ? median(py_t) : median(cpp_t)) / c;
+  // Both methods' speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p).
+  TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
+  auto median_of = [](const json& t, TimingMethod m) {
+    if (!t.is_object()) return 0.0;
+    const json& x = m == TimingMethod::pkb ? t : t.value("paper", json::object());
+    return x.is_object() ? x.value("median_us", 0.0) : 0.0;
+  };
+  json by_method = json::object();
+  for (TimingMethod m : {TimingMethod::pkb, TimingMethod::paper}) {
+    double c = median_of(cand_t, m), cpp = median_of(cpp_t, m), py = median_of(py_t, m);
+    json s = {{"candidate_us", c}};
+    if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;
+    if (c > 0 && have_py && py > 0) s["speedup_vs_pytorch_eager"] = py / c;
+    if (c > 0 && (have_py ? py : cpp) > 0) s["speedup"] = (have_py ? py : cpp) / c;
+    by_method[timing_method_name(m)] = s;
   }
+  timing["method"] = timing_method_name(method);
+  timing["by_method"] = by_method;
+  for (const char* k : {"speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager", "speedup"})
+    if (by_method[timing_method_name(method)].contains(k)) timing[k] = by_method[timing_method_name(method)][k];
+  auto median = [&](const json& t) { return median_of(t, method); };
   json roof = roofline_floor(spec, run, o.topology);
   auto sol = [&](const json& t) { return speed_of_light(roof, median(t)); };
   roof["sol_candidate"] = sol(cand_t);
   roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
   roof["sol_baseline_pytorch_eager"] = sol(py_t);
   rec["roofline"] = roof;
-  bool escape = false;
+  bool escape = false, throttled = false;
   for (const auto& r : records)
-    if (r.is_object() && r.contains("timing")) escape |= r["timing"].value("stream_escape", false);
+    if (r.is_object() && r.contains("timing")) {
+      escape |= r["timing"].value("stream_escape", false);
+      throttled |= r["timing"].value("throttled", false);
+    }
+  for (const json* t : {&cpp_t, &py_t}) throttled |= t->is_object() && t->value("throttled", false);
   timing["stream_escape"] = escape;
+  timing["throttled"] = throttled;  // a GPU clock was capped (power, thermal) in a timed block of any timing
   rec["timing"] = timing;
   if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
   if (rec.contains("gpu_sharing")) {
@@ -551,6 +574,9 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
   if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
+  if (!timing_method_from_name(o.timing_method))
+    throw Error("--timing-method must be pkb or paper, got '" + o.timing_method + "'");
+  o.timing.validate();
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +
                 " (scripts/setup.sh installs bubblewrap; --no-sandbox runs it unconfined)");
@@ -569,8 +595,9 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
          {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", source_hash}}},
          {"world", o.world}, {"device", o.device}, {"dtype", o.dtype}, {"params", run.params},
          {"trials", o.trials}, {"seed", o.seed},
-         {"timing_settings", {{"warmup", o.timing.warmup}, {"iters", o.timing.iters}}},
+         {"timing_settings", o.timing.to_json()},
          {"provenance", prov}};
+  rec["timing_settings"]["method"] = o.timing_method;
   if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
   json wall = json::object();
   auto finish = [&](EvalStatus s, const std::string& message) -> EvalResult {
@@ -655,10 +682,17 @@ std::string format_verdict(const json& r) {
       std::snprintf(buf, sizeof buf, ", PyTorch eager %.1f us", us(t["baseline_pytorch_eager"]));
       s << buf;
     }
-    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %.2fx vs %s%s\n",
+    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %.2fx vs %s (%s timing)%s%s\n",
                   us(t["baseline_libtorch_nccl"]), t.value("speedup", 0.0), t.value("baseline", "").c_str(),
-                  t.value("stream_escape", false) ? " [stream escape flagged]" : "");
+                  t.value("method", "pkb").c_str(), t.value("stream_escape", false) ? " [stream escape flagged]" : "",
+                  t.value("throttled", false) ? " [GPU throttled]" : "");
     s << buf;
+    if (t.contains("by_method") && t["by_method"].is_object())
+      for (const auto& [m, x] : t["by_method"].items()) {
+        std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %.2fx\n", m.c_str(),
+                      x.value("candidate_us", 0.0), x.value("speedup", 0.0));
+        s << buf;
+      }
   }
   return s.str();
 }

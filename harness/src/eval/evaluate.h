@@ -29,7 +29,8 @@ struct EvalOptions {
   int trials = 5;               // checked trials before timing; one more fresh-input trial follows timing
   uint64_t seed = 1;
   std::map<std::string, int64_t> params;
-  TimingOptions timing{20, 100};
+  TimingOptions timing{.warmup = 20};
+  std::string timing_method = "pkb";  // which timing drives timing.speedup (both are measured and recorded)
   double timeout_s = 120;       // per launch
   double compile_timeout_s = 180;
   std::string arch = "sm_90a";

@@ -57,6 +57,8 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"seed", o.eval.seed},
           {"warmup", o.eval.timing.warmup},
           {"iters", o.eval.timing.iters},
+          {"timing", o.eval.timing.to_json()},
+          {"timing_method", o.eval.timing_method},
           {"params", o.eval.params},
           {"variant", prompt::variant_name(g.prompt.variant)},
           {"temperature", g.temperature ? json(*g.temperature) : json()},

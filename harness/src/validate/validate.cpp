@@ -90,9 +90,10 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
   bool save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   if (save_inputs) job.args.push_back("--save-inputs");
-  if (o.time)
-    job.args.insert(job.args.end(), {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters",
-                                     std::to_string(o.timing.iters)});
+  if (o.time) {
+    job.args.push_back("--time");
+    for (const auto& t : o.timing.to_args()) job.args.push_back(t);
+  }
   ProcessResult pr = run_rank_job(job);
   size_t finished = 0;
   for (const Planned* p : batch) {
@@ -107,8 +108,10 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
 
 PythonRunnerJob python_job(const ValidateOptions& o) {
   std::vector<std::string> extra;
-  if (o.time)
-    extra = {"--time", "--warmup", std::to_string(o.timing.warmup), "--iters", std::to_string(o.timing.iters)};
+  if (o.time) {
+    extra = {"--time"};
+    for (const auto& t : o.timing.to_args()) extra.push_back(t);
+  }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
   bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
   return {o.world, shared ? "cpu" : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
@@ -130,6 +133,7 @@ void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path&
 }
 
 double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }
+double paper_us(const json& t) { return t.is_object() ? median_us(t.value("paper", json())) : 0.0; }
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o,
@@ -145,11 +149,11 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   char buf[256];
   double floor = roof["floor_us"].get<double>();
   const char* name = o.device == "cuda" ? "libtorch+NCCL" : "libtorch+MPI on CPU";
-  int n = std::snprintf(buf, sizeof buf, "%s %.1f us (cv %.1f%%, SOL %.0f%%)", name, median_us(cpp),
-                        100 * cpp.value("cv", 0.0), 100 * floor / median_us(cpp));
+  int n = std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us)", name,
+                        median_us(cpp), cpp.value("iqr_us", 0.0), 100 * floor / median_us(cpp), paper_us(cpp));
   if (median_us(py) > 0)
-    n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%)", median_us(py),
-                       100 * floor / median_us(py));
+    n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us)", median_us(py),
+                       100 * floor / median_us(py), paper_us(py));
   std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.3g us (%s-bound, %s)", floor,
                 roof["bound"].get<std::string>().c_str(), o.topology.c_str());
   return buf;
@@ -188,6 +192,7 @@ Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
   p.res.problem = spec.folder();
   p.o = options;
   ValidateOptions& o = p.o;
+  if (o.time) o.timing.validate();
   if (o.small) {
     std::map<std::string, int64_t> params = spec.test_parameters;
     for (const auto& [k, v] : options.params) params[k] = v;

@@ -34,7 +34,7 @@ struct ValidateOptions {
   // --time: also time the baselines (libtorch+NCCL reference, and reference.py where it runs) on trial 0's
   // inputs, as `pkb eval` times them, and relate them to the roofline of `topology`.
   bool time = false;
-  TimingOptions timing{20, 100};
+  TimingOptions timing{.warmup = 20};
   std::string topology = "h200_2";
   int ranks_per_gpu = 0;  // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
 };

@@ -194,11 +194,12 @@ class CandidateHost {
   void create_runtime_and_slots() {
     const ProblemSpec& spec = env_.spec;
     size_t in_bytes = total_bytes(spec, env_.run, true), out_bytes = total_bytes(spec, env_.run, false);
-    copies_ = 1;
+    plan_ = CopyPlan{};
     if (o_.time)
-      copies_ = o_.rotation_copies > 0 ? o_.rotation_copies
-                                       : timing_copies(in_bytes, env_.cuda ? cuda_l2_bytes() : 0, o_.timing,
-                                                       env_.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+      plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
+                                     : timing_copies(in_bytes, env_.cuda ? cuda_l2_bytes() : 0, o_.timing,
+                                                     env_.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+    copies_ = plan_.copies;
     size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? 256 : 16)) << 20;
     size_t heap = copies_ * in_bytes + out_bytes + arena + (size_t{1} << 20);
     rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap)
@@ -215,7 +216,8 @@ class CandidateHost {
       input_views_.push_back(views);
     }
     for (const auto& s : outputs_) output_views_.push_back(s.view());
-    record_["heap"] = {{"bytes", heap}, {"input_copies", copies_}, {"arena_bytes", arena}};
+    record_["heap"] = {{"bytes", heap}, {"input_copies", copies_}, {"warmup_copies", plan_.warmup_copies},
+                       {"arena_bytes", arena}};
   }
 
   void fill_context() {
@@ -329,8 +331,10 @@ class CandidateHost {
   }
 
   // Timed calls are checked calls: every call gets fresh input contents (copy k holds the inputs of trial
-  // kTimedTrialBase + k) and poisoned outputs, and one call per copy, drawn at random, has its outputs captured
-  // and sent. The driver compares the copies the reference pass knows; which ones it knows is never shown here.
+  // kTimedTrialBase + k) and poisoned outputs, and one call per copy, drawn at random among its calls in the
+  // first repetition that uses it, has its outputs captured and sent (so a copy's capture exists whenever that
+  // repetition ran, however early the repetitions stop). The driver compares the copies the reference pass
+  // knows; which ones it knows is never shown here. Both timing methods' calls are treated alike.
   bool time_candidate() {
     auto t0 = std::chrono::steady_clock::now();
     auto sub_phase = [&](const char* name) {  // within "timing": where the time of a checked timing goes
@@ -349,8 +353,12 @@ class CandidateHost {
       for (size_t i = 0; i < inputs_[k].size(); ++i)
         rt_->copy(inputs_[k][i].data, contents[k].tensors[i].contiguous().data_ptr(), inputs_[k][i].bytes);
     }
-    std::vector<std::vector<int>> visits(copies_);
-    for (int i = 0; i < o_.timing.iters; ++i) visits[copy_of_call(o_.timing.warmup + i, copies_)].push_back(i);
+    std::vector<std::vector<int>> visits(copies_);  // timed ordinals of each copy's first repetition
+    const int per_rep = o_.timing.calls_per_rep();
+    for (int j = 0; j < o_.timing.max_timed_calls(); ++j) {
+      auto& v = visits[plan_.timed_copy(j)];
+      if (v.empty() || v.front() / per_rep == j / per_rep) v.push_back(j);
+    }
     std::mt19937_64 draw(std::random_device{}());
     std::vector<int> captured_iter(copies_, -1);
     std::vector<char*> capture(copies_, nullptr);
@@ -362,19 +370,21 @@ class CandidateHost {
       capture[k] = static_cast<char*>(rt_->private_alloc(out_total));
     }
     sub_phase("timing_inputs");
+    std::vector<char> captured(copies_, false);
     TimingHooks hooks;
     hooks.before = [&](int) {
       for (const auto& s : outputs_) rt_->fill(s.data, 0xFF, s.bytes);
     };
-    hooks.after_timed = [&](int iter, int k) {
-      if (captured_iter[k] != iter) return;
+    hooks.after_timed = [&](int ordinal, int k) {
+      if (captured_iter[k] != ordinal) return;
+      captured[k] = true;
       size_t off = 0;
       for (const auto& s : outputs_) rt_->copy_async(capture[k] + off, s.data, s.bytes), off += s.bytes;
     };
     int bad_rc = 0;
     TimingStats stats;
     try {
-      stats = time_iterations(*rt_, copies_, [&](int k) {
+      stats = time_iterations(*rt_, plan_, [&](int k) {
         int rc = run_(&host_.ctx, input_views_[k].data(), static_cast<int>(inputs_[k].size()), output_views_.data(),
                       static_cast<int>(outputs_.size()));
         if (rc != 0) bad_rc = rc;
@@ -388,7 +398,7 @@ class CandidateHost {
     MPI_Barrier(MPI_COMM_WORLD);  // peers' writes into our outputs are done
     sub_phase("timing_loop");
     for (int k = 0; k < copies_; ++k) {
-      if (!capture[k]) continue;
+      if (!captured[k]) continue;  // its first repetition did not run
       size_t off = 0;
       send_outputs("copy" + std::to_string(k), read_outputs([&](const Slot& s) {
                      void* p = capture[k] + off;
@@ -417,6 +427,7 @@ class CandidateHost {
   TeardownFn teardown_ = nullptr;
   std::unique_ptr<Runtime> rt_;
   Host host_;
+  CopyPlan plan_;
   int copies_ = 1;
   std::vector<std::vector<Slot>> inputs_;
   std::vector<Slot> outputs_;

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "seal/seal.h"
+#include "worker/timing_cli.h"
 #include "worker/worker.h"
 
 namespace pkb {
@@ -119,13 +120,13 @@ int main(int argc, char** argv) {
   app.add_flag("--precise", o.precise, "reference only on fp32-upcast inputs");
   app.add_flag("--precise-too", o.precise_too, "also write the precise (fp32-upcast) reference outputs");
   app.add_flag("--time", o.time, "time after the checked trials");
-  app.add_option("--warmup", o.timing.warmup, "untimed iterations");
-  app.add_option("--iters", o.timing.iters, "timed iterations");
+  add_timing_flags(&app, o.timing);
   app.add_option("--post-trial", o.post_trial, "trial checked after timing (candidate pass)");
   app.add_option("--candidate", o.candidate, "candidate shared library: run the candidate pass");
   app.add_option("--heap-mib", o.heap_mib, "symmetric heap arena for the candidate's symm_alloc, MiB");
   app.add_option("--seal", o.seal_dir, "directory of the driver's FIFOs: send outputs and records there (sealed)");
   app.add_option("--rotation-copies", o.rotation_copies, "input copies for timing (candidate pass: the reference's)");
+  app.add_option("--warmup-copies", o.warmup_copies, "of those, the warm-up rotation (candidate pass: the reference's)");
   app.add_option("--timed-checks", o.timed_checks, "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);

@@ -113,17 +113,14 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
   if (o.time) {
     size_t in_bytes = 0;
     for (const auto& t : last_inputs.tensors) in_bytes += t.numel() * t.element_size();
-    // The candidate's timed calls rotate over this many copies of distinct contents; the expected outputs of
-    // the copies the driver drew are computed here (the candidate pass never learns which).
-    int candidate_copies = timing_copies(in_bytes, env.cuda ? cuda_l2_bytes() : 0, o.timing,
-                                         env.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
-    std::vector<int> visited;  // copies some timed call uses: the draws pick among these
-    for (int i = 0; i < o.timing.iters; ++i) visited.push_back(copy_of_call(o.timing.warmup + i, candidate_copies));
-    std::sort(visited.begin(), visited.end());
-    visited.erase(std::unique(visited.begin(), visited.end()), visited.end());
+    // The candidate's calls rotate over these copies of distinct contents; the expected outputs of the copies
+    // the driver drew are computed here (the candidate pass never learns which). Draw i names a call of
+    // repetition i (later draws: of repetition 0, which always runs), so every repetition that runs is checked.
+    CopyPlan plan = timing_copies(in_bytes, env.cuda ? cuda_l2_bytes() : 0, o.timing,
+                                  env.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
     nlohmann::json checked = nlohmann::json::array();
-    for (uint64_t draw : o.timed_checks) {
-      int k = visited[draw % visited.size()];
+    for (size_t i = 0; i < o.timed_checks.size(); ++i) {
+      int k = plan.checked_copy(static_cast<int>(i), o.timed_checks[i], o.timing);
       if (std::find(checked.begin(), checked.end(), k) != checked.end()) continue;
       checked.push_back(k);
       std::filesystem::path dir = std::filesystem::path(o.out_dir) / ("copy" + std::to_string(k));
@@ -139,18 +136,30 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
         save_outputs(spec, precise, dir / ("precise.rank" + std::to_string(env.rank) + ".safetensors"));
       }
     }
-    record["candidate_input_copies"] = candidate_copies;
+    record["candidate_input_copies"] = plan.copies;
+    record["candidate_warmup_copies"] = plan.warmup_copies;
     record["timed_checks"] = checked;
 
     // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
     std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
                                            : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20,
                                                               "ref");
-    int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), 64) : 2;
+    // Rotation: copies exceeding 3x L2 (2 MiB inputs on an H200's 60 MiB L2: 91 copies), within the candidates'
+    // memory budget; every call, warm-up and timed, cycles over all of them.
+    int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kTimingCopyBudgetCuda) : 2;
     std::vector<Tensors> rotated;
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
-    TimingStats stats = time_iterations(*rt, copies, [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
-    record["timing"] = stats.to_json();
+    // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
+    nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
+    for (int r = 0; r < o.timing.repeats; ++r) {
+      TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies},
+                                          [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
+      if (r == 0) record["timing"] = stats.to_json();
+      medians.push_back(stats.pkb.stats.median);
+      paper_medians.push_back(stats.paper.stats.median);
+    }
+    record["timing"]["repeat_medians_us"] = medians;
+    record["timing"]["repeat_paper_medians_us"] = paper_medians;
     record["timing"]["input_copies"] = copies;
   }
 }

@@ -14,91 +14,268 @@ double now_us() {
 }
 
 double median(std::vector<double> v) {
-  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-void fill_stats(TimingStats& s) {
-  const auto& v = s.iter_us;
-  if (v.empty()) return;
-  s.median_us = median(v);
-  s.min_us = *std::min_element(v.begin(), v.end());
-  s.max_us = *std::max_element(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean_us = sum / v.size();
-  double var = 0;
-  for (double x : v) var += (x - s.mean_us) * (x - s.mean_us);
-  s.stddev_us = v.size() > 1 ? std::sqrt(var / (v.size() - 1)) : 0;
-  s.cv = s.mean_us > 0 ? s.stddev_us / s.mean_us : 0;
+  return quantile_sorted(v, 0.5);
 }
 
 void throw_if(const std::string& err, const char* where) {
   if (!err.empty()) throw Error(std::string(where) + ": " + err);
 }
 
+nlohmann::json stats_json(const SampleStats& s) {
+  return {{"median_us", s.median}, {"mean_us", s.mean}, {"min_us", s.min}, {"max_us", s.max},
+          {"stddev_us", s.stddev}, {"cv", s.cv}, {"q25_us", s.q25}, {"q75_us", s.q75}, {"iqr_us", s.q75 - s.q25},
+          {"ci95_low_us", s.ci_low}, {"ci95_high_us", s.ci_high}, {"ci95_half_rel", s.ci_half_rel()}};
+}
+
+}  // namespace
+
+const char* timing_method_name(TimingMethod m) { return m == TimingMethod::pkb ? "pkb" : "paper"; }
+
+std::optional<TimingMethod> timing_method_from_name(std::string_view name) {
+  if (name == "pkb") return TimingMethod::pkb;
+  if (name == "paper") return TimingMethod::paper;
+  return std::nullopt;
+}
+
+void TimingOptions::validate() const {
+  auto need = [](bool ok, const std::string& why) {
+    if (!ok) throw Error("timing options: " + why);
+  };
+  need(warmup >= 0 && paper_warmup >= 0, "warm-up counts must be >= 0");
+  need(iters >= 1 && paper_iters >= 1, "--iters and --paper-iters must be >= 1");
+  need(min_reps >= 1 && max_reps >= min_reps, "need 1 <= --min-reps <= --max-reps (got " + std::to_string(min_reps) +
+                                                  ", " + std::to_string(max_reps) + ")");
+  need(ci_target > 0 && ci_target < 1, "--ci-target is a fraction in (0, 1), e.g. 0.01 for 1%");
+  need(budget_s > 0, "--timing-budget must be > 0 seconds");
+  need(repeats >= 1, "--timing-repeats must be >= 1");
+}
+
+nlohmann::json TimingOptions::to_json() const {
+  return {{"warmup", warmup}, {"iters", iters}, {"paper_warmup", paper_warmup}, {"paper_iters", paper_iters},
+          {"min_reps", min_reps}, {"max_reps", max_reps}, {"ci_target", ci_target}, {"budget_s", budget_s},
+          {"repeats", repeats}};
+}
+
+std::vector<std::string> TimingOptions::to_args() const {
+  auto num = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", x);
+    return std::string(b);
+  };
+  return {"--warmup", std::to_string(warmup), "--iters", std::to_string(iters),
+          "--paper-warmup", std::to_string(paper_warmup), "--paper-iters", std::to_string(paper_iters),
+          "--min-reps", std::to_string(min_reps), "--max-reps", std::to_string(max_reps),
+          "--ci-target", num(ci_target), "--timing-budget", num(budget_s), "--timing-repeats", std::to_string(repeats)};
+}
+
+double quantile_sorted(const std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  double pos = q * (v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+// The median's interval: the number of values below the median is Binomial(n, 1/2); ranks n/2 -+ 1.96 sqrt(n)/2
+// (normal approximation) bound it at ~95%, rounded outwards.
+std::pair<int, int> median_ci_ranks(int n) {
+  if (n <= 0) return {0, 0};
+  double half = 0.98 * std::sqrt(static_cast<double>(n));
+  int lo = static_cast<int>(std::floor(n / 2.0 - half));
+  int hi = static_cast<int>(std::ceil(n / 2.0 + 1 + half));
+  return {std::clamp(lo, 1, n), std::clamp(hi, 1, n)};
+}
+
+SampleStats summarize(std::vector<double> v) {
+  SampleStats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = static_cast<int>(v.size());
+  s.median = quantile_sorted(v, 0.5);
+  s.q25 = quantile_sorted(v, 0.25);
+  s.q75 = quantile_sorted(v, 0.75);
+  s.min = v.front();
+  s.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / s.n;
+  double var = 0;
+  for (double x : v) var += (x - s.mean) * (x - s.mean);
+  s.stddev = s.n > 1 ? std::sqrt(var / (s.n - 1)) : 0;
+  s.cv = s.mean > 0 ? s.stddev / s.mean : 0;
+  auto [lo, hi] = median_ci_ranks(s.n);
+  if (s.n < 6) lo = 1, hi = s.n;  // too few values for the approximation: the whole range
+  s.ci_low = v[lo - 1];
+  s.ci_high = v[hi - 1];
+  return s;
+}
+
+bool repetitions_done(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper,
+                      double elapsed_s) {
+  if (reps >= o.max_reps) return true;
+  if (reps >= 1 && elapsed_s >= o.budget_s) return true;
+  return reps >= o.min_reps && pkb.ci_half_rel() <= o.ci_target && paper.ci_half_rel() <= o.ci_target;
+}
+
+namespace {
+const char* stop_reason(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper,
+                        double elapsed_s) {
+  if (reps >= o.min_reps && pkb.ci_half_rel() <= o.ci_target && paper.ci_half_rel() <= o.ci_target) return "ci_target";
+  if (reps >= o.max_reps) return "max_reps";
+  return "budget";
+}
 }  // namespace
 
 nlohmann::json TimingStats::to_json() const {
-  return {{"median_us", median_us}, {"mean_us", mean_us}, {"min_us", min_us}, {"max_us", max_us},
-          {"stddev_us", stddev_us}, {"cv", cv}, {"iters", iter_us.size()}, {"host_loop_us", host_loop_us},
-          {"escape_event_us", escape_event_us}, {"escape_device_us", escape_device_us},
-          {"stream_escape", stream_escape}, {"repeated_content_iters", repeated_content_iters},
-          {"fresh_median_us", fresh_median_us}, {"repeated_median_us", repeated_median_us}, {"iter_us", iter_us}};
+  nlohmann::json j = stats_json(pkb.stats);
+  j["method"] = "pkb";
+  j["iters"] = pkb.values_us.size();
+  j["iter_us"] = pkb.values_us;
+  nlohmann::json p = stats_json(paper.stats);
+  p["reps"] = paper.values_us.size();
+  p["rep_us"] = paper.values_us;
+  j["paper"] = p;
+  j["reps"] = reps;
+  j["stopped_by"] = stopped_by;
+  j["host_loop_us"] = host_loop_us;
+  j["escape_event_us"] = escape_event_us;
+  j["escape_device_us"] = escape_device_us;
+  j["stream_escape"] = stream_escape;
+  j["repeated_content_iters"] = repeated_content_iters;
+  j["fresh_median_us"] = fresh_median_us;
+  j["repeated_median_us"] = repeated_median_us;
+  j["clocks"] = clocks;
+  j["throttled"] = throttled;
+  return j;
 }
 
-int rotation_copies(size_t input_bytes, size_t l2_bytes, int cap) {
+int CopyPlan::first_rep_of(int copy, const TimingOptions& o) const {
+  for (int j = 0; j < o.max_timed_calls(); ++j)
+    if (timed_copy(j) == copy) return j / o.calls_per_rep();
+  return -1;
+}
+
+int CopyPlan::checked_copy(int i, uint64_t draw, const TimingOptions& o) const {
+  int rep = i < o.max_reps ? i : 0;
+  return timed_copy(rep * o.calls_per_rep() + static_cast<int>(draw % o.calls_per_rep()));
+}
+
+int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes) {
   if (input_bytes == 0) return 1;
   size_t want = 3 * l2_bytes / input_bytes + 1;
-  return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(cap)));
+  size_t fit = std::max<size_t>(1, budget_bytes / input_bytes);
+  return static_cast<int>(std::clamp<size_t>(std::min(want, fit), 1, 1 << 16));
 }
 
-int timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes) {
-  size_t calls = static_cast<size_t>(o.warmup + o.iters + kEscapeProbeCalls);
-  size_t want = std::max<size_t>(calls, static_cast<size_t>(rotation_copies(input_bytes, l2_bytes, 1 << 20)));
-  size_t fit = input_bytes ? budget_bytes / input_bytes : want;
-  return static_cast<int>(std::clamp<size_t>(std::min(want, fit), 2, 4096));
+CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes) {
+  size_t fit = input_bytes ? std::max<size_t>(2, budget_bytes / input_bytes) : size_t{1} << 20;
+  CopyPlan p;
+  p.warmup_copies = std::clamp(rotation_copies(input_bytes, l2_bytes, budget_bytes / 2), 1,
+                               static_cast<int>(std::min<size_t>(fit / 2, 1 << 16)));
+  size_t want = static_cast<size_t>(o.max_timed_calls() + kEscapeProbeCalls);
+  size_t fresh = std::clamp<size_t>(std::min(want, fit - p.warmup_copies), 1, 8192);
+  p.copies = p.warmup_copies + static_cast<int>(fresh);
+  return p;
 }
 
-TimingStats time_iterations(Runtime& rt, int copies, const std::function<void(int)>& run, const TimingOptions& o,
-                            const TimingHooks* hooks) {
+TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::function<void(int)>& run,
+                            const TimingOptions& o, const TimingHooks* hooks) {
   TimingStats s;
-  int call = 0;
+  ClockMonitor clocks(rt.is_cuda() ? rt.device() : -1);
+  const bool root = rt.rank() == 0;
   auto before = [&](int copy) {
     if (hooks && hooks->before) hooks->before(copy);
   };
-  for (int i = 0; i < o.warmup; ++i, ++call) {
-    int k = copy_of_call(call, copies);
+  auto after = [&](int j, int copy) {
+    if (hooks && hooks->after_timed) hooks->after_timed(j, copy);
+  };
+  // Warm-up: the pkb method's (a barrier before each call), then the paper method's, back to back.
+  for (int i = 0; i < o.warmup; ++i) {
+    int k = plan.warmup_copy(i);
     before(k);
     rt.barrier();
+    run(k);
+  }
+  for (int i = 0; i < o.paper_warmup; ++i) {
+    int k = plan.warmup_copy(o.warmup + i);
+    before(k);
     run(k);
   }
   throw_if(rt.synchronize(), "warm-up");
   MPI_Barrier(MPI_COMM_WORLD);
 
-  rt.timers_reserve(2 * o.iters);
+  rt.timers_reserve(2 * std::max(o.iters, o.paper_iters));
+  std::vector<double> pkb_values, paper_values;  // rank 0: across ranks; others: their own
+  std::vector<int> pkb_ordinals;
+  auto pkb_block = [&](int base) {
+    for (int i = 0; i < o.iters; ++i) {
+      int k = plan.timed_copy(base + i);
+      before(k);
+      rt.barrier();
+      rt.record(2 * i);
+      run(k);
+      rt.record(2 * i + 1);
+      after(base + i, k);
+    }
+    throw_if(rt.synchronize(), "timed loop (pkb method)");
+    std::vector<double> mine(o.iters), all(static_cast<size_t>(o.iters) * rt.world());
+    for (int i = 0; i < o.iters; ++i) mine[i] = 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1);
+    MPI_Gather(mine.data(), o.iters, MPI_DOUBLE, all.data(), o.iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < o.iters; ++i) {
+      double slowest = mine[i];
+      for (int q = 0; root && q < rt.world(); ++q) slowest = std::max(slowest, all[static_cast<size_t>(q) * o.iters + i]);
+      pkb_values.push_back(slowest);
+      pkb_ordinals.push_back(base + i);
+    }
+  };
+  auto paper_block = [&](int base) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    rt.barrier();  // every rank starts its back-to-back calls together, then no barrier until the end
+    for (int i = 0; i < o.paper_iters; ++i) {
+      int k = plan.timed_copy(base + i);
+      before(k);
+      rt.record(2 * i);
+      run(k);
+      rt.record(2 * i + 1);
+      after(base + i, k);
+    }
+    throw_if(rt.synchronize(), "timed loop (paper method)");
+    double sum = 0;
+    for (int i = 0; i < o.paper_iters; ++i) sum += 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1);
+    double mean = sum / o.paper_iters, worst = mean;
+    MPI_Reduce(&mean, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    paper_values.push_back(root ? worst : mean);
+  };
+
   double t0 = now_us();
-  for (int i = 0; i < o.iters; ++i, ++call) {
-    int k = copy_of_call(call, copies);
-    before(k);
-    rt.barrier();
-    rt.record(2 * i);
-    run(k);
-    rt.record(2 * i + 1);
-    if (hooks && hooks->after_timed) hooks->after_timed(i, k);
+  int reps = 0;
+  for (int done = 0; !done;) {
+    int base = reps * o.calls_per_rep();
+    clocks.sample(reps, "before");
+    // Alternating which method goes first cancels drift and order effects between the two.
+    if (reps % 2 == 0) pkb_block(base), paper_block(base + o.iters);
+    else paper_block(base + o.iters), pkb_block(base);
+    clocks.sample(reps, "after");
+    ++reps;
+    double elapsed_s = (now_us() - t0) / 1e6;
+    SampleStats a = summarize(pkb_values), b = summarize(paper_values);
+    done = root && repetitions_done(o, reps, a, b, elapsed_s);
+    if (root && done) s.stopped_by = stop_reason(o, reps, a, b, elapsed_s);
+    MPI_Bcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD);
   }
-  throw_if(rt.synchronize(), "timed loop");
+  s.reps = reps;
   s.host_loop_us = now_us() - t0;
-  std::vector<double> mine(o.iters);
-  for (int i = 0; i < o.iters; ++i) mine[i] = 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1);
 
   // Escape probe: a stream whose events see a fraction of the time a device-wide synchronize waits for means
-  // work was launched elsewhere and never joined back.
+  // work was launched elsewhere and never joined back. An honest call's synchronize returns after its events
+  // plus fixed host costs (the launch, waking the host thread; tens of µs, more when MPS or a busy node delays
+  // the wake-up), and both clocks jitter in proportion to the call: 2x absorbs the proportional part and
+  // +100 µs the fixed part, so only work that runs at least as long as the call itself, beyond 100 µs, escapes
+  // detection-free. The probe's calls take fresh copies after the last repetition's.
   std::vector<double> ev, dev;
-  for (int i = 0; i < kEscapeProbeCalls; ++i, ++call) {
-    int k = copy_of_call(call, copies);
+  for (int i = 0; i < kEscapeProbeCalls; ++i) {
+    int k = plan.timed_copy(reps * o.calls_per_rep() + i);
     before(k);
     MPI_Barrier(MPI_COMM_WORLD);
     rt.barrier();
@@ -113,26 +290,20 @@ TimingStats time_iterations(Runtime& rt, int copies, const std::function<void(in
   }
   s.escape_event_us = median(ev);
   s.escape_device_us = median(dev);
-  s.stream_escape = rt.is_cuda() && s.escape_device_us > 2 * s.escape_event_us + 100;
+  int flags[2] = {rt.is_cuda() && s.escape_device_us > 2 * s.escape_event_us + 100, clocks.throttled()}, any[2] = {0, 0};
+  MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  s.stream_escape = any[0] != 0;
+  s.throttled = any[1] != 0;
+  s.clocks = clocks.to_json();
 
-  // Slowest rank per iteration, on rank 0.
-  std::vector<double> all(static_cast<size_t>(o.iters) * rt.world());
-  MPI_Gather(mine.data(), o.iters, MPI_DOUBLE, all.data(), o.iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  int any_escape = s.stream_escape, escape = 0;
-  MPI_Allreduce(&any_escape, &escape, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  s.stream_escape = escape != 0;
-  if (rt.rank() == 0) {
-    s.iter_us.assign(o.iters, 0);
-    for (int q = 0; q < rt.world(); ++q)
-      for (int i = 0; i < o.iters; ++i) s.iter_us[i] = std::max(s.iter_us[i], all[static_cast<size_t>(q) * o.iters + i]);
-  } else {
-    s.iter_us = mine;
-  }
-  fill_stats(s);
+  s.pkb = {summarize(pkb_values), pkb_values};
+  s.paper = {summarize(paper_values), paper_values};
   // Calls that saw input contents seen before (only when memory did not allow one copy per call): a kernel that
   // memoizes on content is much faster on those. Recorded so that it shows.
+  int fresh_copies = plan.copies - plan.warmup_copies;
   std::vector<double> fresh, repeated;
-  for (int i = 0; i < o.iters; ++i) (o.warmup + i < copies ? fresh : repeated).push_back(s.iter_us[i]);
+  for (size_t i = 0; i < pkb_values.size(); ++i)
+    (fresh_copies > 0 && pkb_ordinals[i] < fresh_copies ? fresh : repeated).push_back(pkb_values[i]);
   s.repeated_content_iters = static_cast<int>(repeated.size());
   if (!repeated.empty() && !fresh.empty()) {
     s.fresh_median_us = median(fresh);

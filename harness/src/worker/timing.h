@@ -1,9 +1,22 @@
-// The timed loop, the same for references and candidates (DESIGN.md §6): warm-up, then per-iteration events
-// with a cross-rank barrier before each iteration (not timed) so every rank starts together, inputs rotated over
-// enough copies to exceed 3x L2, a host clock around the loop, and a check for work that escapes the stream.
+// The timed loop, the same for references and candidates (DESIGN.md §6). Two methods are measured in every
+// timing, in interleaved repetitions (docs/architecture.md, "Timing"):
+//   pkb    a cross-rank barrier (untimed) before every call, per-call events, the slowest rank per call, the
+//          median over every repetition's calls. One call's latency, host dispatch included.
+//   paper  ParallelKernelBench's protocol: 500 warm-up calls, then calls back to back without barriers, per-call
+//          events, the per-rank mean of a repetition's calls, the maximum over ranks; the median over
+//          repetitions. Back-to-back launching hides host dispatch behind the previous call.
+// Repetitions continue until both medians' 95% confidence intervals are within a target, a time budget is
+// spent, or a maximum is reached. Inputs rotate over copies (so the L2 never holds a call's inputs from an
+// earlier call), GPU clocks and throttle reasons are sampled around every repetition, and an escape probe
+// checks for work that leaves the stream.
+// Known limit: the paper method rotates every input (PKB rotates only the first tensor), because no candidate
+// call may see input contents an earlier call saw; our `paper` times are therefore never more cache-friendly.
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,51 +25,135 @@
 
 namespace pkb {
 
+enum class TimingMethod { pkb, paper };
+const char* timing_method_name(TimingMethod m);
+std::optional<TimingMethod> timing_method_from_name(std::string_view name);
+
 struct TimingOptions {
-  int warmup = 10;  // untimed iterations first
-  int iters = 50;   // timed iterations
+  int warmup = 10;         // pkb method: untimed calls (a barrier before each)
+  int iters = 50;          // pkb method: timed calls per repetition
+  int paper_warmup = 500;  // paper method: untimed back-to-back calls
+  int paper_iters = 100;   // paper method: back-to-back timed calls per repetition
+  int min_reps = 3, max_reps = 5;
+  double ci_target = 0.01;  // stop once both medians' 95% CI half-widths are within this fraction of the median
+  double budget_s = 2;      // ... or once the repetitions took this long (host seconds on rank 0)
+  int repeats = 1;          // baselines only (validate --time): whole timings in a row, for the medians' spread
+
+  int calls_per_rep() const { return iters + paper_iters; }
+  int warmup_calls() const { return warmup + paper_warmup; }
+  int max_timed_calls() const { return max_reps * calls_per_rep(); }
+  // Throws pkb::Error naming the option that is out of range.
+  void validate() const;
+  nlohmann::json to_json() const;
+  std::vector<std::string> to_args() const;  // pkb-rank's and run_reference.py's flags for these options
+};
+
+// Summary of a sample of times (µs): median and IQR, and the median's 95% confidence interval from order
+// statistics (distribution-free; below 6 values it is [min, max]).
+struct SampleStats {
+  int n = 0;
+  double median = 0, q25 = 0, q75 = 0, mean = 0, min = 0, max = 0, stddev = 0, cv = 0, ci_low = 0, ci_high = 0;
+  double ci_half_rel() const { return median > 0 ? (ci_high - ci_low) / (2 * median) : 0; }
+};
+SampleStats summarize(std::vector<double> v);
+// Quantile q in [0, 1] of sorted values, linear between order statistics.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+// 1-based ranks (lo, hi) of the order statistics bounding the median's 95% interval among n values.
+std::pair<int, int> median_ci_ranks(int n);
+
+// The stop rule after `reps` repetitions: done when at least min_reps ran and both medians' CIs are within
+// the target, or the budget is spent (at least one repetition), or max_reps ran.
+bool repetitions_done(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper,
+                      double elapsed_s);
+
+// GPU clocks and throttle reasons around timed blocks (NVML, loaded at run time; "unavailable" without it).
+class ClockMonitor {
+ public:
+  explicit ClockMonitor(int cuda_device);  // -1: CPU ranks, always unavailable
+  ~ClockMonitor();
+  void sample(int rep, const char* when);
+  bool throttled() const { return throttled_; }
+  nlohmann::json to_json() const;
+
+ private:
+  struct Impl;
+  Impl* impl_ = nullptr;
+  std::string note_;
+  nlohmann::json samples_ = nlohmann::json::array();
+  bool throttled_ = false;
+  unsigned long long reasons_seen_ = 0;
+};
+// Names of the throttle-reason bits that count as throttling (power cap, thermal, hardware slowdown).
+std::vector<std::string> throttle_reason_names(unsigned long long reasons);
+constexpr unsigned long long kThrottleMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+struct MethodStats {
+  SampleStats stats;               // pkb: over every slowest-rank call; paper: over the repetition values
+  std::vector<double> values_us;   // pkb: per call (slowest rank); paper: per repetition (max over ranks of means)
 };
 
 struct TimingStats {
-  std::vector<double> iter_us;  // per iteration, slowest rank
-  double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, stddev_us = 0, cv = 0;
-  double host_loop_us = 0;      // wall time of the timed loop on this rank, barriers included
+  MethodStats pkb, paper;
+  int reps = 0;                 // repetitions run (each one pkb block and one paper block)
+  std::string stopped_by;       // "ci_target", "budget" or "max_reps"
+  double host_loop_us = 0;      // wall time of the repetitions on this rank, barriers included
   double escape_event_us = 0;   // median stream-event time in the escape probe
   double escape_device_us = 0;  // median time until a device-wide synchronize returned
   bool stream_escape = false;   // device-wide work far exceeded what the stream's events saw
   int repeated_content_iters = 0;                    // timed calls whose input contents an earlier call had
-  double fresh_median_us = 0, repeated_median_us = 0;  // medians of the two kinds, when both exist
+  double fresh_median_us = 0, repeated_median_us = 0;  // pkb medians of the two kinds, when both exist
+  nlohmann::json clocks;        // ClockMonitor::to_json()
+  bool throttled = false;       // any rank saw a throttle reason during a repetition
 
+  // The pkb method's fields at the top level (median_us, ..., iter_us, as records always had them), the paper
+  // method's under "paper", and the repetitions, clocks and probe.
   nlohmann::json to_json() const;
 };
 
 // Untimed work around each call, for candidates: `before` runs before every call (warm-up, timed, probe), ahead
-// of the cross-rank barrier (poisoning the outputs); `after_timed` after a timed call's end event (capturing its
-// outputs). Neither is inside the events' window.
+// of the barrier and the start event (poisoning the outputs); `after_timed` after a timed call's end event
+// (capturing its outputs), with the call's timed ordinal. Neither is inside the events' window.
 struct TimingHooks {
   std::function<void(int copy)> before;
-  std::function<void(int timed_iter, int copy)> after_timed;
+  std::function<void(int ordinal, int copy)> after_timed;
 };
 
-// Escape-probe calls after the timed loop.
+// Escape-probe calls after the repetitions.
 constexpr int kEscapeProbeCalls = 5;
-// Input copy used by call `call` (0-based over warm-up, timed, probe): never the same content twice in a row.
-inline int copy_of_call(int call, int copies) { return call % copies; }
 
-// Runs run(copy) warmup + iters times plus a short escape probe. Collective over MPI_COMM_WORLD: every rank
-// calls it; rank 0's result holds the slowest-rank statistics (others hold their own).
-TimingStats time_iterations(Runtime& rt, int copies, const std::function<void(int)>& run, const TimingOptions& o,
-                            const TimingHooks* hooks = nullptr);
+// Which input copy each call uses. Warm-up calls cycle over copies [0, warmup_copies); timed calls (ordinal j:
+// repetition j / calls_per_rep; within it the pkb block's calls first, then the paper block's) and probe calls
+// use the copies after those, one per call while they last. When every copy is a warm-up copy (references:
+// plain rotation) timed calls cycle over all of them.
+struct CopyPlan {
+  int copies = 1, warmup_copies = 1;
+  int warmup_copy(int i) const { return i % warmup_copies; }
+  int timed_copy(int j) const {
+    int fresh = copies - warmup_copies;
+    return fresh > 0 ? warmup_copies + j % fresh : j % copies;
+  }
+  // The first repetition whose timed calls use copy k (-1: none within max_reps).
+  int first_rep_of(int copy, const TimingOptions& o) const;
+  // The copy a reference-pass draw names: draw i checks repetition i (i < max_reps), later draws repetition 0,
+  // which always runs; within it, call (draw % calls_per_rep).
+  int checked_copy(int i, uint64_t draw, const TimingOptions& o) const;
+};
 
-// Number of input copies to rotate over so that they exceed 3x the L2 cache (at least 1, at most `cap`).
-int rotation_copies(size_t input_bytes, size_t l2_bytes, int cap);
+// Runs run(copy) for the warm-ups, the repetitions and the probe. Collective over MPI_COMM_WORLD: every rank
+// calls it; rank 0's result holds the cross-rank statistics (others hold their own calls).
+TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::function<void(int)>& run,
+                            const TimingOptions& o, const TimingHooks* hooks = nullptr);
 
 // Memory per rank that timing copies may take (their inputs; captures of outputs come on top).
 constexpr size_t kTimingCopyBudgetCuda = size_t{2} << 30;
 constexpr size_t kTimingCopyBudgetCpu = size_t{32} << 20;
 
-// Copies for timing a candidate: enough that no call of the loop sees the same input contents twice (so
-// memoizing on content never pays) and that they exceed 3x L2, within a memory budget per rank; at least 2.
-int timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes);
+// Copies of `input_bytes` that together exceed 3x the L2 cache (at least 1), within `budget_bytes`: the
+// rotation that keeps a call's inputs out of L2.
+int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes);
+
+// Copies for timing a candidate: the L2 rotation for the warm-ups, then one fresh copy per timed and probe
+// call of the largest plan (so memoizing on content never pays), within a memory budget per rank.
+CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes);
 
 }  // namespace pkb

@@ -33,6 +33,7 @@ struct WorkerOptions {
   size_t heap_mib = 0;       // candidate's symm_alloc arena (0: default for the device)
   std::string seal_dir;      // candidate: the driver's FIFOs (sealed outputs and records)
   int rotation_copies = 0;   // candidate: input copies for timing, as the reference pass chose them (0: choose)
+  int warmup_copies = 0;     // candidate: of those, the warm-up rotation (CopyPlan)
   std::vector<uint64_t> timed_checks;  // reference: draws; copy (draw % copies) gets expected outputs
 };
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Benchmark (not a test) of the timing itself, on a GPU node: how stable each baseline's and each expert's
+# median is, and how the two timing methods (pkb, paper) compare. Usage:
+#   scripts/bench_timing.sh baselines [SEL=1-30] [repeats=5] [pkb validate options...]
+#       validate SEL --time with --timing-repeats: every baseline (libtorch+NCCL, PyTorch eager) timed `repeats`
+#       times in a row in its process; prints per problem the median of each method, the CV of the medians over
+#       the repeats, the IQR, throttling, and the paper/pkb ratio.
+#   scripts/bench_timing.sh experts [SEL=1-8] [repeats=5] [pkb eval options...]
+#       `repeats` whole evaluations of each expert kernel (the reference pass cached after the first); prints the
+#       CV of the candidate's median over the evaluations for both methods, and the paper/pkb ratio.
+# Default W = 1 (-w in the options overrides). Output: $OUT (default results/bench_timing), table in table.md.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkb=${PKB:-${PKB_BUILD_DIR:-$root/build}/pkb}
+mode=${1:?usage: bench_timing.sh baselines|experts [SEL] [repeats] [options]}
+sel=${2:-$([ "$mode" = experts ] && echo 1-8 || echo 1-30)} repeats=${3:-5}
+shift 3 2>/dev/null || shift $#
+out=${OUT:-$root/results/bench_timing}
+mkdir -p "$out"
+case "$mode" in
+  baselines)
+    "$pkb" validate "$sel" -w 1 --device cuda --dtype bf16 --trials 1 --time --timing-repeats "$repeats" "$@" \
+      --out "$out/validate" >"$out/validate.txt" 2>&1 || true
+    ;;
+  experts)
+    for d in $("$pkb" problems list --json | python3 -c "
+import json, sys, re
+sel = sys.argv[1]
+ids = set()
+for part in sel.split(','):
+    a, _, b = part.partition('-')
+    ids.update(range(int(a), int(b or a) + 1))
+for p in json.load(sys.stdin):
+    if p['id'] in ids: print(p['folder'])" "$sel"); do
+      [ -f "$root/problems/$d/solution.cu" ] || continue
+      for i in $(seq 1 "$repeats"); do
+        "$pkb" eval "$root/problems/$d/solution.cu" --problem "$d" -w 1 --json --out "$out/eval" "$@" \
+          >"$out/$d.run$i.json" 2>>"$out/eval.stderr" || true
+      done
+    done
+    ;;
+  *) echo "bench_timing.sh: unknown mode '$mode' (baselines or experts)" >&2; exit 2 ;;
+esac
+python3 - "$mode" "$out" "$repeats" <<'PY' | tee "$out/table.md"
+import glob, json, os, statistics, sys
+mode, out, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def cv(xs):
+    xs = [x for x in xs if x]
+    return 100 * statistics.stdev(xs) / statistics.mean(xs) if len(xs) >= 2 and statistics.mean(xs) > 0 else None
+
+def fmt(x, unit="", digits=1):
+    return "-" if x is None else f"{x:.{digits}f}{unit}"
+
+worst = {}
+if mode == "baselines":
+    print("| problem | baseline | pkb median us | IQR us | CV of median % | paper median us | CV of median % | paper/pkb | reps | throttled |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for path in sorted(glob.glob(f"{out}/validate/*/w1_cuda_bf16/validation.json")):
+        rec = json.load(open(path))
+        problem = path.split("/")[-3]
+        for name, t in (rec.get("timing") or {}).items():
+            if not isinstance(t, dict) or not t.get("median_us"):
+                continue
+            a, b = cv(t.get("repeat_medians_us", [])), cv(t.get("repeat_paper_medians_us", []))
+            p = (t.get("paper") or {}).get("median_us")
+            for k, v in ((name + " pkb", a), (name + " paper", b)):
+                if v is not None:
+                    worst[k] = max(worst.get(k, 0), v)
+            print(f"| {problem} | {name} | {t['median_us']:.1f} | {fmt(t.get('iqr_us'))} | {fmt(a, '', 2)} | {fmt(p)} | "
+                  f"{fmt(b, '', 2)} | {fmt(p / t['median_us'] if p else None, 'x', 2)} | {t.get('reps')} | "
+                  f"{'yes' if t.get('throttled') else 'no'} |")
+else:
+    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | speedup paper | throttled |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    folders = sorted({os.path.basename(p).split(".run")[0] for p in glob.glob(f"{out}/*.run*.json")})
+    for d in folders:
+        runs = []
+        for i in range(1, repeats + 1):
+            try:
+                runs.append(json.load(open(f"{out}/{d}.run{i}.json")))
+            except (OSError, ValueError):
+                pass
+        ok = [r for r in runs if r.get("status") == "correct"]
+        if not ok:
+            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | |")
+            continue
+        cand = [r["timing"]["candidate"] for r in ok]
+        a = [c["median_us"] for c in cand]
+        b = [c["paper"]["median_us"] for c in cand]
+        sp = lambda m: statistics.mean([r["timing"]["by_method"][m].get("speedup", 0) for r in ok])
+        worst["expert pkb"] = max(worst.get("expert pkb", 0), cv(a) or 0)
+        worst["expert paper"] = max(worst.get("expert paper", 0), cv(b) or 0)
+        print(f"| {d} | {len(ok)} | {statistics.mean(a):.1f} | {fmt(cv(a), '', 2)} | {statistics.mean(b):.1f} | "
+              f"{fmt(cv(b), '', 2)} | {statistics.mean(b) / statistics.mean(a):.2f}x | {sp('pkb'):.2f}x | "
+              f"{sp('paper'):.2f}x | {'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} |")
+print()
+for k, v in sorted(worst.items()):
+    print(f"worst CV of the median, {k}: {v:.2f}% (target <= 2%)")
+PY

@@ -1,0 +1,154 @@
+// time_iterations under real MPI ranks (run with mpirun -np 2). Calls take known times on a per-rank virtual
+// clock (a shared 2-core CI machine would stretch busy-waits unpredictably), so both methods' statistics are
+// exact: rank 0's calls take 200 µs, rank 1's alternate 300 and 500 µs; pkb (slowest rank per call) sees
+// 300/500 alternating, paper (per-rank mean, maximum over ranks) 400. The gathers, reductions and the stop
+// decision's broadcast are MPI's. One more timing on the real CPU runtime with busy-waits checks lower bounds.
+// Exits non-zero if any check failed.
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "worker/timing.h"
+
+namespace {
+
+int failures = 0;
+int rank = 0;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+}
+
+// The CPU runtime's barrier (MPI), with a clock that only run() advances.
+class VirtualClockRuntime : public pkb::Runtime {
+ public:
+  VirtualClockRuntime() : Runtime(MPI_COMM_WORLD) {}
+  double now_us = 0;
+  bool is_cuda() const override { return false; }
+  int device() const override { return -1; }
+  void* stream() const override { return nullptr; }
+  void copy(void*, const void*, size_t) override {}
+  void fill(void*, uint8_t, size_t) override {}
+  void copy_async(void*, const void*, size_t) override {}
+  void* private_alloc(size_t) override { return nullptr; }
+  std::string synchronize() override { return ""; }
+  std::string stream_synchronize() override { return ""; }
+  void timers_reserve(int n) override { marks_.assign(n, 0); }
+  void record(int i) override { marks_[i] = now_us; }
+  double elapsed_ms(int i, int j) override { return (marks_[j] - marks_[i]) / 1e3; }
+  void* const* heap_bases_device() const override { return nullptr; }
+  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+
+ private:
+  std::vector<double> marks_;
+};
+
+void spin_us(double us) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() < us) {
+  }
+}
+
+}  // namespace
+
+// One timing: rank 1 alternates 300/500 µs, rank 0 spins 200 µs; records which copies every call used.
+struct Run {
+  pkb::TimingStats stats;
+  std::vector<int> before_copies;                // every call's copy, in order
+  std::vector<std::pair<int, int>> timed;        // (ordinal, copy) of every timed call
+};
+
+Run timed_run(VirtualClockRuntime& rt, const pkb::CopyPlan& plan, const pkb::TimingOptions& o) {
+  Run r;
+  int calls = 0;
+  pkb::TimingHooks hooks;
+  hooks.before = [&](int k) { r.before_copies.push_back(k); };
+  hooks.after_timed = [&](int j, int k) { r.timed.push_back({j, k}); };
+  r.stats = pkb::time_iterations(rt, plan, [&](int) { rt.now_us += rank == 0 ? 200 : (calls++ % 2 ? 500 : 300); }, o,
+                                 &hooks);
+  return r;
+}
+
+int main(int argc, char** argv) {
+  using namespace pkb;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  long tag = static_cast<long>(getpid());
+  MPI_Bcast(&tag, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  {
+    auto rt = std::make_unique<VirtualClockRuntime>();
+    TimingOptions o;
+    o.warmup = 2, o.iters = 10, o.paper_warmup = 4, o.paper_iters = 10, o.min_reps = 2, o.max_reps = 3;
+    o.budget_s = 60;
+    CopyPlan plan{3 + o.max_timed_calls() + kEscapeProbeCalls, 3};
+
+    // The pkb method's per-call values alternate (the slowest rank's 300/500), so its median's interval stays
+    // wide: the repetitions run to max_reps. The paper value (rank 1's mean, 400) is the maximum over ranks.
+    Run a = timed_run(*rt, plan, o);
+    if (rank == 0) {
+      const TimingStats& s = a.stats;
+      check(s.reps == 3 && s.stopped_by == "max_reps", "expected 3 repetitions stopped by max_reps, got " +
+                                                           std::to_string(s.reps) + " " + s.stopped_by);
+      check(s.pkb.values_us.size() == 30, "pkb: 10 calls x 3 repetitions");
+      check(s.paper.values_us.size() == 3, "paper: one value per repetition");
+      check(s.pkb.stats.min == 300 && s.pkb.stats.max == 500 && s.pkb.stats.median == 400,
+            "pkb takes the slowest rank per call: " + std::to_string(s.pkb.stats.min) + ".." +
+                std::to_string(s.pkb.stats.max));
+      for (double v : s.paper.values_us)
+        check(v == 400, "paper: max over ranks of the per-rank mean is 400 us, got " + std::to_string(v));
+      check(s.pkb.stats.ci_half_rel() > o.ci_target, "pkb's CI is wide for alternating calls");
+      check(!s.stream_escape && !s.throttled, "no escape or throttling on CPU ranks");
+      check(s.clocks["available"] == false, "clocks unavailable on CPU ranks");
+    }
+    // Hooks: warm-ups on the warm-up copies, each timed call on its own fresh copy, ordinals laid out per
+    // repetition (pkb block's first), and the probe after them, on fresh copies too.
+    check(a.before_copies.size() == static_cast<size_t>(o.warmup_calls() + 3 * o.calls_per_rep() + kEscapeProbeCalls),
+          "before() runs for every call");
+    for (int i = 0; i < o.warmup_calls(); ++i) check(a.before_copies[i] < 3, "warm-up call on a warm-up copy");
+    std::set<int> seen;
+    for (auto [j, k] : a.timed) {
+      check(k == plan.timed_copy(j), "timed call uses its ordinal's copy");
+      check(seen.insert(k).second, "no copy serves two timed calls");
+    }
+    check(a.timed.size() == 30 + 30, "every timed call of both methods reported");
+    for (size_t i = o.warmup_calls() + a.timed.size(); i < a.before_copies.size(); ++i)
+      check(!seen.count(a.before_copies[i]) && a.before_copies[i] >= 3, "probe calls on fresh copies");
+
+    // A loose target is met after min_reps; a spent budget stops after one repetition.
+    o.ci_target = 0.9;
+    Run b = timed_run(*rt, plan, o);
+    if (rank == 0) check(b.stats.reps == 2 && b.stats.stopped_by == "ci_target", "loose target: stops at min_reps");
+    o.ci_target = 0.01, o.budget_s = 1e-6;
+    Run c = timed_run(*rt, plan, o);
+    check(c.stats.reps == 1, "every rank stops when rank 0's budget is spent");
+    if (rank == 0) check(c.stats.stopped_by == "budget", "stopped_by budget");
+    auto j = c.stats.to_json();
+    if (rank == 0)
+      check(j.contains("median_us") && j["paper"].contains("median_us") && j.contains("iqr_us") && j["reps"] == 1,
+            "record fields: pkb at the top level, paper beneath");
+
+    // The real CPU runtime (shared-memory heap, MPI barrier, steady clock) with busy-waits: only lower bounds
+    // hold on a loaded machine.
+    auto cpu = make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "timing-test-" + std::to_string(tag));
+    o.budget_s = 60, o.max_reps = 2, o.min_reps = 2, o.paper_warmup = 2;
+    TimingStats real = time_iterations(*cpu, plan, [&](int) { spin_us(rank == 0 ? 100 : 200); }, o);
+    if (rank == 0) {
+      check(real.pkb.stats.min >= 200, "real runtime, pkb: the slowest rank's 200 us at least");
+      for (double v : real.paper.values_us) check(v >= 200, "real runtime, paper: rank 1's mean at least");
+      check(real.reps == 2 && real.host_loop_us >= 2 * 20 * 200, "real runtime: two repetitions of 20 calls");
+    }
+  }
+  int any = failures, total = 0;
+  MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("timing_mpi_test: %s\n", total ? "FAILED" : "all checks passed");
+  MPI_Finalize();
+  return total ? 1 : 0;
+}

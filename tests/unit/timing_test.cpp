@@ -1,0 +1,154 @@
+// The timing method's arithmetic (harness/src/worker/timing.h): statistics, the stop rule, the L2 rotation and
+// the copy plan that keeps timed calls checked. The loop itself runs under MPI in timing_mpi_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "spec/catalog.h"
+#include "test_util.h"
+#include "worker/timing.h"
+
+namespace pkb {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+TEST(TimingStats, MedianIqrAndQuantilesInterpolate) {
+  SampleStats s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.q25, 2);
+  EXPECT_DOUBLE_EQ(s.q75, 4);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.stddev, std::sqrt(2.5));
+  EXPECT_DOUBLE_EQ(summarize({1, 2, 3, 4}).median, 2.5);
+  EXPECT_DOUBLE_EQ(quantile_sorted({10, 20}, 0.25), 12.5);
+  EXPECT_EQ(summarize({}).n, 0);
+}
+
+TEST(TimingStats, MedianIntervalFromOrderStatistics) {
+  // n = 100: ranks 50 -+ 9.8 -> 40 and 61 (rounded outwards), the textbook ~95% interval.
+  EXPECT_EQ(median_ci_ranks(100), std::make_pair(40, 61));
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  SampleStats s = summarize(v);
+  EXPECT_DOUBLE_EQ(s.ci_low, 40);
+  EXPECT_DOUBLE_EQ(s.ci_high, 61);
+  EXPECT_NEAR(s.ci_half_rel(), 10.5 / 50.5, 1e-12);
+  // Few values: the whole range, so three repetitions meet a 1% target only when they agree within 2%.
+  SampleStats three = summarize({100, 101.9, 100.5});
+  EXPECT_DOUBLE_EQ(three.ci_low, 100);
+  EXPECT_DOUBLE_EQ(three.ci_high, 101.9);
+  EXPECT_LT(three.ci_half_rel(), 0.01);
+  EXPECT_GT(summarize({100, 103, 100.5}).ci_half_rel(), 0.01);
+}
+
+TEST(TimingStats, StopRule) {
+  TimingOptions o;  // min 3, max 5 repetitions, 1%, 2 s
+  SampleStats tight = summarize({100, 100.2, 100.4}), loose = summarize({100, 110, 120});
+  EXPECT_FALSE(repetitions_done(o, 2, tight, tight, 0.1));  // below min_reps
+  EXPECT_TRUE(repetitions_done(o, 3, tight, tight, 0.1));   // both CIs within 1%
+  EXPECT_FALSE(repetitions_done(o, 3, tight, loose, 0.1));  // one method still wide
+  EXPECT_TRUE(repetitions_done(o, 5, loose, loose, 0.1));   // max_reps
+  EXPECT_TRUE(repetitions_done(o, 1, loose, loose, 2.5));   // budget spent, even before min_reps
+}
+
+TEST(TimingOptions, BadValuesNameTheOption) {
+  TimingOptions o;
+  o.min_reps = 4, o.max_reps = 2;
+  try {
+    o.validate();
+    FAIL() << "accepted min_reps > max_reps";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--min-reps"), std::string::npos) << e.what();
+  }
+  o = {};
+  o.ci_target = 0;
+  EXPECT_THROW(o.validate(), Error);
+  EXPECT_NO_THROW(TimingOptions{}.validate());
+  EXPECT_EQ(TimingOptions{}.to_args().size(), 18u);  // every option travels to pkb-rank and reference.py
+  EXPECT_EQ(timing_method_from_name("paper"), TimingMethod::paper);
+  EXPECT_FALSE(timing_method_from_name("fast"));
+}
+
+TEST(TimingRotation, CopiesExceedThreeTimesL2) {
+  const size_t l2 = 60 * kMiB;  // H200
+  // 2 MiB inputs: 91 copies, 182 MiB = 3.03x L2 (the old cap of 64 copies gave 2.13x).
+  EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda), 91);
+  for (size_t bytes : {size_t{4096}, kMiB, 2 * kMiB, 7 * kMiB + 3, 64 * kMiB, 300 * kMiB}) {
+    int n = rotation_copies(bytes, l2, kTimingCopyBudgetCuda);
+    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda)  // within the budget: always > 3x L2
+      EXPECT_GT(n * bytes, 3 * l2) << bytes;
+    EXPECT_LE(n * bytes, std::max(bytes, kTimingCopyBudgetCuda)) << bytes;
+  }
+  // 4 KiB inputs would need 46081 copies; the 2 GiB budget is not what stops them, the L2 rule is.
+  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda), 46081);
+  EXPECT_EQ(rotation_copies(kMiB, l2, 32 * kMiB), 32);  // the budget caps
+  EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda), 1);
+}
+
+TEST(TimingCopies, EveryTimedCallHasFreshContentsApartFromWarmUps) {
+  TimingOptions o;
+  CopyPlan p = timing_copies(2 * kMiB, 60 * kMiB, o, kTimingCopyBudgetCuda);
+  EXPECT_EQ(p.warmup_copies, 91);
+  EXPECT_EQ(p.copies, 91 + o.max_timed_calls() + kEscapeProbeCalls);
+  std::set<int> warm, timed;
+  for (int i = 0; i < o.warmup_calls(); ++i) warm.insert(p.warmup_copy(i));
+  for (int j = 0; j < o.max_timed_calls() + kEscapeProbeCalls; ++j) EXPECT_TRUE(timed.insert(p.timed_copy(j)).second) << j;
+  for (int k : timed) EXPECT_FALSE(warm.count(k)) << k;
+  // Memory-bound: timed calls wrap over the copies that fit, never into the warm-up rotation.
+  CopyPlan tight = timing_copies(16 * kMiB, 60 * kMiB, o, 256 * kMiB);
+  EXPECT_LE(static_cast<size_t>(tight.copies) * 16 * kMiB, 256 * kMiB);
+  for (int j = 0; j < o.max_timed_calls(); ++j) EXPECT_GE(tight.timed_copy(j), tight.warmup_copies);
+  // CPU ranks (no L2 figure): one warm-up copy.
+  EXPECT_EQ(timing_copies(4096, 0, o, kTimingCopyBudgetCpu).warmup_copies, 1);
+}
+
+TEST(TimingCopies, DrawsCheckEveryRepetitionThatRuns) {
+  TimingOptions o;
+  CopyPlan p = timing_copies(2 * kMiB, 60 * kMiB, o, kTimingCopyBudgetCuda);
+  const int per = o.calls_per_rep();
+  for (int i = 0; i < o.max_reps + 3; ++i) {
+    uint64_t draw = 1234567 + 7919ull * i;
+    int k = p.checked_copy(i, draw, o);
+    EXPECT_EQ(p.first_rep_of(k, o), i < o.max_reps ? i : 0) << i;
+    EXPECT_EQ(k, p.timed_copy((i < o.max_reps ? i : 0) * per + static_cast<int>(draw % per)));
+  }
+  EXPECT_EQ(p.first_rep_of(0, o), -1);  // a warm-up copy is never a timed call's
+}
+
+TEST(TimingClocks, UnavailableWithoutNvml) {
+  ClockMonitor cpu(-1);
+  cpu.sample(0, "before");
+  EXPECT_EQ(cpu.to_json()["available"], false);
+  EXPECT_FALSE(cpu.throttled());
+  EXPECT_EQ(throttle_reason_names(0x1 | 0x4 | 0x40), (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_TRUE(throttle_reason_names(0x1 | 0x2).empty());  // idle and application clocks are not throttling
+}
+
+// reference.py's timing (harness/python/run_reference.py) must summarize exactly as pkb-rank does, or its
+// PyTorch-eager baseline would not be comparable.
+TEST(TimingStats, PythonRunnerSummarizesTheSame) {
+  test::TempDir tmp;
+  std::vector<double> v = {31.5, 29.25, 30, 45, 28.75, 30.5, 29.5, 33, 30.25, 29};
+  std::string script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
+                       "print(json.dumps(r.summarize(json.loads(sys.argv[2]))))\n";
+  test::write_file(tmp.path() / "s.py", script);
+  std::vector<std::string> args = {(tmp.path() / "s.py").string(), (repo_root() / "harness/python").string(),
+                                   nlohmann::json(v).dump()};
+  test::CliRun run = test::run_cli("/usr/bin/python3", args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto py = nlohmann::json::parse(run.out);
+  SampleStats s = summarize(v);
+  EXPECT_DOUBLE_EQ(py["median_us"].get<double>(), s.median);
+  EXPECT_DOUBLE_EQ(py["q25_us"].get<double>(), s.q25);
+  EXPECT_DOUBLE_EQ(py["q75_us"].get<double>(), s.q75);
+  EXPECT_DOUBLE_EQ(py["ci95_low_us"].get<double>(), s.ci_low);
+  EXPECT_DOUBLE_EQ(py["ci95_high_us"].get<double>(), s.ci_high);
+  EXPECT_NEAR(py["stddev_us"].get<double>(), s.stddev, 1e-12);
+}
+
+}  // namespace
+}  // namespace pkb
