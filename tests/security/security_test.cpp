@@ -272,8 +272,9 @@ TEST(Security, DamagedCachesAreRebuilt) {
   EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
 }
 
-// SIGKILL of pkb itself, while its candidate spins and has started daemons: nothing survives.
-TEST(Security, KillingPkbLeavesNothingRunning) {
+// pkb killed (SIGTERM, as Slurm cancels a job, or SIGKILL) while its candidate spins inside the sandbox and has
+// started daemons there: nothing survives.
+void kill_pkb_mid_evaluation(int sig) {
   pkb::test::TempDir tmp;
   fs::path target = tmp.path() / "outside";
   fs::create_directories(target);
@@ -296,14 +297,17 @@ TEST(Security, KillingPkbLeavesNothingRunning) {
     started = processes_with(marker) > 0;
   }
   ASSERT_TRUE(started) << "the candidate never started its daemons";
-  kill(pid, SIGKILL);
+  kill(pid, sig);
   waitpid(pid, nullptr, 0);
   int left = 1;
   for (int i = 0; i < 50 && left; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     left = processes_with(marker) + processes_with(src.string());
   }
-  EXPECT_EQ(left, 0) << "processes of the killed evaluation are still running";
+  EXPECT_EQ(left, 0) << "processes of the evaluation killed by signal " << sig << " are still running";
 }
+
+TEST(Security, KillingPkbLeavesNothingRunning) { kill_pkb_mid_evaluation(SIGKILL); }
+TEST(Security, TerminatingPkbLeavesNothingRunning) { kill_pkb_mid_evaluation(SIGTERM); }
 
 }  // namespace

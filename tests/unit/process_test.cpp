@@ -2,6 +2,10 @@
 
 #include <csignal>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "core/files.h"
 #include "launch/process.h"
 #include "test_util.h"
 
@@ -34,6 +38,41 @@ TEST(Process, DeadlineKillsTheWholeProcessGroup) {
   EXPECT_NE(r.summary().find("timed out"), std::string::npos);
   sleep(4);
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a grandchild survived the deadline";
+}
+
+// A process in a session of its own (as bwrap's namespace init is) escapes every process-group kill; one the child
+// reports on ProcessOptions::info_fd dies with the group all the same.
+TEST(Process, AReportedProcessInAnotherSessionDiesWithTheGroup) {
+  for (bool reported : {true, false}) {
+    pkb::test::TempDir tmp;
+    pkb::ProcessOptions o;
+    o.timeout_s = 0.5;
+    o.kill_grace_s = 0.2;
+    o.info_fd = reported ? 3 : -1;
+    auto pid_file = tmp.path() / "pid";
+    // Not a group leader, so setsid(1) calls setsid() and execs sleep under the same pid.
+    std::string script = "setsid sleep 300.5 & echo $! > " + pid_file.string() +
+                         (reported ? "; printf '{\n \"child-pid\": %s\n}\n' $! >&3" : "") + "; sleep 30";
+    auto r = pkb::run_process({"sh", "-c", script}, o);
+    EXPECT_TRUE(r.timed_out);
+    pid_t escaped = std::stoi(pkb::read_text_file(pid_file));
+    auto running = [&] {  // a zombie (killed, not yet reaped by its new parent) is not running
+      int fd = ::open(("/proc/" + std::to_string(escaped) + "/stat").c_str(), O_RDONLY);
+      if (fd < 0) return false;
+      char buf[512];
+      ssize_t got = ::read(fd, buf, sizeof buf - 1);  // fails with ESRCH once it is gone
+      ::close(fd);
+      return got > 0 && std::string(buf, static_cast<size_t>(got)).find(") Z ") == std::string::npos;
+    };
+    bool alive = running();
+    for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
+    if (reported) {
+      EXPECT_FALSE(alive) << "the reported process outlived its group";
+    } else {
+      EXPECT_TRUE(alive) << "unreported, it should have escaped: the test no longer tells the two apart";
+      kill(escaped, SIGKILL);
+    }
+  }
 }
 
 TEST(Process, SignalIsReported) {

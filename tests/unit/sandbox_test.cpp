@@ -24,7 +24,7 @@ Inside run_inside(const pkb::Sandbox& box, const std::string& script, const pkb:
   po.stdout_path = logs.path() / "out";
   po.stderr_path = logs.path() / "err";
   pkb::apply_limits(po, limits);
-  auto r = pkb::run_process(pkb::sandbox_command(box, {"/bin/sh", "-c", script}), po);
+  auto r = pkb::run_sandboxed(box, {"/bin/sh", "-c", script}, po);
   return {r, pkb::file_tail(logs.path() / "out", 1 << 20) + pkb::file_tail(logs.path() / "err", 1 << 20)};
 }
 
@@ -79,7 +79,7 @@ TEST_F(Sandbox, ItsProcessesDieWithIt) {
   pkb::ProcessOptions po;
   po.timeout_s = 1;
   po.clear_env = true;
-  auto r = pkb::run_process(pkb::sandbox_command(box, {"/bin/sh", "-c", "(setsid sleep 3000.424242 &); sleep 100"}), po);
+  auto r = pkb::run_sandboxed(box, {"/bin/sh", "-c", "(setsid sleep 3000.424242 &); sleep 100"}, po);
   EXPECT_TRUE(r.timed_out);
   std::string found = pkb::capture_stdout({"sh", "-c", "sleep 0.3; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"});
   EXPECT_EQ(found.find("sleep 3000.424242"), std::string::npos) << "a process outlived its sandbox";

@@ -79,8 +79,9 @@ TEST(TimingRotation, CopiesExceedThreeTimesL2) {
   EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda), 91);
   for (size_t bytes : {size_t{4096}, kMiB, 2 * kMiB, 7 * kMiB + 3, 64 * kMiB, 300 * kMiB}) {
     int n = rotation_copies(bytes, l2, kTimingCopyBudgetCuda);
-    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda)  // within the budget: always > 3x L2
+    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda) {  // within the budget: always > 3x L2
       EXPECT_GT(n * bytes, 3 * l2) << bytes;
+    }
     EXPECT_LE(n * bytes, std::max(bytes, kTimingCopyBudgetCuda)) << bytes;
   }
   // 4 KiB inputs would need 46081 copies; the 2 GiB budget is not what stops them, the L2 rule is.

@@ -263,20 +263,17 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   po.cwd = work;
   po.stdout_path = work / "compile.log";
   po.stderr_path = work / "compile.log.err";
-  std::vector<std::string> argv = cmd;
+  Sandbox box;
   if (o.sandbox) {
     // The compiler reads untrusted source: it sees the system, pkb's headers and its own directory only
     // (an #include of a secret finds nothing), with no network and no environment of the driver.
-    Sandbox box;
     box.read_only = {o.include_dir};
     box.writable = {work};
     box.env = {{"CUDA_HOME", "/usr/local/cuda"}};
-    argv = sandbox_command(box, cmd);
-    po.clear_env = true;
     apply_limits(po, {size_t{32} << 30, size_t{1} << 30, o.timeout_s + 5, 512});
   }
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = run_process(argv, po);
+  ProcessResult pr = o.sandbox ? run_sandboxed(box, cmd, po) : run_process(cmd, po);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string log = file_tail(work / "compile.log", 1 << 20) + file_tail(work / "compile.log.err", 1 << 20);
   if (pr.timed_out) log = "compilation timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s\n" + log;

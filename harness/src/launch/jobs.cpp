@@ -42,9 +42,8 @@ ProcessResult run_rank_job(const RankJob& job) {
   for (const auto& [k, v] : mpi.env) box.env[k] = v;
   if (const char* cvd = getenv("CUDA_VISIBLE_DEVICES"); cvd && !box.env.count("CUDA_VISIBLE_DEVICES"))
     box.env["CUDA_VISIBLE_DEVICES"] = cvd;
-  po.clear_env = true;
   apply_limits(po, job.limits);
-  return run_process(sandbox_command(box, mpi.argv), po);
+  return run_sandboxed(box, mpi.argv, po);
 }
 
 namespace {

@@ -1,8 +1,10 @@
 #include "launch/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,7 +44,31 @@ void untrack_child(pid_t pid) {
   }
 }
 
+// pidfds of reported namespace inits (ProcessOptions::info_fd), stored + 1 so that 0 is an empty slot. A pidfd
+// names the process itself: signalling it can never hit a later process that reuses the pid.
+std::atomic<int> g_namespace_inits[kMaxChildren];
+
+void track_namespace_init(int pidfd) {
+  for (auto& slot : g_namespace_inits) {
+    int empty = 0;
+    if (slot.compare_exchange_strong(empty, pidfd + 1)) return;
+  }
+}
+
+void untrack_namespace_init(int pidfd) {
+  for (auto& slot : g_namespace_inits) {
+    int mine = pidfd + 1;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+void kill_namespace_init(int pidfd) {
+  if (pidfd >= 0) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+}
+
 extern "C" void kill_children_and_die(int sig) {
+  for (auto& slot : g_namespace_inits)
+    if (int fd = slot.load()) kill_namespace_init(fd - 1);
   for (auto& slot : g_children)
     if (pid_t pid = slot.load()) kill(-pid, SIGKILL);
   signal(sig, SIG_DFL);
@@ -80,8 +106,31 @@ std::string file_tail(const std::filesystem::path& p, size_t max_bytes) {
 
 namespace {
 
-// Forks and execs one child into process group `group` (0: a new group it leads).
-pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group) {
+// The pidfd of the process a child reports on its info pipe (`"child-pid": N`, bwrap's --info-fd JSON), or -1.
+// bwrap writes it once the namespaces exist, before the command starts; EOF (bwrap failed) or 10 s end the wait.
+int open_reported_init(int fd) {
+  std::string text;
+  double give_up = now_s() + 10;
+  while (text.find('}') == std::string::npos && text.size() < 4096) {
+    pollfd p = {fd, POLLIN, 0};
+    int wait_ms = static_cast<int>((give_up - now_s()) * 1000);
+    if (wait_ms <= 0 || poll(&p, 1, wait_ms) <= 0) break;
+    char buf[512];
+    ssize_t got = read(fd, buf, sizeof buf);
+    if (got <= 0) break;
+    text.append(buf, static_cast<size_t>(got));
+  }
+  size_t key = text.find("\"child-pid\"");
+  if (key == std::string::npos) return -1;
+  size_t digits = text.find_first_of("0123456789", key);
+  if (digits == std::string::npos) return -1;
+  long pid = std::strtol(text.c_str() + digits, nullptr, 10);
+  return pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)) : -1;
+}
+
+// Forks and execs one child into process group `group` (0: a new group it leads); a process it reports on
+// opts.info_fd is opened into *namespace_init (-1 if none).
+pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group, int* namespace_init) {
   if (argv.empty()) throw Error("run_process: empty command");
   std::vector<std::string> env_strings;
   for (char** e = environ; !opts.clear_env && *e; ++e) {
@@ -98,6 +147,8 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
 
   int out_fd = open_sink(opts.stdout_path), err_fd = open_sink(opts.stderr_path);
   if (out_fd < 0 || err_fd < 0) throw Error("run_process: cannot open output files for " + argv[0]);
+  int info[2] = {-1, -1};
+  if (opts.info_fd >= 0 && pipe2(info, O_CLOEXEC) != 0) throw Error("run_process: pipe failed");
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
   if (pid == 0) {
@@ -108,6 +159,10 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     if (null_fd >= 0) dup2(null_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
+    if (info[1] >= 0) {  // dup2 clears close-on-exec; a descriptor already in place needs it cleared by hand
+      if (info[1] == opts.info_fd) fcntl(info[1], F_SETFD, 0);
+      else dup2(info[1], opts.info_fd);
+    }
     for (const auto& [resource, value] : opts.rlimits) {
       struct rlimit lim = {value, value};
       setrlimit(resource, &lim);
@@ -122,6 +177,11 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   setpgid(pid, group ? group : pid);  // also from the parent, so the group exists before we might signal it
   close(out_fd);
   close(err_fd);
+  if (info[1] >= 0) {
+    close(info[1]);
+    *namespace_init = open_reported_init(info[0]);
+    close(info[0]);
+  }
   return pid;
 }
 
@@ -148,17 +208,28 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
   const ProcessOptions& first = opts.front();
   double start = now_s();
   std::vector<pid_t> pids;
+  std::vector<int> inits;  // pidfds of the namespace inits the children reported
+  auto kill_inits = [&] {
+    for (int fd : inits) kill_namespace_init(fd);
+  };
+  auto release_inits = [&] {
+    for (int fd : inits) untrack_namespace_init(fd), close(fd);
+  };
   try {
     for (size_t i = 0; i < argvs.size(); ++i) {
-      pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front()));
+      int init = -1;
+      pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front(), &init));
       if (i == 0) track_child(pids.front());
+      if (init >= 0) inits.push_back(init), track_namespace_init(init);
     }
   } catch (...) {
     if (!pids.empty()) {
+      kill_inits();
       kill(-pids.front(), SIGKILL);
       for (pid_t p : pids) waitpid(p, nullptr, 0);
       untrack_child(pids.front());
     }
+    release_inits();
     throw;
   }
   const pid_t group = pids.front();
@@ -185,14 +256,17 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
       kill(-group, SIGTERM);
       kill_at = t + first.kill_grace_s;
     } else if (kill_at > 0 && t >= kill_at) {
+      kill_inits();
       kill(-group, SIGKILL);
       kill_at = 0;
     }
     if (running > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
   }
-  // Reap stragglers the children left behind (ranks of a crashed mpirun).
+  // Reap stragglers the children left behind (ranks of a crashed mpirun, a sandbox whose bwrap was killed).
+  kill_inits();
   kill(-group, SIGKILL);
   untrack_child(group);
+  release_inits();
   for (size_t i = 0; i < pids.size(); ++i) {
     results[i].timed_out = timed_out;
     if (timed_out) results[i].wall_s = now_s() - start;

@@ -19,6 +19,11 @@ struct ProcessOptions {
   bool clear_env = false;                          // start from an empty environment instead of the inherited one
   std::filesystem::path cwd;                       // empty: inherited
   std::vector<std::pair<int, unsigned long>> rlimits;  // setrlimit(resource, value) in the child before exec
+  // >= 0: the child gets a pipe's write end as this descriptor, where it reports `"child-pid": N` as bwrap's
+  // --info-fd does. Process N (the sandbox's PID-namespace init, in a session of its own that no group kill
+  // reaches) is then killed with the group: on the deadline, at the end, and by the termination handler. Killing
+  // a namespace's init kills everything in the namespace.
+  int info_fd = -1;
 };
 
 struct ProcessResult {
@@ -43,9 +48,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::string>>& argvs,
                                              const std::vector<ProcessOptions>& opts, double peer_grace_s = 2);
 
-// Makes SIGINT, SIGTERM and SIGHUP kill every child process group still running before this process dies of the
-// signal: children lead their own groups, so a Ctrl-C or a `kill` aimed at pkb would otherwise leave mpirun and
-// its ranks (a spinning candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed.
+// Makes SIGINT, SIGTERM and SIGHUP kill every child process group still running, and every reported namespace
+// init (ProcessOptions::info_fd), before this process dies of the signal: children lead their own groups, so a
+// Ctrl-C, a `kill` or a Slurm cancel aimed at pkb would otherwise leave mpirun and its ranks (a spinning
+// candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed.
 void kill_children_on_termination();
 
 // Runs a short command and returns its standard output ("" if it failed or printed nothing).

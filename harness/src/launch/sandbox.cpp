@@ -34,10 +34,12 @@ bool under_system_dir(const fs::path& p) {
 
 void add(std::vector<std::string>& v, std::initializer_list<std::string> items) { v.insert(v.end(), items); }
 
+constexpr int kInfoFd = 3;  // where bwrap writes {"child-pid": N} (ProcessOptions::info_fd)
+
 }  // namespace
 
 std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<std::string>& argv) {
-  std::vector<std::string> c = {bwrap_path(), "--die-with-parent", "--new-session", "--unshare-all",
+  std::vector<std::string> c = {bwrap_path(), "--info-fd", std::to_string(kInfoFd), "--die-with-parent", "--new-session", "--unshare-all",
                                 "--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns",
                                 "--cap-drop", "ALL", "--hostname", "pkb-sandbox", "--clearenv"};
   for (const char* d : kSystemDirs) {
@@ -74,6 +76,12 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
   return c;
 }
 
+ProcessResult run_sandboxed(const Sandbox& box, const std::vector<std::string>& argv, ProcessOptions po) {
+  po.clear_env = true;
+  po.info_fd = kInfoFd;
+  return run_process(sandbox_command(box, argv), po);
+}
+
 const std::string& sandbox_unavailable() {
   static std::once_flag once;
   static std::string why;
@@ -81,12 +89,11 @@ const std::string& sandbox_unavailable() {
     Sandbox box;
     ProcessOptions po;
     po.timeout_s = 30;
-    po.clear_env = true;
     fs::path err = fs::temp_directory_path() / ("pkb-sandbox-probe-" + std::to_string(getpid()));
     po.stderr_path = err;
     ProcessResult r;
     try {
-      r = run_process(sandbox_command(box, {"/bin/true"}), po);
+      r = run_sandboxed(box, {"/bin/true"}, po);
     } catch (const std::exception& e) {
       why = e.what();
     }

@@ -28,9 +28,15 @@ struct Sandbox {
   size_t tmpfs_bytes = size_t{1} << 30;              // size of /tmp and of /dev/shm each
 };
 
-// bwrap's command line that runs `argv` inside `box`. The bwrap process itself must be started with a cleared
-// environment (ProcessOptions::clear_env): its environment is readable from inside through /proc.
+// bwrap's command line that runs `argv` inside `box`. Start it with run_sandboxed, which clears bwrap's own
+// environment (readable from inside through /proc) and opens the descriptor bwrap reports its namespace init on.
 std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<std::string>& argv);
+
+// Runs `argv` inside `box` (sandbox_command) under `po`. The sandbox is its own session, out of reach of the
+// process-group kills run_process uses; bwrap reports its PID-namespace init (--info-fd), which run_process
+// kills with the group (and the termination handler kills too), so no sandbox outlives its job or pkb, even
+// where bwrap's own parent-death signal does not fire.
+ProcessResult run_sandboxed(const Sandbox& box, const std::vector<std::string>& argv, ProcessOptions po);
 
 // Why no sandbox can run here ("" when one can): bwrap missing, or unable to create namespaces. Probed once.
 const std::string& sandbox_unavailable();

@@ -86,7 +86,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   RankJob job{o.world, o.device == "cuda",
               {"--batch", file.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
                trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed)},
-              batch_dir, "mpirun", o.timeout_s * static_cast<double>(batch.size()), {}};
+              batch_dir, "mpirun", o.timeout_s * static_cast<double>(batch.size()), {}, nullptr, {}};
   if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
   bool save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   if (save_inputs) job.args.push_back("--save-inputs");
