@@ -47,6 +47,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
     ps.c_robust += s.correct(Policy::robust);
     ps.c_pkb += s.correct(Policy::pkb);
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
+    ps.contended += s.correct(Policy::robust) && s.record.contended;
   }
   ps.c_fast = count_fast(p.samples, st.headline_p);
   ps.pass_robust = estimates(ps.n, ps.c_robust, st.ks);
@@ -70,6 +71,7 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
   a.missing += ps.missing;
   for (const auto& [kind, count] : ps.failures) a.failures[kind] += count;
   a.generation_failed += ps.generation_failed;
+  a.contended += ps.contended;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
   a.correct += ps.c_robust;
@@ -113,6 +115,7 @@ LoadedResults with_timing_method(const LoadedResults& loaded, const std::string&
   for (auto& p : r.problems)
     for (auto* list : {&p.samples, &p.turns})
       for (auto& s : *list) {
+        if (s.record.contended) continue;  // no speedup by any method
         const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
         if (method == recorded) continue;
         s.speedup = method == "paper" ? s.record.speedup_paper : s.record.speedup_pkb;

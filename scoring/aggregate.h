@@ -17,7 +17,7 @@ struct ScoreSettings {
   double headline_p = 1.0;       // the p of the per-problem fast_p@k columns: fast_1@k
   // Which timing method's speedup is scored (pkb or paper; records carry both). "": each record's own
   // (timing.method), which `pkb eval/run --timing-method` chose. SOL% stays the recorded method's.
-  std::string timing_method;
+  std::string timing_method{};
 };
 
 // With fewer than k samples the estimator is evaluated at k_used = n, a lower bound on pass@k.
@@ -41,6 +41,7 @@ struct ProblemScore {
   int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
   int generation_failed = 0;                       // of the n samples, those the model never produced
   int not_evaluated = 0;                           // candidates compiled but not run: not in n
+  int contended = 0;  // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
   bool missing = false;                            // in the run's selection without any record: counts 0
   std::map<std::string, int> failures;             // failed samples (of n) by bucket: compile, ..., no_code
   std::vector<AtK> pass_robust, pass_pkb, fast;    // one per ScoreSettings::ks
@@ -57,6 +58,7 @@ struct Aggregate {
   int problems = 0, without_samples = 0, samples = 0, correct = 0;  // over the problems in the means
   int generation_failed = 0;     // samples (in `samples`) the model never produced
   int not_evaluated = 0;         // candidates compiled but not evaluated, over every problem
+  int contended = 0;             // correct samples judged with ranks sharing a GPU (no speedup), in the means
   int not_fully_evaluated = 0;   // problems left out of the means because some evaluation was skipped
   int missing = 0;               // problems of the selection without any record (in `problems`, counted 0)
   std::map<std::string, int> failures;  // failed samples by bucket, over the problems in the means

@@ -40,8 +40,8 @@ ojson problem_json(const ProblemScore& p) {
   bool unknown = p.n == 0 && !p.fully_evaluated();
   return {{"id", p.id}, {"slug", p.slug}, {"folder", p.folder}, {"category", p.category}, {"n", p.n},
           {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"generation_failed", p.generation_failed},
-          {"not_evaluated", p.not_evaluated}, {"missing", p.missing}, {"failures", failures_json(p.failures)},
-          {"pass_at_k", at_k_json(p.pass_robust, unknown)},
+          {"not_evaluated", p.not_evaluated}, {"contended", p.contended}, {"missing", p.missing},
+          {"failures", failures_json(p.failures)}, {"pass_at_k", at_k_json(p.pass_robust, unknown)},
           {"pkb_pass_at_k", at_k_json(p.pass_pkb, unknown)}, {"fast_p_at_k", at_k_json(p.fast, unknown)},
           {"best_speedup", null_or(p.best_speedup)}, {"geomean_speedup", null_or(p.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(p.sol_candidate))},
@@ -124,6 +124,7 @@ std::string timing_method_text(const Scores& s, const LoadedResults& loaded) {
 ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
   return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
           {"correct", a.correct}, {"generation_failed", a.generation_failed}, {"not_evaluated", a.not_evaluated},
+          {"contended", a.contended},
           {"not_fully_evaluated", a.not_fully_evaluated}, {"missing", a.missing},
           {"failures", failures_json(a.failures)}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
           {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
@@ -189,6 +190,10 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   std::ostringstream o;
   o << "# pkb scores: " << run_label(loaded) << "\n\n";
   if (skipped) o << "**" << skipped_evaluations_notice(s) << "**\n\n";
+  if (s.overall.contended)
+    o << "**" << plural(s.overall.contended, "correct sample was", "correct samples were")
+      << " judged with ranks sharing a GPU: a functional check. Their times measure contention, so they claim no "
+         "speedup or SOL% and count as not fast.**\n\n";
   if (!s.turns.empty())
     o << "Multi-turn run (" << s.turns.size() << " turns): every sample counts as its best turn; per turn: "
       << "\"Turns\" below.\n\n";

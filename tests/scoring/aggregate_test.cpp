@@ -304,3 +304,29 @@ TEST(Score, TimingMethodPicksWhichSpeedupCounts) {
   st.timing_method = "fastest";
   EXPECT_THROW(score(r, st), pkb::Error);
 }
+
+// Ranks that shared a GPU timed contention: such a record claims no speedup or SOL% under any method, even if
+// speedups were written beside `contended` (by an older pkb, or by hand), and is counted as a functional check.
+TEST(Score, ContendedTimingsClaimNoSpeedupUnderAnyMethod) {
+  auto line = [](const std::string& sha, bool contended) {
+    auto j = nlohmann::json::parse(pkb::test::record_line({.sha256 = sha, .speedup = 3.0}));
+    j["timing"]["by_method"] = {{"pkb", {{"speedup", 3.0}}}, {"paper", {{"speedup", 4.0}}}};
+    j["roofline"] = {{"sol_candidate", 0.5}};
+    if (contended) j["timing"]["contended"] = true;
+    return j.dump() + "\n";
+  };
+  LoadedResults r = parse(line("shared", true) + line("own", false));
+  ASSERT_EQ(r.problems.size(), 1u);
+  ScoreSettings st;
+  st.ks = {1};
+  for (std::string method : {"", "pkb", "paper"}) {
+    st.timing_method = method;
+    Scores s = score(r, st);
+    const ProblemScore& p = s.problems[0];
+    EXPECT_EQ(p.c_robust, 2) << method;
+    EXPECT_EQ(p.c_fast, 1) << method << ": only the sample with a GPU of its own can be fast";
+    EXPECT_EQ(p.contended, 1) << method;
+    EXPECT_EQ(s.overall.contended, 1) << method;
+    EXPECT_EQ(p.sol_candidate.count, 1) << method;
+  }
+}

@@ -43,7 +43,9 @@ TEST(Shard, EveryItemOfTheGridBelongsToExactlyOneShardInContiguousBalancedBlocks
           }
       for (long item = 0; item < total; ++item) {
         ASSERT_GE(owner[item], 0) << "item " << item << " of " << total << " in no shard of " << count;
-        if (item) ASSERT_LE(owner[item - 1], owner[item]) << "blocks are not contiguous";
+        if (item) {
+          ASSERT_LE(owner[item - 1], owner[item]) << "blocks are not contiguous";
+        }
       }
       auto [lo, hi] = std::minmax_element(size.begin(), size.end());
       EXPECT_LE(*hi - *lo, 1) << total << " items over " << count << " shards";

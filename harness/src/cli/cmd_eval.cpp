@@ -3,11 +3,12 @@
 // Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error.
 #include <iostream>
 
-#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "eval/evaluate.h"
 #include "spec/catalog.h"
+#include "worker/timing_cli.h"
 
 namespace pkb::cli {
 namespace {
@@ -27,6 +28,8 @@ int run_eval(EvalCliOptions& o) {
   auto selected = c.select(o.problem);
   if (selected.size() != 1) throw Error("--problem must name exactly one problem");
   EvalResult r = evaluate_candidate(*selected[0], o.file, o.e);
+  std::filesystem::create_directories(o.e.out_dir);
+  append_line(o.e.out_dir / "results.jsonl", r.record.dump());
   if (o.json)
     std::cout << r.record.dump(2) << "\n";
   else

@@ -13,6 +13,7 @@
 #include "check/expected.h"
 #include "check/outputs.h"
 #include "compile/compiler.h"
+#include "core/result_record.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "inputs/inputs.h"
@@ -61,7 +62,7 @@ GpuSharing gpu_sharing(const EvalOptions& o) {
 }
 
 RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env};
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env, nullptr, {}};
   if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return job;
 }
@@ -531,9 +532,16 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   rec["timing"] = timing;
   if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
   if (rec.contains("gpu_sharing")) {
-    // Ranks shared a GPU: the verdict stands, the times measure contention. No speedup is claimed.
-    rec["timing"]["contended"] = true;
-    rec["timing"].erase("speedup");
+    // Ranks shared a GPU: the verdict stands, the times measure contention. No speedup or SOL% is claimed, by
+    // either method (a rescore with --timing-method reads by_method).
+    json& t = rec["timing"];
+    t["contended"] = true;
+    for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
+      t.erase(k);
+      for (auto& [m, x] : t["by_method"].items()) x.erase(k);
+    }
+    for (const char* k : {"sol_candidate", "sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
+      rec["roofline"].erase(k);
     return finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
   }
   return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
@@ -609,8 +617,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     // Compiler messages, stderr tails and file names carry bytes the candidate chose: whatever is not UTF-8 is
     // replaced (U+FFFD) once, here, so every later reader gets valid JSON.
     rec = json::parse(rec.dump(-1, ' ', false, json::error_handler_t::replace));
-    fs::create_directories(o.out_dir);
-    append_line(o.out_dir / "results.jsonl", rec.dump());
+    // Through the one typed definition of a record (core/result_record.h), as every reader gets it back.
+    res.record = record_to_json(record_from_json(rec));
     return res;
   };
 

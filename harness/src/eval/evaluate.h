@@ -1,7 +1,8 @@
 // Turning a candidate source into a verdict and a speedup (DESIGN.md §2, §6): lint and compile, the reference
 // pass (cached on disk), the PyTorch-eager baseline (reference.py in W Python processes, where Python torch exists),
 // the candidate pass in its own processes, then the comparison in this process. Produces one result record
-// (schema pkb.result/1, docs/result-record.md) and appends it to results.jsonl.
+// (schema pkb.result/1, docs/result-record.md, through core/result_record.h); the caller stores it (`pkb eval`
+// in OUT/results.jsonl, `pkb run` with its sample and model in RUN/results.jsonl).
 #pragma once
 
 #include <filesystem>

@@ -395,9 +395,8 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
       for (size_t i = 0; i < group.size(); ++i) {
         const Task& t = group[i];
         try {
-          // evaluate_candidate appends its own copy of the record (without sample and model) under out_dir and
-          // names the candidate pass's directory by content: one directory per sample keeps two samples with
-          // equal bytes from overwriting each other's rank records. RUN/results.jsonl gets the full record.
+          // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per
+          // sample (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
           e.out_dir = sum.dir / "eval" /
                       ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
           ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
