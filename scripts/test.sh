@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (unit tests, multi-rank CPU
 # validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
-# then lists the 10 slowest tests. Exit status is ctest's.
+# then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer). Exit status:
+# ctest's, or 1 if the ThreadSanitizer run failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
-# A fresh build dir gets the Test build type (-O1, no debug info: half the compile time); an existing one keeps its own.
+# A fresh build dir gets the Test build type (-O0, no debug info: half the compile time); an existing one keeps its own.
 PKB_BUILD_TYPE=${PKB_BUILD_TYPE:-Test} "$root/scripts/build.sh"
 cd "${PKB_BUILD_DIR:-$root/build}"
 log=$(mktemp)
@@ -16,4 +17,6 @@ ctest --output-on-failure -j "$(nproc)" "$@" | tee "$log" || status=$?  # pipefa
 echo "10 slowest tests:"
 sed -nE 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: +([^ ]+) .* ([0-9]+\.[0-9]+) sec.*$/\2 \1/p' "$log" |
   sort -rn | awk 'NR <= 10 { printf "  %8.1f s  %s\n", $1, $2 }'  # awk reads it all: no SIGPIPE under pipefail
+# The threaded code once more under ThreadSanitizer (its own torch-free build dir; about a minute).
+"$root/scripts/tsan.sh" || status=1
 exit "$status"

@@ -1,0 +1,105 @@
+// What `pkb run` does from several threads at once (its compile pool and its GPU slots): start and kill
+// process groups, capture a command's output, compile into the shared cache, and ask lazily computed facts
+// (compiler version, Python with torch, the sandbox probe, the repository revision). Torch-free, so that
+// scripts/tsan.sh also builds and runs it under ThreadSanitizer, where a data race fails the test run.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "launch/jobs.h"
+#include "launch/process.h"
+#include "launch/sandbox.h"
+#include "spec/catalog.h"
+#include "test_util.h"
+
+namespace {
+
+constexpr int kThreads = 8;
+
+template <class F>
+void on_threads(F f) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back(f, i);
+  for (auto& t : threads) t.join();
+}
+
+TEST(Concurrency, CapturedOutputsNeverMix) {
+  std::vector<std::string> got(kThreads);
+  on_threads([&](int i) {
+    for (int round = 0; round < 4; ++round) got[i] += pkb::capture_stdout({"sh", "-c", "echo thread" + std::to_string(i)});
+  });
+  for (int i = 0; i < kThreads; ++i) {
+    std::string one = "thread" + std::to_string(i) + "\n";
+    EXPECT_EQ(got[i], one + one + one + one) << i;
+  }
+}
+
+TEST(Concurrency, ProcessGroupsStartAndDieIndependently) {
+  std::vector<pkb::ProcessResult> quick(kThreads), slow(kThreads);
+  on_threads([&](int i) {
+    pkb::ProcessOptions o;
+    o.timeout_s = 0.3;
+    o.kill_grace_s = 0.1;
+    slow[i] = pkb::run_process({"sh", "-c", "sleep 30"}, o);
+    o.timeout_s = 20;
+    quick[i] = pkb::run_process_group({{"sh", "-c", "exit " + std::to_string(i % 3)}, {"true"}}, {o, o}).front();
+  });
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_TRUE(slow[i].timed_out) << i;
+    EXPECT_FALSE(quick[i].timed_out) << i;
+    EXPECT_EQ(quick[i].exit_code, i % 3) << i;
+  }
+}
+
+TEST(Concurrency, LazyFactsAreComputedOnceAndAgree) {
+  std::vector<std::string> python(kThreads), sandbox(kThreads), revision(kThreads);
+  on_threads([&](int i) {
+    python[i] = pkb::python_with_torch();
+    sandbox[i] = pkb::sandbox_unavailable();
+    revision[i] = pkb::repo_revision();
+  });
+  for (const auto* v : {&python, &sandbox, &revision})
+    EXPECT_EQ(std::set<std::string>(v->begin(), v->end()).size(), 1u);
+  EXPECT_FALSE(revision[0].empty());
+}
+
+TEST(Concurrency, CompilationsIntoOneCacheAgree) {
+  pkb::test::TempDir tmp;
+  pkb::test::write_file(tmp.path() / "kernel.cpp", "extern \"C\" int pkb_answer() { return 42; }\n");
+  pkb::CompileOptions o;
+  o.cuda = false;
+  o.sandbox = false;  // the sandboxed path is the same code around a different argv; bwrap may be missing here
+  o.cache_dir = tmp.path() / "cache";
+  o.include_dir = pkb::repo_root() / "harness/include";
+  std::vector<pkb::CompileResult> r(kThreads);
+  std::vector<std::string> errors(kThreads);
+  on_threads([&](int i) {
+    try {
+      r[i] = pkb::compile_candidate(tmp.path() / "kernel.cpp", o);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_EQ(errors[i], "");
+    EXPECT_EQ(r[i].status, pkb::CompileStatus::ok) << r[i].log;
+    EXPECT_EQ(r[i].hash, r[0].hash);
+    EXPECT_TRUE(std::filesystem::exists(r[i].library)) << r[i].library;
+  }
+}
+
+TEST(Concurrency, SandboxesReportAndLoseTheirNamespaceInits) {
+  if (!pkb::sandbox_unavailable().empty()) GTEST_SKIP() << pkb::sandbox_unavailable();
+  std::vector<pkb::ProcessResult> r(kThreads);
+  on_threads([&](int i) {
+    pkb::ProcessOptions o;
+    o.timeout_s = i % 2 ? 0.5 : 30;  // half end by themselves, half are killed at the deadline
+    r[i] = pkb::run_sandboxed({}, {"/bin/sh", "-c", i % 2 ? "sleep 30" : "exit 0"}, o);
+  });
+  for (int i = 0; i < kThreads; ++i) EXPECT_EQ(r[i].timed_out, i % 2 == 1) << i << " " << r[i].summary();
+}
+
+}  // namespace
