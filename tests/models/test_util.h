@@ -34,6 +34,7 @@ inline models::ProviderOptions fast_options(const LoopbackServer& server, const 
   opt.retry.base_delay_s = 0.01;
   opt.retry.max_delay_s = 0.05;
   opt.retry.max_hint_s = 5;
+  opt.stream = false;  // these tests serve buffered bodies; streamed ones use stream_test.cpp's options
   return opt;
 }
 
