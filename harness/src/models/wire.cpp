@@ -90,7 +90,7 @@ Verdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, Reply& 
 
 Verdict stream_error_verdict(std::string_view event_data) {
   ErrorBody e = parse_error_body(event_data);
-  std::string label = !e.type.empty() ? e.type : !e.code.empty() ? e.code : e.status;
+  std::string label = !e.type.empty() ? e.type : !e.status.empty() ? e.status : e.code;  // Google: status over 503
   std::string low = label;
   std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
   auto has = [&](const char* s) { return low.find(s) != std::string::npos; };
