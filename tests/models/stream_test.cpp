@@ -490,6 +490,17 @@ TEST(Streams, AnHttpErrorBeforeTheStreamIsHandledAsBuffered) {
   EXPECT_FALSE(auth.streamed);
 }
 
+TEST(Streams, ARefusedConnectionIsATransportFailureAsBuffered) {
+  LoopbackServer server;  // only for the options; the URL points elsewhere
+  ProviderOptions opt = stream_options(server);
+  opt.base_url = "http://127.0.0.1:" + std::to_string(pkb::testing::unused_port()) + "/v1";
+  Reply r = make_provider("openai:gpt-5.4", opt)->complete(request());
+  EXPECT_EQ(r.error, ErrorKind::transport);
+  EXPECT_EQ(r.attempts, 3);
+  EXPECT_EQ(r.broken_streams, 0);
+  EXPECT_NE(r.error_message.find("transport: "), std::string::npos) << r.error_message;
+}
+
 // An endpoint that ignores the stream flag answers with one JSON body: read as such.
 TEST(Streams, AServerThatIgnoresTheStreamFlagStillAnswers) {
   LoopbackServer server;

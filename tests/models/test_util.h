@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "loopback_server.h"
 #include "models/provider.h"
@@ -20,6 +21,30 @@ inline std::string chat_body(const std::string& content, const std::string& fini
                         {"choices", {{{"index", 0}, {"message", msg}, {"finish_reason", finish}}}},
                         {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 7}, {"total_tokens", 12}}}}
       .dump();
+}
+
+/// The same answer as chat_body, as a Chat Completions event stream: a role chunk, `content` in three delta
+/// chunks, the finish chunk, the usage chunk (stream_options.include_usage) and [DONE].
+inline std::vector<std::string> chat_stream_events(const std::string& content, const std::string& finish = "stop") {
+  auto chunk = [](const nlohmann::json& delta, const nlohmann::json& fin) {
+    return sse_event("", nlohmann::json{{"id", "x"},
+                                        {"object", "chat.completion.chunk"},
+                                        {"model", "m"},
+                                        {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", fin}}}}}
+                             .dump());
+  };
+  std::vector<std::string> ev = {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)};
+  size_t step = content.size() / 3 + 1;
+  for (size_t p = 0; p < content.size(); p += step) ev.push_back(chunk({{"content", content.substr(p, step)}}, nullptr));
+  ev.push_back(chunk(nlohmann::json::object(), finish));
+  ev.push_back(sse_event("", nlohmann::json{{"id", "x"},
+                                            {"object", "chat.completion.chunk"},
+                                            {"model", "m"},
+                                            {"choices", nlohmann::json::array()},
+                                            {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 7}, {"total_tokens", 12}}}}
+                             .dump()));
+  ev.push_back(sse_event("", "[DONE]"));
+  return ev;
 }
 
 /// Options pointing a provider at the loopback server with a short, fast retry policy.

@@ -23,7 +23,10 @@ struct HttpRequest {
 struct HttpOptions {
   double connect_timeout_s = 10;    ///< TCP + TLS handshake (seconds)
   double total_timeout_s = 1800;    ///< whole buffered transfer; generous because long reasoning is normal (seconds)
-  double idle_timeout_s = 300;      ///< streamed: longest silence (no byte at all) before the attempt fails (seconds)
+  /// Streamed: longest silence (no byte at all) before the attempt fails (seconds). As long as the buffered
+  /// total by default, so streaming never cuts what buffering kept: OpenAI's Chat Completions stream sends
+  /// nothing while a reasoning model thinks, which can take many minutes.
+  double idle_timeout_s = 1800;
   double stream_timeout_s = 7200;   ///< streamed: cap on the whole attempt, a safety net (seconds)
 };
 
