@@ -184,8 +184,8 @@ TEST(Run, StreamedGenerationAndTheServiceOptions) {
   TempDir tmp;
   fs::path run = tmp.path() / "run";
   auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 1);
-  args.insert(args.end(), {"--idle-timeout", "0.3", "--stream-timeout", "30", "--http-timeout", "0.1",
-                           "--max-attempts", "2", "--retry-base-ms", "1"});
+  args.insert(args.end(), {"--idle-timeout", "0.3", "--stream-timeout", "30", "--http-timeout", "0.1", "--max-attempts",
+                           "2", "--retry-base-ms", "1"});
   CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(server.request_count(), 2);

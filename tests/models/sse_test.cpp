@@ -34,11 +34,12 @@ void expect_split_invariant(const std::string& stream) {
 }
 
 TEST(Sse, FieldsDataLinesAndComments) {
-  auto events = decode({": keep-alive\n\nevent: message_start\ndata: {\"a\":1}\n\n"
-                        "data: line one\ndata: line two\n\n"
-                        "data:no space\n\n"
-                        "data\n\n"
-                        "event: ping\nid: 7\nretry: 10\nunknown: x\ndata:  two spaces\n\n"});
+  auto events =
+      decode({": keep-alive\n\nevent: message_start\ndata: {\"a\":1}\n\n"
+              "data: line one\ndata: line two\n\n"
+              "data:no space\n\n"
+              "data\n\n"
+              "event: ping\nid: 7\nretry: 10\nunknown: x\ndata:  two spaces\n\n"});
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(events[0].event, "message_start");
   EXPECT_EQ(events[0].data, "{\"a\":1}");
@@ -69,12 +70,16 @@ TEST(Sse, CrlfAndLoneCrEndLines) {
 }
 
 TEST(Sse, ChunkBoundariesAnywhere) {
-  expect_split_invariant("\xEF\xBB\xBF" "event: x\r\ndata: {\"t\":\"h\\u00e9\"}\r\n\r\n: c\r\rdata: a\rdata: b\r\r"
-                         "data: [DONE]\n\n");
+  expect_split_invariant(
+      "\xEF\xBB\xBF"
+      "event: x\r\ndata: {\"t\":\"h\\u00e9\"}\r\n\r\n: c\r\rdata: a\rdata: b\r\r"
+      "data: [DONE]\n\n");
 }
 
 TEST(Sse, LeadingBomIsSkipped) {
-  auto events = decode({"\xEF", "\xBB", "\xBF" "data: x\n\n"});
+  auto events = decode({"\xEF", "\xBB",
+                        "\xBF"
+                        "data: x\n\n"});
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].data, "x");
 }

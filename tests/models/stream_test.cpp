@@ -79,8 +79,9 @@ void expect_same_answer(const Reply& streamed, const Reply& buffered) {
 }
 
 // Streams `events` (paced) and checks the reply against the buffered body's, in more time than total_timeout_s.
-Reply expect_stream_equals_body(const std::string& spec, const std::string& path, const std::vector<std::string>& events,
-                                const std::string& body, LoopbackServer* keep = nullptr) {
+Reply expect_stream_equals_body(const std::string& spec, const std::string& path,
+                                const std::vector<std::string>& events, const std::string& body,
+                                LoopbackServer* keep = nullptr) {
   LoopbackServer local;
   LoopbackServer& server = keep ? *keep : local;
   server.push(sse_response(events, kPause));
@@ -108,9 +109,12 @@ json chat_chunk(const json& delta, const json& finish = nullptr, const std::stri
 
 std::vector<std::string> chat_events(const std::string& content, const json& usage, const std::string& model,
                                      const std::string& reasoning_field = "", const std::string& reasoning = "") {
-  std::vector<std::string> ev = {sse_event("", chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr, model).dump())};
-  for (const auto& r : pieces(reasoning, 3)) ev.push_back(sse_event("", chat_chunk({{reasoning_field, r}}, nullptr, model).dump()));
-  for (const auto& c : pieces(content, 3)) ev.push_back(sse_event("", chat_chunk({{"content", c}}, nullptr, model).dump()));
+  std::vector<std::string> ev = {
+      sse_event("", chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr, model).dump())};
+  for (const auto& r : pieces(reasoning, 3))
+    ev.push_back(sse_event("", chat_chunk({{reasoning_field, r}}, nullptr, model).dump()));
+  for (const auto& c : pieces(content, 3))
+    ev.push_back(sse_event("", chat_chunk({{"content", c}}, nullptr, model).dump()));
   ev.push_back(sse_event("", chat_chunk(json::object(), "stop", model).dump()));
   json last = chat_chunk(json::object(), nullptr, model);
   last["choices"] = json::array();
@@ -140,8 +144,8 @@ TEST(Streams, OpenAIChatAssemblesTheBufferedReply) {
 TEST(Streams, CompatReasoningDeltasAndKeepAliveComments) {
   json buffered = json::parse(fx::kDeepSeekThinking);
   const json& msg = buffered["choices"][0]["message"];
-  std::vector<std::string> events = chat_events(msg["content"], buffered["usage"], "deepseek-v4-pro",
-                                                "reasoning_content", msg["reasoning_content"]);
+  std::vector<std::string> events =
+      chat_events(msg["content"], buffered["usage"], "deepseek-v4-pro", "reasoning_content", msg["reasoning_content"]);
   events.insert(events.begin(), {": keep-alive\n\n", ": keep-alive\n\n"});
   Reply r = expect_stream_equals_body("deepseek:deepseek-v4-pro", "", events, fx::kDeepSeekThinking);
   EXPECT_EQ(r.text, "Hello! How can I help you today?");
@@ -155,20 +159,23 @@ std::vector<std::string> responses_events(const json& final_response) {
   created["output"] = json::array();
   created.erase("usage");
   std::vector<std::string> ev = {
-      sse_event("response.created", json{{"type", "response.created"}, {"sequence_number", 0}, {"response", created}}.dump()),
+      sse_event("response.created",
+                json{{"type", "response.created"}, {"sequence_number", 0}, {"response", created}}.dump()),
       sse_event("response.output_item.added",
-                json{{"type", "response.output_item.added"}, {"output_index", 0},
+                json{{"type", "response.output_item.added"},
+                     {"output_index", 0},
                      {"item", {{"type", "message"}, {"id", "msg_1"}, {"content", json::array()}}}}
                     .dump())};
   for (const auto& d : pieces("The classic tongue twister...", 3))
     ev.push_back(sse_event("response.output_text.delta", json{{"type", "response.output_text.delta"},
-                                                               {"item_id", "msg_1"},
-                                                               {"output_index", 0},
-                                                               {"content_index", 0},
-                                                               {"delta", d}}
-                                                              .dump()));
-  ev.push_back(sse_event("response.completed",
-                         json{{"type", "response.completed"}, {"sequence_number", 9}, {"response", final_response}}.dump()));
+                                                              {"item_id", "msg_1"},
+                                                              {"output_index", 0},
+                                                              {"content_index", 0},
+                                                              {"delta", d}}
+                                                             .dump()));
+  ev.push_back(
+      sse_event("response.completed",
+                json{{"type", "response.completed"}, {"sequence_number", 9}, {"response", final_response}}.dump()));
   return ev;
 }
 
@@ -230,7 +237,8 @@ std::vector<std::string> anthropic_events(const std::string& stop_reason = "end_
   out.push_back(ev("ping", json::object()));
   for (const auto& t : pieces(b["content"][0]["thinking"], 3))
     out.push_back(ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", t}}}}));
-  out.push_back(ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "signature_delta"}, {"signature", "sig"}}}}));
+  out.push_back(
+      ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "signature_delta"}, {"signature", "sig"}}}}));
   out.push_back(ev("content_block_stop", {{"index", 0}}));
   out.push_back(ev("content_block_start", {{"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}}));
   for (const auto& t : pieces(b["content"][1]["text"], 3))
@@ -244,8 +252,8 @@ std::vector<std::string> anthropic_events(const std::string& stop_reason = "end_
 
 TEST(Streams, AnthropicTextAndThinkingAssembleTheBufferedReply) {
   LoopbackServer server;
-  Reply r = expect_stream_equals_body("anthropic:claude-sonnet-4-5", "/v1", anthropic_events(), kAnthropicThinking,
-                                      &server);
+  Reply r =
+      expect_stream_equals_body("anthropic:claude-sonnet-4-5", "/v1", anthropic_events(), kAnthropicThinking, &server);
   EXPECT_EQ(r.reasoning, "The user wants a kernel.\nOne block per row.");
   EXPECT_EQ(r.usage.input_tokens, 112);  // cache reads count as prompt
   EXPECT_EQ(r.usage.output_tokens, 60);  // the cumulative count of message_delta, not message_start's 1
@@ -271,9 +279,10 @@ const char* kGeminiThoughts = R"({
 std::vector<std::string> gemini_events(const std::string& finish) {
   json b = json::parse(kGeminiThoughts);
   auto chunk = [&](const json& part, const std::string& fin, bool final_usage) {
-    json c = {{"candidates", {{{"content", {{"role", "model"}, {"parts", {part}}}}, {"index", 0}}}},
-              {"modelVersion", "gemini-2.5-pro"},
-              {"usageMetadata", final_usage ? b["usageMetadata"] : json{{"promptTokenCount", 9}, {"totalTokenCount", 9}}}};
+    json c = {
+        {"candidates", {{{"content", {{"role", "model"}, {"parts", {part}}}}, {"index", 0}}}},
+        {"modelVersion", "gemini-2.5-pro"},
+        {"usageMetadata", final_usage ? b["usageMetadata"] : json{{"promptTokenCount", 9}, {"totalTokenCount", 9}}}};
     if (!fin.empty()) c["candidates"][0]["finishReason"] = fin;
     return sse_event("", c.dump());
   };
@@ -288,8 +297,8 @@ std::vector<std::string> gemini_events(const std::string& finish) {
 
 TEST(Streams, GeminiChunksAssembleTheBufferedReply) {
   LoopbackServer server;
-  Reply r = expect_stream_equals_body("gemini:gemini-2.5-pro", "/v1beta", gemini_events("STOP"), kGeminiThoughts,
-                                      &server);
+  Reply r =
+      expect_stream_equals_body("gemini:gemini-2.5-pro", "/v1beta", gemini_events("STOP"), kGeminiThoughts, &server);
   EXPECT_EQ(r.reasoning, "Thinking about rows and blocks.");
   EXPECT_EQ(r.usage.output_tokens, 50);  // thoughts are billed as output
   EXPECT_EQ(server.last_request().target, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse");
@@ -429,7 +438,8 @@ TEST(Streams, AnthropicOverloadedErrorEventIsRetriedWithItsMessage) {
 TEST(Streams, AnInvalidRequestErrorEventIsNotRetried) {
   LoopbackServer server;
   std::string error = sse_event(
-      "error", R"({"type":"error","code":"invalid_prompt","message":"Invalid prompt: flagged.","param":null,"sequence_number":1})");
+      "error",
+      R"({"type":"error","code":"invalid_prompt","message":"Invalid prompt: flagged.","param":null,"sequence_number":1})");
   server.set_fallback(sse_response({responses_events(json::parse(fx::kResponses))[0], error}, 0.01));
   Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
@@ -440,7 +450,8 @@ TEST(Streams, AnInvalidRequestErrorEventIsNotRetried) {
 TEST(Streams, AGeminiErrorChunkIsReportedWithItsStatus) {
   LoopbackServer server;
   std::vector<std::string> events = gemini_events("STOP");
-  std::string error = sse_event("", R"({"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}})");
+  std::string error =
+      sse_event("", R"({"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}})");
   server.set_fallback(sse_response({events[0], error}, 0.01));
   ProviderOptions opt = stream_options(server, "/v1beta");
   opt.retry.max_attempts = 2;
@@ -482,7 +493,8 @@ TEST(Streams, AnHttpErrorBeforeTheStreamIsHandledAsBuffered) {
   EXPECT_EQ(r.broken_streams, 0) << "no stream had started";
 
   LoopbackServer denied;
-  denied.set_fallback(json_response(401, R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"));
+  denied.set_fallback(
+      json_response(401, R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"));
   Reply auth = make_provider("anthropic:claude-sonnet-4-5", stream_options(denied))->complete(request());
   EXPECT_EQ(auth.error, ErrorKind::auth);
   EXPECT_EQ(auth.error_message, "HTTP 401 authentication_error: invalid x-api-key");
@@ -546,12 +558,12 @@ TEST(Streams, NoStreamSendsNoStreamField) {
   struct Case {
     std::string spec, path, body, target;
   };
-  for (const Case& c : {Case{"openai:gpt-5.4", "/v1", fx::kOpenAIChat, "/v1/chat/completions"},
-                        Case{"vllm:any", "/v1", fx::kOpenAIChat, "/v1/chat/completions"},
-                        Case{"openai-responses:o1", "/v1", fx::kResponses, "/v1/responses"},
-                        Case{"anthropic:claude-sonnet-4-5", "/v1", fx::kAnthropic, "/v1/messages"},
-                        Case{"gemini:gemini-2.5-pro", "/v1beta", fx::kGemini,
-                             "/v1beta/models/gemini-2.5-pro:generateContent"}}) {
+  for (const Case& c :
+       {Case{"openai:gpt-5.4", "/v1", fx::kOpenAIChat, "/v1/chat/completions"},
+        Case{"vllm:any", "/v1", fx::kOpenAIChat, "/v1/chat/completions"},
+        Case{"openai-responses:o1", "/v1", fx::kResponses, "/v1/responses"},
+        Case{"anthropic:claude-sonnet-4-5", "/v1", fx::kAnthropic, "/v1/messages"},
+        Case{"gemini:gemini-2.5-pro", "/v1beta", fx::kGemini, "/v1beta/models/gemini-2.5-pro:generateContent"}}) {
     LoopbackServer server;
     server.push(json_response(200, c.body));
     ProviderOptions opt = stream_options(server, c.path);

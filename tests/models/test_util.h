@@ -35,14 +35,16 @@ inline std::vector<std::string> chat_stream_events(const std::string& content, c
   };
   std::vector<std::string> ev = {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)};
   size_t step = content.size() / 3 + 1;
-  for (size_t p = 0; p < content.size(); p += step) ev.push_back(chunk({{"content", content.substr(p, step)}}, nullptr));
+  for (size_t p = 0; p < content.size(); p += step)
+    ev.push_back(chunk({{"content", content.substr(p, step)}}, nullptr));
   ev.push_back(chunk(nlohmann::json::object(), finish));
-  ev.push_back(sse_event("", nlohmann::json{{"id", "x"},
-                                            {"object", "chat.completion.chunk"},
-                                            {"model", "m"},
-                                            {"choices", nlohmann::json::array()},
-                                            {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 7}, {"total_tokens", 12}}}}
-                             .dump()));
+  ev.push_back(
+      sse_event("", nlohmann::json{{"id", "x"},
+                                   {"object", "chat.completion.chunk"},
+                                   {"model", "m"},
+                                   {"choices", nlohmann::json::array()},
+                                   {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 7}, {"total_tokens", 12}}}}
+                        .dump()));
   ev.push_back(sse_event("", "[DONE]"));
   return ev;
 }

@@ -161,8 +161,8 @@ HttpResponse http_post(const HttpRequest& req, const HttpOptions& opt, const Bod
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 
   std::string idle_error;
-  CURLcode rc = streamed ? perform_streamed(h, t, opt.idle_timeout_s, resp.idle_timed_out, idle_error)
-                         : curl_easy_perform(h);
+  CURLcode rc =
+      streamed ? perform_streamed(h, t, opt.idle_timeout_s, resp.idle_timed_out, idle_error) : curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   resp.curl_code = rc;
   if (rc != CURLE_OK) {

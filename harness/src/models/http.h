@@ -21,19 +21,19 @@ struct HttpRequest {
 };
 
 struct HttpOptions {
-  double connect_timeout_s = 10;    ///< TCP + TLS handshake (seconds)
-  double total_timeout_s = 1800;    ///< whole buffered transfer; generous because long reasoning is normal (seconds)
+  double connect_timeout_s = 10;  ///< TCP + TLS handshake (seconds)
+  double total_timeout_s = 1800;  ///< whole buffered transfer; generous because long reasoning is normal (seconds)
   /// Streamed: longest silence (no byte at all) before the attempt fails (seconds). As long as the buffered
   /// total by default, so streaming never cuts what buffering kept: OpenAI's Chat Completions stream sends
   /// nothing while a reasoning model thinks, which can take many minutes.
   double idle_timeout_s = 1800;
-  double stream_timeout_s = 7200;   ///< streamed: cap on the whole attempt, a safety net (seconds)
+  double stream_timeout_s = 7200;  ///< streamed: cap on the whole attempt, a safety net (seconds)
 };
 
 struct HttpResponse {
   long status = 0;                             ///< 0 when no HTTP status line arrived
   std::map<std::string, std::string> headers;  ///< names lowercased; last value wins
-  std::string body;             ///< the whole body, except a 2xx body given to a sink
+  std::string body;                            ///< the whole body, except a 2xx body given to a sink
   int curl_code = 0;            ///< CURLcode; 0 = transfer completed
   std::string transport_error;  ///< curl's message when curl_code != 0
   bool timed_out = false;       ///< connect, total or idle timeout

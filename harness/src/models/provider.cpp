@@ -104,12 +104,12 @@ class HttpProvider : public Provider {
     return classify_failure(resp, std::time(nullptr));
   }
 
-  Verdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler,
-                        Verdict stop, Reply& reply) const {
+  Verdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler, Verdict stop,
+                        Reply& reply) const {
     if (stop.kind != ErrorKind::none) return stop;  // the provider's error event, or a malformed event
     // A whole answer is kept whatever happened to the connection after it: re-sending it would pay twice.
     if (assembler.complete()) return parse_assembled(*wire_, assembler.body(), reply);
-    std::string how = resp.completed() ? "the connection closed before the final event"
+    std::string how = resp.completed()      ? "the connection closed before the final event"
                       : resp.idle_timed_out ? resp.transport_error + " (--idle-timeout)"
                                             : resp.transport_error;
     if (sse.mid_event()) how += ", mid-event";

@@ -33,13 +33,13 @@ class SseParser {
  private:
   void end_line(const Handler& on_event);
 
-  std::string line_;        // the current line, without its terminator
-  SseEvent pending_;        // fields of the event being built
-  bool has_data_ = false;   // a data line was seen (data may still be "")
+  std::string line_;         // the current line, without its terminator
+  SseEvent pending_;         // fields of the event being built
+  bool has_data_ = false;    // a data line was seen (data may still be "")
   bool has_fields_ = false;  // any field line was seen since the last blank line
-  bool skip_lf_ = false;    // the last byte was a CR: an LF right after it belongs to the same line end
-  bool started_ = false;    // past the optional BOM
-  std::string head_;        // first bytes, held back while they may be a split BOM
+  bool skip_lf_ = false;     // the last byte was a CR: an LF right after it belongs to the same line end
+  bool started_ = false;     // past the optional BOM
+  std::string head_;         // first bytes, held back while they may be a split BOM
   size_t events_ = 0;
 };
 

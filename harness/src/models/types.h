@@ -77,7 +77,7 @@ struct Reply {
   ErrorKind error = ErrorKind::none;
   std::string error_message;  ///< one line, API keys redacted
   bool from_cache = false;
-  bool streamed = false;   ///< the answer arrived as server-sent events (false: one buffered body)
+  bool streamed = false;  ///< the answer arrived as server-sent events (false: one buffered body)
   /// Attempts whose stream had started (HTTP 2xx, events flowing) and then broke (cut, idle, an error event):
   /// the next attempt starts from scratch, and the provider may bill each broken one as well as the answer.
   int broken_streams = 0;

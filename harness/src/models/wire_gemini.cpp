@@ -34,7 +34,8 @@ class GeminiAssembler : public StreamAssembler {
       if (!parts_.empty() && (parts_.back().value("thought", false) == thought))
         parts_.back()["text"] = str(parts_.back(), "text") + str(part, "text");
       else
-        parts_.push_back(thought ? json{{"text", str(part, "text")}, {"thought", true}} : json{{"text", str(part, "text")}});
+        parts_.push_back(thought ? json{{"text", str(part, "text")}, {"thought", true}}
+                                 : json{{"text", str(part, "text")}});
     }
     if (std::string f = str(candidates[0], "finishReason"); !f.empty()) finish_ = f;
     return {};
