@@ -172,6 +172,40 @@ TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   EXPECT_EQ(report(run)["problems"][0]["c"], 3);
 }
 
+// pkb run takes the service options pkb generate has: streamed by default, a stalled stream retried after
+// --idle-timeout (the buffered --http-timeout would have cut the paced answer), --no-stream buffers.
+TEST(Run, StreamedGenerationAndTheServiceOptions) {
+  testing::LoopbackServer server;
+  std::string answer = "```cuda\n" + cpu_fixture("correct") + "\n```\n";
+  testing::ScriptedResponse stalled = testing::sse_response({testing::chat_stream_events(answer)[0]});
+  stalled.hang_s = 10;
+  server.push(stalled);
+  server.push(testing::sse_response(testing::chat_stream_events(answer), 0.05));
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 1);
+  args.insert(args.end(), {"--idle-timeout", "0.3", "--stream-timeout", "30", "--http-timeout", "0.1", "--max-attempts",
+                           "2", "--retry-base-ms", "1"});
+  CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(server.request_count(), 2);
+  EXPECT_EQ(json::parse(server.last_request().body)["stream"], true);
+  json gen = json::parse(read_text_file(run / "generations.jsonl"));
+  EXPECT_EQ(gen["streamed"], true);
+  EXPECT_EQ(gen["broken_streams"], 1);
+  EXPECT_EQ(report(run)["problems"][0]["c"], 1);
+
+  testing::LoopbackServer plain;
+  plain.set_fallback(testing::json_response(200, testing::chat_body("No code today.")));
+  fs::path run2 = tmp.path() / "run2";
+  auto buffered = cpu_run_args("compat:" + plain.url() + "/v1@tiny", run2, 1);
+  buffered.insert(buffered.end(), {"--no-stream", "--http-timeout", "5"});
+  CliRun r2 = pkb_cli(buffered, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+  EXPECT_FALSE(json::parse(plain.last_request().body).contains("stream"));
+  EXPECT_EQ(json::parse(read_text_file(run2 / "generations.jsonl"))["streamed"], false);
+}
+
 // A provider cut-off other than length is a failed sample of its own kind; retry warnings go to stderr, not into
 // the results on stdout; a rerun served from the cache spends nothing new.
 TEST(Run, RefusedAnswersRetryWarningsAndCachedSpend) {

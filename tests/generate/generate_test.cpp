@@ -199,6 +199,47 @@ TEST(Generate, FailedRequestsAreRecordedAndExitOne) {
   EXPECT_NE(recs[0]["message"].get<std::string>().find("down for maintenance"), std::string::npos);
 }
 
+// Streaming is the default: the answer arrives as events, a stream that stalls past --idle-timeout is retried
+// (and counted as maybe billed), and the record says the answer was streamed. --no-stream sends no stream field.
+TEST(Generate, StreamsByDefaultRetriesAStalledStreamAndNoStreamBuffers) {
+  LoopbackServer server;
+  ScriptedResponse stalled = testing::sse_response({testing::chat_stream_events(kAnswer)[0]});
+  stalled.hang_s = 10;
+  server.push(stalled);
+  server.push(testing::sse_response(testing::chat_stream_events(kAnswer), 0.02));
+  TempDir tmp;
+  fs::path out = tmp.path() / "gen";
+  auto args = generate_args(server, out, "1", 1);
+  args.insert(args.end(), {"--idle-timeout", "0.3", "--timeout", "0.05"});  // a buffered attempt would time out
+  CliRun run = pkb_cli(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(server.request_count(), 2);
+  EXPECT_NE(run.err.find("idle timeout"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("may be billed"), std::string::npos) << run.err;
+  json body = json::parse(server.last_request().body);
+  EXPECT_EQ(body["stream"], true);
+  auto recs = records(out);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["status"], "ok") << recs[0].dump();
+  EXPECT_EQ(recs[0]["streamed"], true);
+  EXPECT_EQ(recs[0]["broken_streams"], 1);
+  EXPECT_EQ(recs[0]["attempts"], 2);
+  EXPECT_EQ(recs[0]["input_tokens"], 5);
+  EXPECT_EQ(slurp(out / recs[0]["candidate"].get<std::string>()), kKernel);
+  EXPECT_EQ(json::parse(slurp(out / "generation.json"))["stream"], true);
+
+  LoopbackServer plain;
+  plain.set_fallback(json_response(200, chat_body(kAnswer)));
+  fs::path out2 = tmp.path() / "gen2";
+  auto buffered = generate_args(plain, out2, "1", 1);
+  buffered.push_back("--no-stream");
+  CliRun r2 = pkb_cli(buffered);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_FALSE(json::parse(plain.last_request().body).contains("stream")) << plain.last_request().body;
+  EXPECT_EQ(records(out2)[0]["streamed"], false);
+  EXPECT_EQ(json::parse(slurp(out2 / "generation.json"))["stream"], false);
+}
+
 // A repository root holding copies of some shipped problems (PKB_ROOT), for the offline models.
 fs::path toy_root(const fs::path& dir, const std::vector<std::string>& problem_folders) {
   fs::create_directories(dir / "problems");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
 namespace pkb::testing {
@@ -76,6 +77,24 @@ ScriptedResponse json_response(int status, std::string body) {
   r.status = status;
   r.headers = {{"Content-Type", "application/json"}};
   r.body = std::move(body);
+  return r;
+}
+
+std::string sse_event(const std::string& name, const std::string& data) {
+  std::string out = name.empty() ? "" : "event: " + name + "\n";
+  for (size_t pos = 0;;) {
+    size_t nl = data.find('\n', pos);
+    out += "data: " + data.substr(pos, nl - pos) + "\n";
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return out + "\n";
+}
+
+ScriptedResponse sse_response(const std::vector<std::string>& events, double pause_s) {
+  ScriptedResponse r;
+  r.headers = {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
+  for (const auto& e : events) r.stream.push_back({e, pause_s});
   return r;
 }
 
@@ -203,6 +222,10 @@ void LoopbackServer::serve(int fd) {
   }
   ScriptedResponse r = next_response(req);
   bool alive = r.drop ? false : wait_or_stop(r.delay_s);
+  if (alive && !r.stream.empty()) {
+    serve_stream(fd, r);
+    return;
+  }
   if (alive) {
     std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n";
     for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
@@ -215,6 +238,33 @@ void LoopbackServer::serve(int fd) {
   // that one must not overlap this one in max_concurrent().
   --in_flight_;
   if (alive) send_all(fd, r.body);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
+static std::string chunk(const std::string& bytes) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  return size + bytes + "\r\n";
+}
+
+void LoopbackServer::serve_stream(int fd, const ScriptedResponse& r) {
+  std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n";
+  for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
+  head += "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  bool alive = send_all(fd, head);
+  bool counted_out = false;  // as in serve(): out of in_flight_ before the last bytes go
+  auto count_out = [&] {
+    if (!counted_out) --in_flight_, counted_out = true;
+  };
+  for (size_t i = 0; alive && i < r.stream.size(); ++i) {
+    alive = wait_or_stop(r.stream[i].pause_s);
+    if (i + 1 == r.stream.size() && r.hang_s == 0) count_out();
+    if (alive) alive = send_all(fd, chunk(r.stream[i].bytes));
+  }
+  if (alive && r.hang_s > 0) alive = wait_or_stop(r.hang_s);
+  count_out();
+  if (alive && !r.cut) send_all(fd, "0\r\n\r\n");
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }

@@ -1,6 +1,8 @@
 // A scripted HTTP/1.1 server on 127.0.0.1 for testing the model client against real sockets and real
 // libcurl. Each connection gets one thread and one response (then the connection is closed); responses are
-// taken from a FIFO script, then from a fallback. Every request is recorded for assertions.
+// taken from a FIFO script, then from a fallback. Every request is recorded for assertions. A response is
+// either one body with Content-Length or a stream: chunked pieces with pauses between them, optionally cut
+// (no final chunk) or stalled (silence) at the end, as event-stream servers behave.
 #pragma once
 
 #include <atomic>
@@ -16,6 +18,11 @@
 
 namespace pkb::testing {
 
+struct StreamPiece {
+  std::string bytes;
+  double pause_s = 0;  ///< silence before this piece (seconds)
+};
+
 struct ScriptedResponse {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  ///< besides Content-Length/Connection
@@ -24,9 +31,17 @@ struct ScriptedResponse {
   int keepalive_lines = 0;  ///< blank lines sent after the headers, before the body (DeepSeek)
   double keepalive_interval_s = 0.05;
   bool drop = false;  ///< close the connection without answering
+  /// Non-empty: the body is these pieces, Transfer-Encoding: chunked, one chunk each; `body` is not sent.
+  std::vector<StreamPiece> stream;
+  bool cut = false;   ///< after the pieces, close without the final chunk (a connection lost mid-stream)
+  double hang_s = 0;  ///< after the pieces, silence this long before the final chunk (a stalled stream)
 };
 
 ScriptedResponse json_response(int status, std::string body);
+/// One server-sent event: "event: NAME" (when name is not empty), then one "data:" line per line of data.
+std::string sse_event(const std::string& name, const std::string& data);
+/// A 200 text/event-stream response, one event per piece, each after `pause_s`.
+ScriptedResponse sse_response(const std::vector<std::string>& events, double pause_s = 0);
 
 struct RecordedRequest {
   std::string method;
@@ -58,6 +73,7 @@ class LoopbackServer {
  private:
   void accept_loop();
   void serve(int fd);
+  void serve_stream(int fd, const ScriptedResponse& r);
   ScriptedResponse next_response(const RecordedRequest& req);
   bool wait_or_stop(double seconds);  // false if the server is stopping
 

@@ -31,8 +31,18 @@ void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, Servi
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-attempts", provider.retry.max_attempts, "HTTP attempts per model request")
       ->check(CLI::PositiveNumber);
-  cmd->add_option(timeout_flag, provider.http.total_timeout_s, "Deadline per HTTP attempt, seconds")
+  cmd->add_option(timeout_flag, provider.http.total_timeout_s,
+                  "Deadline per buffered (--no-stream) HTTP attempt, seconds")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-timeout", provider.http.idle_timeout_s,
+                  "Streamed replies: a stream silent this long (no byte, keep-alives included) is retried, seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--stream-timeout", provider.http.stream_timeout_s,
+                  "Streamed replies: cap on one whole streamed attempt, seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag(
+      "--no-stream", [&provider](int64_t) { provider.stream = false; },
+      "One buffered body per request instead of server-sent events (endpoints that cannot stream)");
 }
 
 void apply_service_options(const ServiceCliOptions& o, models::ProviderOptions& provider) {

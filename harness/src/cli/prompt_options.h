@@ -25,8 +25,9 @@ void add_prompt_options(CLI::App* cmd, PromptCliOptions& o);
 /// Throws pkb::Error for a malformed --param.
 prompt::PromptOptions to_prompt_options(const PromptCliOptions& o);
 
-// How requests reach a model service: retries and the HTTP deadline, shared by `pkb generate` and `pkb run`
-// (whose --timeout is the launch deadline, hence the flag's name is the caller's).
+// How requests reach a model service: retries, streaming (--no-stream) and the HTTP deadlines (buffered attempt,
+// stream idle, whole stream), shared by `pkb generate` and `pkb run` (whose --timeout is the launch deadline,
+// hence the buffered deadline's flag name is the caller's).
 struct ServiceCliOptions {
   int retry_base_ms = 2000;
 };

@@ -222,6 +222,7 @@ json manifest(const GenerateOptions& o, const GenerateResult& res) {
           {"params", o.prompt.params},
           {"max_tokens", o.max_tokens},
           {"temperature", o.temperature ? json(*o.temperature) : json()},  // asked for; records say what was sent
+          {"stream", o.provider.stream},  // asked for; each record's "streamed" says how its answer came
           {"stopped", res.stopped.empty() ? json() : json(res.stopped)},
           {"finished_at", std::time(nullptr)},
           {"counts", counts}};
@@ -275,6 +276,8 @@ nlohmann::ordered_json SampleRecord::to_json() const {
              {"latency_s", 0},
              {"attempts", 0},
              {"from_cache", false},
+             {"streamed", false},
+             {"broken_streams", 0},
              {"error", nullptr},
              {"message", or_null(message)},
              {"candidate", or_null(candidate)},
@@ -292,6 +295,8 @@ nlohmann::ordered_json SampleRecord::to_json() const {
   j["latency_s"] = reply->latency_s;
   j["attempts"] = reply->attempts;
   j["from_cache"] = reply->from_cache;
+  j["streamed"] = reply->streamed;
+  j["broken_streams"] = reply->broken_streams;  // attempts the provider may bill beyond the answer
   if (reply->from_cache && cost_usd) j["spent_usd"] = 0.0;
   j["sent"] = reply->sent;
   return j;

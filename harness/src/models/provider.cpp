@@ -31,6 +31,8 @@ nlohmann::json sent_parameters(const std::string& body) {
   if (!j.is_object()) return nullptr;
   for (const char* prompt : {"messages", "input", "instructions", "system", "contents", "systemInstruction"})
     j.erase(prompt);
+  // How the answer travels, not what was asked: Reply::streamed says it.
+  for (const char* transport : {"stream", "stream_options"}) j.erase(transport);
   return j;
 }
 
@@ -43,27 +45,82 @@ class HttpProvider : public Provider {
 
   Reply complete(const Request& req) override {
     auto start = std::chrono::steady_clock::now();
-    const HttpRequest http = wire_->build(name_, key_, req);
+    const HttpRequest http = wire_->build(name_, key_, req, opt_.stream);
     const nlohmann::json sent = sent_parameters(http.body);
     Reply reply;
+    int broken = 0;
     for (int attempt = 1;; ++attempt) {
-      Verdict v = attempt_once(http, reply);
+      Verdict v = opt_.stream ? attempt_streamed(http, reply) : attempt_once(http, reply);
       reply.attempts = attempt;
       if (v.kind == ErrorKind::none) break;
       reply.error = v.kind;
       reply.error_message = redact(v.message, key_);
+      broken += reply.streamed;  // a stream that started and then broke: the provider may bill it
       if (!v.retry || attempt >= opt_.retry.max_attempts) break;
       double wait = backoff_delay_s(opt_.retry, attempt - 1, v.hint_s, unit_random());
-      spdlog::warn("{}: attempt {}/{} failed ({}), retrying in {:.2f} s: {}", name_.spec(), attempt,
-                   opt_.retry.max_attempts, error_kind_name(v.kind), wait, reply.error_message);
+      spdlog::warn("{}: attempt {}/{} failed ({}), retrying in {:.2f} s: {}{}", name_.spec(), attempt,
+                   opt_.retry.max_attempts, error_kind_name(v.kind), wait, reply.error_message,
+                   reply.streamed ? " (the broken stream may be billed)" : "");
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     reply.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     reply.sent = sent;
+    reply.broken_streams = broken;
     return reply;
   }
 
  private:
+  // One streamed exchange. An HTTP error status is buffered and classified as in attempt_once; so is a 2xx
+  // that is not an event stream (a server that ignored the stream flag sends one JSON body). Events go to the
+  // wire format's assembler as they arrive; the transfer stops at the terminal event or at an error event.
+  Verdict attempt_streamed(const HttpRequest& http, Reply& reply) const {
+    std::unique_ptr<StreamAssembler> assembler = wire_->assembler();
+    SseParser sse;
+    std::string plain;  // a 2xx body that is not an event stream
+    std::optional<bool> is_sse;
+    Verdict stop;
+    BodySink sink = [&](std::string_view type, std::string_view bytes) {
+      if (!is_sse) is_sse = type.find("text/event-stream") != std::string_view::npos;
+      if (!*is_sse) {
+        plain.append(bytes);
+        return true;
+      }
+      sse.feed(bytes, [&](const SseEvent& e) {
+        if (stop.kind == ErrorKind::none && !assembler->finished()) stop = assembler->on_event(e);
+      });
+      return stop.kind == ErrorKind::none && !assembler->finished();
+    };
+    HttpResponse resp = http_post(http, opt_.http, sink);
+    reply = Reply{};
+    reply.http_status = resp.status;
+    reply.request_id = !resp.header("x-request-id").empty() ? resp.header("x-request-id") : resp.header("request-id");
+    bool success_status = resp.status >= 200 && resp.status < 300;
+    if (success_status && is_sse.value_or(false)) {
+      reply.streamed = true;
+      return finish_stream(resp, sse, *assembler, stop, reply);
+    }
+    if (success_status && resp.completed()) return parse_success(*wire_, plain, reply);
+    resp.body = redact(std::move(resp.body), key_);
+    return classify_failure(resp, std::time(nullptr));
+  }
+
+  Verdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler, Verdict stop,
+                        Reply& reply) const {
+    if (stop.kind != ErrorKind::none) return stop;  // the provider's error event, or a malformed event
+    // A whole answer is kept whatever happened to the connection after it: re-sending it would pay twice.
+    if (assembler.complete()) return parse_assembled(*wire_, assembler.body(), reply);
+    std::string how = resp.completed()      ? "the connection closed before the final event"
+                      : resp.idle_timed_out ? resp.transport_error + " (--idle-timeout)"
+                                            : resp.transport_error;
+    if (sse.mid_event()) how += ", mid-event";
+    Verdict v;
+    v.kind = resp.timed_out ? ErrorKind::timeout : ErrorKind::transport;
+    v.retry = true;  // cut mid-way: the next attempt starts from scratch
+    v.message = "stream broken after " + std::to_string(sse.events()) + " events (" +
+                std::to_string(resp.streamed_bytes) + " bytes): " + how;
+    return v;
+  }
+
   // One HTTP exchange; resets `reply` so a failed attempt leaves nothing behind in a later success.
   Verdict attempt_once(const HttpRequest& http, Reply& reply) const {
     HttpResponse resp = http_post(http, opt_.http);

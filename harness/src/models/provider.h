@@ -1,9 +1,13 @@
 // A language-model endpoint behind one interface. make_provider() resolves the base URL (option, then
 // PKB_<PROVIDER>_BASE_URL, then the preset) and the API key (option, then the provider's env vars); the key
 // stays inside the provider: it is redacted from every error message and never logged.
-// Known limits: requests are non-streaming (a generation must finish within HttpOptions::total_timeout_s);
-// rate-limit headers (x-ratelimit-remaining-*) are not used to pace requests, only 429s are; a retry after a
-// timeout can be billed twice, since none of these APIs takes an idempotency key.
+// Requests stream by default (server-sent events, HttpOptions::idle_timeout_s between bytes): a long answer that
+// keeps flowing is never cut by a total timeout, and a stream that completed is never re-sent. A stream that
+// breaks (reset, idle, an error event) or an HTTP error before it starts is retried per RetryPolicy.
+// Known limits: rate-limit headers (x-ratelimit-remaining-*) are not used to pace requests, only 429s are; a
+// retried attempt (a broken stream, a timed-out buffered request) can be billed twice, since none of these
+// APIs takes an idempotency key (Reply::broken_streams counts them); a server that ignores the stream flag and
+// stays silent longer than the idle timeout needs stream = false.
 #pragma once
 
 #include <memory>
@@ -23,6 +27,7 @@ struct ProviderOptions {
   std::optional<std::string> api_key;   ///< overrides the environment; "" forces no key
   HttpOptions http;
   RetryPolicy retry;
+  bool stream = true;  ///< false: one buffered body per attempt, for endpoints that cannot stream (--no-stream)
 };
 
 class Provider {

@@ -85,6 +85,8 @@ nlohmann::json to_json(const Reply& r) {
           {"http_status", r.http_status},
           {"error", error_kind_name(r.error)},
           {"error_message", r.error_message},
+          {"streamed", r.streamed},
+          {"broken_streams", r.broken_streams},
           {"sent", r.sent}};
 }
 
@@ -104,6 +106,8 @@ Reply reply_from_json(const nlohmann::json& j) {
   r.http_status = j.value("http_status", 0L);
   r.error = error_kind_from_name(j.value("error", "none")).value_or(ErrorKind::api_error);
   r.error_message = j.value("error_message", "");
+  r.streamed = j.value("streamed", false);  // entries cached before streaming existed were buffered
+  r.broken_streams = j.value("broken_streams", 0);
   r.sent = j.value("sent", nlohmann::json());
   return r;
 }

@@ -35,8 +35,8 @@ enum class FinishReason { stop, length, refused, other };
 /// Failure class of a request. `none` means the reply carries a real answer (possibly empty or truncated).
 enum class ErrorKind {
   none,
-  transport,     ///< connection refused/reset, DNS, empty reply
-  timeout,       ///< connect or total timeout
+  transport,     ///< connection refused/reset, DNS, empty reply, a stream cut before its end
+  timeout,       ///< connect, total or (streamed) idle timeout
   rate_limited,  ///< 429 still failing after the last attempt
   quota,         ///< out of credit / spend limit / daily quota: never retried
   auth,          ///< 401, 403
@@ -77,6 +77,10 @@ struct Reply {
   ErrorKind error = ErrorKind::none;
   std::string error_message;  ///< one line, API keys redacted
   bool from_cache = false;
+  bool streamed = false;  ///< the answer arrived as server-sent events (false: one buffered body)
+  /// Attempts whose stream had started (HTTP 2xx, events flowing) and then broke (cut, idle, an error event):
+  /// the next attempt starts from scratch, and the provider may bill each broken one as well as the answer.
+  int broken_streams = 0;
   /// The parameters actually sent (the body without the prompt texts): a temperature the model rejects and
   /// pkb therefore dropped is absent here. null when nothing was sent.
   nlohmann::json sent;

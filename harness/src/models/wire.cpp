@@ -1,5 +1,6 @@
 #include "models/wire.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -68,6 +69,10 @@ Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& repl
   if (j.is_discarded() || !j.is_object())
     return detail::bad_response("HTTP " + std::to_string(reply.http_status) +
                                 " body is not a JSON object: " + clean_text(body, 200));
+  return parse_assembled(wire, j, reply);
+}
+
+Verdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, Reply& reply) {
   Verdict v;
   try {
     v = wire.parse(j, reply);
@@ -80,6 +85,28 @@ Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& repl
     reply.text = std::move(split.answer);
     detail::append_para(reply.reasoning, split.reasoning);
   }
+  return v;
+}
+
+Verdict stream_error_verdict(std::string_view event_data) {
+  ErrorBody e = parse_error_body(event_data);
+  std::string label = !e.type.empty() ? e.type : !e.status.empty() ? e.status : e.code;  // Google: status over 503
+  std::string low = label;
+  std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto has = [&](const char* s) { return low.find(s) != std::string::npos; };
+  Verdict v{ErrorKind::api_error, true, "stream error event: " + (label.empty() ? "" : label + ": ") + e.message,
+            std::nullopt};
+  if (has("quota") || has("billing") || has("spend_limit") || has("insufficient_balance"))
+    v.kind = ErrorKind::quota, v.retry = false;
+  else if (has("rate_limit") || has("resource_exhausted"))
+    v.kind = ErrorKind::rate_limited;
+  else if (has("overloaded") || has("server") || has("internal") || has("unavailable") || has("api_error") ||
+           has("timeout") || has("deadline"))
+    v.kind = ErrorKind::server;
+  else if (has("authentication") || has("permission") || has("unauthenticated"))
+    v.kind = ErrorKind::auth, v.retry = false;
+  else if (has("invalid") || has("not_found") || has("bad_request") || has("too_large"))
+    v.kind = ErrorKind::bad_request, v.retry = false;
   return v;
 }
 

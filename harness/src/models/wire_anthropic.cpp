@@ -1,6 +1,8 @@
 // Anthropic Messages API.
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "models/wire_detail.h"
 
 namespace pkb::models::detail {
@@ -13,9 +15,64 @@ FinishReason anthropic_finish(const std::string& raw) {
   return FinishReason::other;  // pause_turn, tool_use
 }
 
+// Messages events: message_start (the message without content, input usage), per block content_block_start,
+// content_block_delta (text_delta, thinking_delta, ...), content_block_stop; message_delta (stop_reason and
+// cumulative usage), message_stop; ping keep-alives; an error event (overloaded_error, ...) ends the stream.
+class AnthropicAssembler : public StreamAssembler {
+ public:
+  Verdict on_event(const SseEvent& e) override {
+    json j = json::parse(e.data, nullptr, false);
+    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    std::string type = str(j, "type");
+    if (type.empty()) type = e.event;
+    if (type == "error") return stream_error_verdict(e.data);
+    if (type == "message_start") {
+      if (!j.contains("message") || !j["message"].is_object()) return bad_response("message_start without a message");
+      message_ = j["message"];
+    } else if (type == "content_block_start") {
+      blocks_[i64(j, "index")] = obj(j, "content_block");
+    } else if (type == "content_block_delta") {
+      const json& d = obj(j, "delta");
+      json& block = blocks_[i64(j, "index")];
+      std::string kind = str(d, "type");
+      if (kind == "text_delta") append(block, "text", str(d, "text"));
+      if (kind == "thinking_delta") append(block, "thinking", str(d, "thinking"));
+      // signature_delta and input_json_delta carry nothing an answer needs.
+    } else if (type == "message_delta") {
+      if (std::string stop = str(obj(j, "delta"), "stop_reason"); !stop.empty()) message_["stop_reason"] = stop;
+      for (const auto& [k, v] : obj(j, "usage").items()) message_["usage"][k] = v;  // cumulative counts
+    } else if (type == "message_stop") {
+      done_ = true;
+    }
+    return {};
+  }
+  bool finished() const override { return done_; }
+  bool complete() const override { return done_ || !str(message_, "stop_reason").empty(); }
+  json body() const override {
+    json b = message_;
+    b["type"] = "message";
+    b["content"] = json::array();
+    for (const auto& [index, block] : blocks_) b["content"].push_back(block);
+    return b;
+  }
+
+ private:
+  static void append(json& block, const char* field, const std::string& piece) {
+    if (!block.is_object()) block = json::object();
+    if (!block.contains("type")) block["type"] = field;  // a delta without its block start
+    block[field] = str(block, field) + piece;
+  }
+
+  json message_ = json::object();
+  std::map<int64_t, json> blocks_;  // by index: the order of the non-streamed content[]
+  bool done_ = false;
+};
+
 class Anthropic : public WireFormat {
  public:
-  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+  std::unique_ptr<StreamAssembler> assembler() const override { return std::make_unique<AnthropicAssembler>(); }
+
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req, bool stream) const override {
     json messages = json::array();  // roles must alternate, starting with user
     for (const Exchange& e : req.history) {
       messages.push_back({{"role", "user"}, {"content", e.user}});
@@ -26,6 +83,7 @@ class Anthropic : public WireFormat {
                  {"max_tokens", req.max_output_tokens},  // required by this API
                  {"messages", messages}};
     if (!req.system.empty()) body["system"] = req.system;
+    if (stream) body["stream"] = true;
     if (req.temperature && !anthropic_rejects_temperature(name.model)) body["temperature"] = *req.temperature;
     if (req.temperature && anthropic_rejects_temperature(name.model))
       spdlog::debug("{}: temperature not sent (the model rejects sampling parameters)", name.spec());

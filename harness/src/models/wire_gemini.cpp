@@ -13,9 +13,56 @@ FinishReason gemini_finish(const std::string& raw) {
   return FinishReason::other;  // LANGUAGE, MALFORMED_FUNCTION_CALL, OTHER, ...
 }
 
+// streamGenerateContent?alt=sse: every event is a GenerateContentResponse chunk with the next parts; the last
+// carries finishReason and the final usageMetadata. No terminal event: the stream ends with the connection.
+class GeminiAssembler : public StreamAssembler {
+ public:
+  Verdict on_event(const SseEvent& e) override {
+    json j = json::parse(e.data, nullptr, false);
+    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    if (j.contains("error")) return stream_error_verdict(e.data);
+    if (j.contains("usageMetadata") && j["usageMetadata"].is_object()) usage_ = j["usageMetadata"];
+    if (std::string v = str(j, "modelVersion"); !v.empty()) model_ = v;
+    if (!str(obj(j, "promptFeedback"), "blockReason").empty()) feedback_ = j["promptFeedback"];
+    const json& candidates = arr(j, "candidates");
+    if (candidates.empty()) return {};
+    any_candidate_ = true;
+    for (const auto& part : arr(obj(candidates[0], "content"), "parts")) {
+      if (!part.is_object() || !part.contains("text")) continue;
+      bool thought = part.contains("thought") && part["thought"] == true;
+      // One part split over chunks is one part again (parse() puts a blank line between thought parts).
+      if (!parts_.empty() && (parts_.back().value("thought", false) == thought))
+        parts_.back()["text"] = str(parts_.back(), "text") + str(part, "text");
+      else
+        parts_.push_back(thought ? json{{"text", str(part, "text")}, {"thought", true}}
+                                 : json{{"text", str(part, "text")}});
+    }
+    if (std::string f = str(candidates[0], "finishReason"); !f.empty()) finish_ = f;
+    return {};
+  }
+  bool finished() const override { return false; }
+  bool complete() const override { return !finish_.empty() || !feedback_.is_null(); }
+  json body() const override {
+    json b = json::object();
+    if (any_candidate_)
+      b["candidates"] = {{{"content", {{"role", "model"}, {"parts", parts_}}}, {"finishReason", finish_}}};
+    if (!usage_.is_null()) b["usageMetadata"] = usage_;
+    if (!model_.empty()) b["modelVersion"] = model_;
+    if (!feedback_.is_null()) b["promptFeedback"] = feedback_;
+    return b;
+  }
+
+ private:
+  json parts_ = json::array(), usage_, feedback_;
+  std::string model_, finish_;
+  bool any_candidate_ = false;
+};
+
 class Gemini : public WireFormat {
  public:
-  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+  std::unique_ptr<StreamAssembler> assembler() const override { return std::make_unique<GeminiAssembler>(); }
+
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req, bool stream) const override {
     std::string model = name.model.rfind("models/", 0) == 0 ? name.model.substr(7) : name.model;
     auto content = [](const char* role, const std::string& text) {
       return json{{"role", role}, {"parts", json::array({{{"text", text}}})}};
@@ -29,7 +76,8 @@ class Gemini : public WireFormat {
     json body = {{"contents", contents}, {"generationConfig", {{"maxOutputTokens", req.max_output_tokens}}}};
     if (!req.system.empty()) body["systemInstruction"] = {{"parts", json::array({{{"text", req.system}}})}};
     if (req.temperature) body["generationConfig"]["temperature"] = *req.temperature;
-    HttpRequest http = make_json_request(name.base_url + "/models/" + model + ":generateContent", std::move(body), req);
+    std::string method = stream ? ":streamGenerateContent?alt=sse" : ":generateContent";
+    HttpRequest http = make_json_request(name.base_url + "/models/" + model + method, std::move(body), req);
     // Header, not ?key=: query strings end up in proxy and server logs.
     if (!key.empty()) http.headers.push_back("x-goog-api-key: " + key);
     return http;

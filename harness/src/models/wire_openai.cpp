@@ -31,7 +31,7 @@ class OpenAIChat : public WireFormat {
  public:
   explicit OpenAIChat(bool compat) : compat_(compat) {}
 
-  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req, bool stream) const override {
     bool reasoning = !compat_ && openai_is_reasoning_model(name.model);
     json messages = json::array();
     // OpenAI's reasoning models take "developer"; compatible servers feed roles to chat templates that only
@@ -48,10 +48,17 @@ class OpenAIChat : public WireFormat {
     body[compat_ ? "max_tokens" : "max_completion_tokens"] = req.max_output_tokens;
     if (req.temperature) body["temperature"] = *req.temperature;
     if (reasoning) drop_temperature(name, body);
+    if (stream) {
+      body["stream"] = true;
+      // Without it the stream carries no usage at all; with it a last chunk (choices: []) does.
+      body["stream_options"] = {{"include_usage", true}};
+    }
     HttpRequest http = make_json_request(name.base_url + "/chat/completions", std::move(body), req);
     if (!key.empty()) http.headers.push_back("Authorization: Bearer " + key);
     return http;
   }
+
+  std::unique_ptr<StreamAssembler> assembler() const override;
 
   Verdict parse(const json& j, Reply& r) const override {
     if (j.contains("error") && !j.contains("choices"))
@@ -82,9 +89,113 @@ class OpenAIChat : public WireFormat {
   bool compat_;
 };
 
+// chat.completion.chunk events: choices[0].delta pieces, finish_reason in the last choice chunk, usage in a
+// chunk of its own (stream_options.include_usage), then "data: [DONE]".
+class ChatAssembler : public StreamAssembler {
+ public:
+  Verdict on_event(const SseEvent& e) override {
+    if (e.data == "[DONE]") {
+      done_ = true;
+      return {};
+    }
+    json j = json::parse(e.data, nullptr, false);
+    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    // OpenAI sends {"error": {...}} mid-stream; vLLM and SGLang a flat {"object": "error", ...}.
+    if ((j.contains("error") && !j.contains("choices")) || str(j, "object") == "error")
+      return stream_error_verdict(e.data);
+    if (model_.empty()) model_ = str(j, "model");
+    if (j.contains("usage") && j["usage"].is_object()) usage_ = j["usage"];
+    for (const auto& c : arr(j, "choices")) {
+      if (i64(c, "index") != 0) continue;  // we ask for one choice
+      any_choice_ = true;
+      const json& d = obj(c, "delta");
+      content_ += content_text(d.value("content", json()));
+      reasoning_content_ += str(d, "reasoning_content");
+      reasoning_ += str(d, "reasoning");
+      refusal_ += str(d, "refusal");
+      if (!str(c, "finish_reason").empty()) finish_ = str(c, "finish_reason");
+    }
+    return {};
+  }
+  bool finished() const override { return done_; }
+  bool complete() const override { return done_ || !finish_.empty(); }
+  json body() const override {
+    json msg = {{"role", "assistant"}, {"content", content_}};
+    if (!reasoning_content_.empty()) msg["reasoning_content"] = reasoning_content_;
+    if (!reasoning_.empty()) msg["reasoning"] = reasoning_;
+    if (!refusal_.empty()) msg["refusal"] = refusal_;
+    json choices = json::array();
+    if (any_choice_)
+      choices.push_back({{"index", 0}, {"message", msg}, {"finish_reason", finish_.empty() ? json() : json(finish_)}});
+    json b = {{"object", "chat.completion"}, {"model", model_}, {"choices", choices}};
+    if (!usage_.is_null()) b["usage"] = usage_;
+    return b;
+  }
+
+ private:
+  std::string model_, content_, reasoning_content_, reasoning_, refusal_, finish_;
+  json usage_;
+  bool any_choice_ = false, done_ = false;
+};
+
+std::unique_ptr<StreamAssembler> OpenAIChat::assembler() const { return std::make_unique<ChatAssembler>(); }
+
+// Responses events: deltas (response.output_text.delta, ...) as they come, then one terminal event carrying
+// the whole response object (response.completed / response.incomplete / response.failed), or an "error"
+// event. The terminal response is what parse() reads; the deltas stand in only where it lacks output[].
+class ResponsesAssembler : public StreamAssembler {
+ public:
+  Verdict on_event(const SseEvent& e) override {
+    json j = json::parse(e.data, nullptr, false);
+    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    std::string type = str(j, "type");
+    if (type.empty()) type = e.event;
+    if (type == "error") return stream_error_verdict(e.data);
+    if (type == "response.output_text.delta") text_ += str(j, "delta");
+    if (type == "response.refusal.delta") refusal_ += str(j, "delta");
+    if (type == "response.reasoning_summary_text.delta" || type == "response.reasoning_text.delta") {
+      std::string part = str(j, "item_id") + "/" + std::to_string(i64(j, "summary_index")) + "/" +
+                         std::to_string(i64(j, "content_index"));
+      if (part != reasoning_part_ && !reasoning_.empty()) reasoning_ += "\n\n";
+      reasoning_part_ = part;
+      reasoning_ += str(j, "delta");
+    }
+    if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+      if (!j.contains("response") || !j["response"].is_object())
+        return bad_response(type + " event without a response object");
+      final_ = j["response"];
+      done_ = true;
+    }
+    return {};
+  }
+  bool finished() const override { return done_; }
+  bool complete() const override { return done_; }
+  json body() const override {
+    json b = final_;
+    if (!b.contains("output") || !b["output"].is_array() || b["output"].empty()) {
+      json out = json::array();
+      if (!reasoning_.empty())
+        out.push_back({{"type", "reasoning"}, {"summary", {{{"type", "summary_text"}, {"text", reasoning_}}}}});
+      json content = json::array();
+      if (!text_.empty()) content.push_back({{"type", "output_text"}, {"text", text_}});
+      if (!refusal_.empty()) content.push_back({{"type", "refusal"}, {"refusal", refusal_}});
+      if (!content.empty()) out.push_back({{"type", "message"}, {"content", content}});
+      b["output"] = out;
+    }
+    return b;
+  }
+
+ private:
+  std::string text_, refusal_, reasoning_, reasoning_part_;
+  json final_ = json::object();
+  bool done_ = false;
+};
+
 class OpenAIResponses : public WireFormat {
  public:
-  HttpRequest build(const ModelName& name, const std::string& key, const Request& req) const override {
+  std::unique_ptr<StreamAssembler> assembler() const override { return std::make_unique<ResponsesAssembler>(); }
+
+  HttpRequest build(const ModelName& name, const std::string& key, const Request& req, bool stream) const override {
     // store=false: the Responses API keeps responses by default; we never chain on them (previous_response_id):
     // a later turn resends the conversation as input items, like every other wire format.
     json input = req.user;
@@ -103,6 +214,7 @@ class OpenAIResponses : public WireFormat {
     if (!req.system.empty()) body["instructions"] = req.system;
     if (req.temperature) body["temperature"] = *req.temperature;
     if (openai_is_reasoning_model(name.model)) drop_temperature(name, body);
+    if (stream) body["stream"] = true;
     HttpRequest http = make_json_request(name.base_url + "/responses", std::move(body), req);
     if (!key.empty()) http.headers.push_back("Authorization: Bearer " + key);
     return http;
