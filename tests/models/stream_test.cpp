@@ -581,3 +581,33 @@ TEST(Streams, NoStreamSendsNoStreamField) {
 
 }  // namespace
 }  // namespace pkb::models
+
+namespace pkb::models {
+namespace {
+
+// A faulty or hostile server that sends far more than any answer, buffered or as an endless event stream: the
+// transfer is cut at HttpOptions::max_response_bytes (the driver's memory is not the server's to fill), the
+// failure says why, and the request is not sent again.
+TEST(Streams, AFloodIsCutAtTheResponseCapAndNotAskedAgain) {
+  for (bool stream : {false, true}) {
+    LoopbackServer server;
+    if (stream) {
+      std::vector<std::string> events = pkb::testing::chat_stream_events(std::string(400000, 'x'));
+      events.pop_back();  // no [DONE]: endless, as far as the client can tell
+      server.set_fallback(sse_response(events, 0));
+    } else {
+      server.set_fallback(json_response(200, pkb::testing::chat_body(std::string(400000, 'x'))));
+    }
+    ProviderOptions opt = stream_options(server);
+    opt.stream = stream;
+    opt.http.total_timeout_s = 5;
+    opt.http.max_response_bytes = 64 << 10;
+    Reply r = make_provider("openai:gpt-4o", opt)->complete(request());
+    EXPECT_EQ(r.error, ErrorKind::bad_response) << stream;
+    EXPECT_NE(r.error_message.find("passed 65536 bytes"), std::string::npos) << r.error_message;
+    EXPECT_EQ(server.request_count(), 1) << stream;
+  }
+}
+
+}  // namespace
+}  // namespace pkb::models

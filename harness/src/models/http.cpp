@@ -26,12 +26,21 @@ struct Transfer {
   HttpResponse* resp = nullptr;
   const BodySink* sink = nullptr;  // null: buffer everything
   Clock::time_point last_byte = Clock::now();
+  size_t max_bytes = 0, received = 0;  // headers and body
+
+  bool over_limit(size_t len) {  // counts len; past the cap the transfer is aborted
+    received += len;
+    if (received <= max_bytes) return false;
+    resp->too_large = true;
+    return true;
+  }
 };
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
   t->last_byte = Clock::now();
+  if (t->over_limit(len)) return 0;  // CURLE_WRITE_ERROR
   long status = 0;
   if (t->sink) curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
   if (!t->sink || status < 200 || status >= 300) {
@@ -56,6 +65,7 @@ std::string trim(std::string s) {
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   t->last_byte = Clock::now();
+  if (t->over_limit(size * n)) return 0;
   auto* headers = &t->resp->headers;
   std::string line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {
@@ -154,7 +164,7 @@ HttpResponse http_post(const HttpRequest& req, const HttpOptions& opt, const Bod
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);  // survive idle middleboxes during long generations
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  Transfer t{h, &resp, streamed ? &sink : nullptr, Clock::now()};
+  Transfer t{h, &resp, streamed ? &sink : nullptr, Clock::now(), opt.max_response_bytes, 0};
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
@@ -169,6 +179,12 @@ HttpResponse http_post(const HttpRequest& req, const HttpOptions& opt, const Bod
     resp.transport_error = !idle_error.empty() ? idle_error : *errbuf ? errbuf : curl_easy_strerror(rc);
     resp.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     resp.transient = is_transient(rc);
+  }
+  if (resp.too_large) {
+    resp.transport_error = "the response passed " + std::to_string(opt.max_response_bytes) +
+                           " bytes: aborted (no model answer is that large)";
+    resp.transient = false;
+    resp.body.clear();  // the first 64 MiB of a flood are of no use, and must not travel into messages
   }
   return resp;
 }

@@ -28,6 +28,9 @@ struct HttpOptions {
   /// nothing while a reasoning model thinks, which can take many minutes.
   double idle_timeout_s = 1800;
   double stream_timeout_s = 7200;  ///< streamed: cap on the whole attempt, a safety net (seconds)
+  /// Headers and body together, buffered or streamed: an answer is at most a few MiB even as an event stream,
+  /// so a server sending more is faulty or hostile and must not exhaust the driver's memory (bytes).
+  size_t max_response_bytes = size_t{64} << 20;
 };
 
 struct HttpResponse {
@@ -41,6 +44,7 @@ struct HttpResponse {
   bool sink_stopped = false;    ///< the sink asked to stop (it saw an error event or a malformed one)
   bool transient = false;       ///< transport failure worth retrying (refused, reset, timeout, empty reply)
   size_t streamed_bytes = 0;    ///< bytes of a 2xx body handed to the sink
+  bool too_large = false;       ///< aborted past HttpOptions::max_response_bytes
 
   bool completed() const { return curl_code == 0; }
   std::string header(const std::string& lower_name) const;

@@ -94,6 +94,7 @@ class HttpProvider : public Provider {
     reply = Reply{};
     reply.http_status = resp.status;
     reply.request_id = !resp.header("x-request-id").empty() ? resp.header("x-request-id") : resp.header("request-id");
+    if (resp.too_large) return too_large(resp);
     bool success_status = resp.status >= 200 && resp.status < 300;
     if (success_status && is_sse.value_or(false)) {
       reply.streamed = true;
@@ -121,12 +122,23 @@ class HttpProvider : public Provider {
     return v;
   }
 
+  // A response past HttpOptions::max_response_bytes: not an answer, and not worth asking again (the same server
+  // would flood again, and each attempt may be billed).
+  static Verdict too_large(const HttpResponse& resp) {
+    Verdict v;
+    v.kind = ErrorKind::bad_response;
+    v.retry = false;
+    v.message = "HTTP " + std::to_string(resp.status) + ": " + resp.transport_error;
+    return v;
+  }
+
   // One HTTP exchange; resets `reply` so a failed attempt leaves nothing behind in a later success.
   Verdict attempt_once(const HttpRequest& http, Reply& reply) const {
     HttpResponse resp = http_post(http, opt_.http);
     reply = Reply{};
     reply.http_status = resp.status;
     reply.request_id = !resp.header("x-request-id").empty() ? resp.header("x-request-id") : resp.header("request-id");
+    if (resp.too_large) return too_large(resp);
     if (resp.completed() && resp.status >= 200 && resp.status < 300) return parse_success(*wire_, resp.body, reply);
     resp.body = redact(std::move(resp.body), key_);  // before the message is cut, which could split the key
     return classify_failure(resp, std::time(nullptr));
