@@ -1,15 +1,14 @@
-#include "reference/reference.h"
-
+#include <algorithm>
 #include <numeric>
 
+#include "reference/moe_all2all.h"
+
+// MoE combine (the all-to-all after the experts, then the weighted sum). The count table, the sorted assignments
+// and the split sizes that prepare derives from the shared draw are problem 28's too
+// (harness/src/reference/moe_all2all.h).
 namespace {
 
 using namespace pkb;
-
-std::vector<int64_t> host_vector(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();  // sizes live on the device: copy to the host
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
 
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   const at::Tensor &expert_outputs = in[0], &routing_weights = in[1], &selected = in[2];
@@ -17,7 +16,7 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   const int64_t experts = ctx.scalar("num_experts"), local = experts / W;
 
   // expert_outputs hold (local expert j, source s) chunks in (j, s) order; regroup them into (s, j) order.
-  std::vector<int64_t> table = host_vector(in[5]), js_sizes;  // table[s * L + j]
+  std::vector<int64_t> table = moe_all2all::host_vector(in[5]), js_sizes;  // table[s * L + j]
   for (int64_t j = 0; j < local; ++j)
     for (int s = 0; s < W; ++s) js_sizes.push_back(table[s * local + j]);
   std::vector<at::Tensor> chunks = at::split_with_sizes(expert_outputs, js_sizes), regrouped;
@@ -25,13 +24,13 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     for (int64_t j = 0; j < local; ++j) regrouped.push_back(chunks[j * W + s]);
 
   // Back to the ranks that dispatched: the dispatch's output splits are now the send sizes and vice versa.
-  std::vector<int64_t> send = host_vector(in[4]), recv = host_vector(in[3]);
+  std::vector<int64_t> send = moe_all2all::host_vector(in[4]), recv = moe_all2all::host_vector(in[3]);
   at::Tensor returned = at::empty({std::accumulate(recv.begin(), recv.end(), int64_t{0}), expert_outputs.size(1)},
                                   expert_outputs.options());
   ctx.comm->all_to_all(at::cat(regrouped, 0).contiguous(), returned, send, recv);
 
   // Weight of (token, expert) in the permuted (expert-major, token-ascending) order, then a bf16 scatter-add.
-  std::vector<int64_t> shape = host_vector(in[8]);
+  std::vector<int64_t> shape = moe_all2all::host_vector(in[8]);
   at::Tensor weights = at::zeros({shape[0], experts}, routing_weights.options()).scatter(1, selected, routing_weights);
   at::Tensor permuted_weights = weights.t().contiguous().masked_select(in[6]);
   at::Tensor weighted = returned * permuted_weights.unsqueeze(1);  // rounded per row, as PyTorch does
@@ -78,42 +77,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// total split into parts proportional to random weights in [100, 200]; floors, then the remainder one by one.
-std::vector<int64_t> random_split(int64_t total, int parts, uint64_t& state) {
-  std::vector<int64_t> w(parts), out(parts);
-  int64_t wsum = 0, given = 0;
-  for (auto& x : w) wsum += x = 100 + static_cast<int64_t>((state = splitmix64(state)) % 101);
-  for (int i = 0; i < parts; ++i) given += out[i] = total * w[i] / wsum;
-  for (int i = 0; given < total; i = (i + 1) % parts, ++given) ++out[i];
-  return out;
-}
-
-// cnt[s][e]: assignments of rank s's tokens to expert e, identical on every rank (from the shared draw). Rank s
-// sends c[(q - s) mod W] rows to rank q (c[0] = K*M/W stays local), each block split randomly among q's experts.
-std::vector<std::vector<int64_t>> count_table(const at::Tensor& shared, int W, int64_t experts, int64_t rows) {
-  uint64_t state = 0x29;
-  auto a = shared.accessor<int64_t, 1>();
-  for (int64_t i = 0; i < shared.numel(); ++i) state = splitmix64(state ^ static_cast<uint64_t>(a[i]));
-  const int64_t local = experts / W;
-  std::vector<int64_t> c = {rows / W};
-  if (W > 1)
-    for (int64_t part : random_split(rows - rows / W, W - 1, state)) c.push_back(part);
-  std::vector<std::vector<int64_t>> cnt(W, std::vector<int64_t>(experts));
-  for (int s = 0; s < W; ++s)
-    for (int q = 0; q < W; ++q) {
-      auto parts = random_split(c[(q - s + W) % W], static_cast<int>(local), state);
-      for (int64_t j = 0; j < local; ++j) cnt[s][q * local + j] = parts[j];
-    }
-  return cnt;
-}
-
 // Routing consistent with the shared count table (as in problem 28): the K*M assignments sorted by expert are
 // dealt to tokens in a random order, assignment i + k*M to the i-th token, so a token's experts are distinct
 // (no count exceeds M) and come out ascending. Router weights: softmax over the K slots of the normal draws.
@@ -121,12 +84,8 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   const int W = ctx.world;
   const int64_t experts = ctx.param("NE"), K = ctx.param("K"), M = ctx.param("M"), N = ctx.param("N");
   const int64_t local = experts / W;
-  auto cnt = count_table(raw[3], W, experts, K * M);
-  std::vector<int64_t> sorted_experts;
-  for (int64_t e = 0; e < experts; ++e) {
-    if (cnt[rank][e] > M) throw std::runtime_error("moe_post_all2all: an expert count exceeds M");
-    sorted_experts.insert(sorted_experts.end(), cnt[rank][e], e);
-  }
+  auto cnt = moe_all2all::count_table(raw[3], W, experts, K * M, /*seed=*/0x29);
+  std::vector<int64_t> sorted_experts = moe_all2all::sorted_experts(cnt, rank, M, "moe_post_all2all");
   auto key = raw[2].accessor<int64_t, 2>();  // this rank's random draws order the tokens
   std::vector<int64_t> order(M);
   std::iota(order.begin(), order.end(), int64_t{0});
@@ -142,13 +101,7 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   for (int64_t e = 0; e < experts; ++e)
     for (int64_t t = 0; t < M; ++t)
       if (m[e][t]) perm.push_back(t);
-  at::Tensor send = at::zeros({W}, at::kLong), recv = at::zeros({W}, at::kLong), table = at::zeros({W, local}, at::kLong);
-  for (int q = 0; q < W; ++q)
-    for (int64_t j = 0; j < local; ++j) {
-      send[q] += cnt[rank][q * local + j];
-      recv[q] += cnt[q][rank * local + j];
-      table[q][j] = cnt[q][rank * local + j];
-    }
+  auto [send, recv, table] = moe_all2all::splits_of(cnt, rank, W, local);
   at::Tensor weights = at::softmax(raw[1].to(at::kFloat), 1).to(raw[1].scalar_type());
   return {raw[0], weights, selected, send, recv, table, map, at::tensor(perm, at::kLong),
           at::tensor(std::vector<int64_t>{M, N}, at::kLong)};

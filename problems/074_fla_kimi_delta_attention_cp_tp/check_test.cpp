@@ -5,67 +5,29 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "problems/delta_rule_cp.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/074_fla_kimi_delta_attention_cp_tp");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
-    for (const auto& c : pkb::check_outputs(spec, run, policy, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
-
-// fp32 KDA over (T, H, D) tensors, all heads at once.
+// fp32 KDA over (T, H, D) tensors, all heads at once: the decay is per head and key channel.
 at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor g, at::Tensor beta, at::Tensor a_log, at::Tensor dt) {
   q = q.to(at::kFloat), k = k.to(at::kFloat), v = v.to(at::kFloat);
   q = q / q.norm(2, {-1}, true).clamp_min(1e-12) / std::sqrt(static_cast<double>(q.size(-1)));
   k = k / k.norm(2, {-1}, true).clamp_min(1e-12);
   at::Tensor alpha = at::exp(-5 * at::sigmoid(a_log.to(at::kFloat).exp().unsqueeze(-1) *
                                               (g.to(at::kFloat) + dt.to(at::kFloat).view({a_log.size(0), -1}))));
-  at::Tensor b = at::sigmoid(beta.to(at::kFloat)), S = at::zeros({q.size(1), q.size(2), v.size(2)});
-  std::vector<at::Tensor> out;
-  for (int64_t t = 0; t < q.size(0); ++t) {
-    S = S * alpha[t].unsqueeze(-1);
-    at::Tensor u = (v[t] - at::bmm(k[t].unsqueeze(1), S).squeeze(1)) * b[t].unsqueeze(-1);
-    S = S + k[t].unsqueeze(-1) * u.unsqueeze(1);
-    out.push_back(at::bmm(q[t].unsqueeze(1), S).squeeze(1));
-  }
-  return at::stack(out);
+  return pkb::test::delta_rule(q, k, v, at::sigmoid(beta.to(at::kFloat)), alpha.unsqueeze(-1));
 }
 
-std::vector<pkb::Tensors> kernel(const Case& c, bool whole_sequence) {
-  const int W = c.run.world;
-  auto seq = [&](int i, int r) {
-    if (!whole_sequence) return c.in[r][i][0];
-    std::vector<at::Tensor> parts;
-    for (const auto& x : c.in) parts.push_back(x[i][0]);
-    return at::cat(parts, 0);
-  };
-  std::vector<pkb::Tensors> got;
-  const int64_t L = c.in[0][0].size(1);
-  for (int r = 0; r < W; ++r) {
-    at::Tensor o = kda(seq(0, r), seq(1, r), seq(2, r), seq(3, r), seq(4, r), c.in[0][5], c.in[0][6]);
-    if (whole_sequence) o = o.slice(0, r * L, (r + 1) * L);
-    got.push_back({o.unsqueeze(0).to(at::kBFloat16)});
-  }
-  return got;
+// a_log and dt are replicated: rank 0's.
+std::vector<pkb::Tensors> kernel(const pkb::test::ProblemCase& c, bool whole_sequence) {
+  return pkb::test::cp_outputs(c, whole_sequence, [&](const pkb::Tensors& s) {
+    return kda(s[0], s[1], s[2], s[3], s[4], c.in[0][5], c.in[0][6]);
+  });
 }
 
 TEST(Problem074, SmallOutputsNeedASmallAtol) {
-  Case c(2);
+  pkb::test::ProblemCase c("074_fla_kimi_delta_attention_cp_tp", 2);
   EXPECT_TRUE(c.passes(kernel(c, true), pkb::Policy::robust));
   EXPECT_FALSE(c.passes(kernel(c, false), pkb::Policy::robust)) << "no communication";
 }
