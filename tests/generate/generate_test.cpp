@@ -199,6 +199,31 @@ TEST(Generate, FailedRequestsAreRecordedAndExitOne) {
   EXPECT_NE(recs[0]["message"].get<std::string>().find("down for maintenance"), std::string::npos);
 }
 
+// A faulty server's bytes that are not UTF-8 (an error page in another encoding, a binary body, a JSON string
+// with a raw 0xff byte) never break the records or the run: the request is recorded as failed, the message
+// readable, and generations.jsonl stays valid JSON.
+TEST(Generate, BytesThatAreNotUtf8FromTheServerAreRecordedReadably) {
+  for (const std::string& reply :
+       {std::string("\xff\xfe<html>\xc3 Wartung \xe9t\xe9</html>"),
+        std::string(R"({"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":)") +
+            "{\"role\":\"assistant\",\"content\":\"caf\xe9 \xff\"},\"finish_reason\":\"stop\"}]}"}) {
+    for (int status : {500, 200}) {
+      LoopbackServer server;
+      server.set_fallback(json_response(status, reply));
+      TempDir tmp;
+      fs::path out = tmp.path() / "gen";
+      auto args = generate_args(server, out, "1", 1);
+      args.insert(args.end(), {"--max-attempts", "1"});
+      CliRun run = pkb_cli(args);
+      EXPECT_EQ(run.exit_code, 1) << status << run.err;
+      auto recs = records(out);  // parses every line: valid JSON
+      ASSERT_EQ(recs.size(), 1u) << status << run.err;
+      EXPECT_EQ(recs[0]["status"], "error") << status;
+      EXPECT_FALSE(recs[0]["message"].get<std::string>().empty());
+    }
+  }
+}
+
 // Streaming is the default: the answer arrives as events, a stream that stalls past --idle-timeout is retried
 // (and counted as maybe billed), and the record says the answer was streamed. --no-stream sends no stream field.
 TEST(Generate, StreamsByDefaultRetriesAStalledStreamAndNoStreamBuffers) {

@@ -188,4 +188,8 @@ json record_to_json(const ResultRecord& r) {
   return j;
 }
 
+std::string record_line(const ResultRecord& r) {
+  return record_to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace pkb

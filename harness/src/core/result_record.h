@@ -92,5 +92,8 @@ std::string sample_key(const std::string& folder, std::optional<int> sample, con
 // loader decides what they count as.
 ResultRecord record_from_json(const nlohmann::json& j);
 nlohmann::json record_to_json(const ResultRecord& r);
+// One results.jsonl line (no newline): record_to_json on one line, bytes that are not UTF-8 (a server's message,
+// a candidate's stderr) replaced by U+FFFD so that the line is always valid JSON.
+std::string record_line(const ResultRecord& r);
 
 }  // namespace pkb

@@ -21,6 +21,7 @@
 #include "core/files.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
+#include "launch/mpirun.h"
 #include "launch/sandbox.h"
 #include "seal/seal.h"
 #include "runtime/runtime.h"
@@ -108,8 +109,21 @@ constexpr int kReferenceCacheVersion = 5;  // 4: expected outputs from the oracl
 // repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
 int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
 
+// The programs that produce a reference entry: pkb-rank (every reference, input generator and timing loop compiled
+// in) and this driver (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
+// shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
+const std::string& build_digest() {
+  static const std::string digest = [] {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
+           (ec ? std::string("unknown") : sha256_hex(read_text_file(self)));
+  }();
+  return digest;
+}
+
 fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
-  json key = {{"version", kReferenceCacheVersion},
+  json key = {{"version", kReferenceCacheVersion}, {"build", build_digest()},
               {"problem_json", read_text_file(spec.dir / "problem.json")},
               {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
               {"reference_py", read_text_file(spec.dir / "reference.py")},

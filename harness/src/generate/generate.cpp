@@ -355,7 +355,8 @@ GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
     std::fprintf(stderr, "pkb generate: stopped early, %zu requests not answered: %s\n",
                  res.count(SampleStatus::error), res.stopped.c_str());
   write_records(res.out_dir, res.records);
-  place_file(res.out_dir, "generation.json", manifest(o, res).dump(2) + "\n");
+  place_file(res.out_dir, "generation.json",
+             manifest(o, res).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return res;
 }
 

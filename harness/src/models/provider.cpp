@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "models/wire.h"
 
 namespace pkb::models {
@@ -54,7 +55,8 @@ class HttpProvider : public Provider {
       reply.attempts = attempt;
       if (v.kind == ErrorKind::none) break;
       reply.error = v.kind;
-      reply.error_message = redact(v.message, key_);
+      // A server's bytes: an error page in any encoding must still make a readable, valid JSON record.
+      reply.error_message = valid_utf8(redact(v.message, key_));
       broken += reply.streamed;  // a stream that started and then broke: the provider may bill it
       if (!v.retry || attempt >= opt_.retry.max_attempts) break;
       double wait = backoff_delay_s(opt_.retry, attempt - 1, v.hint_s, unit_random());

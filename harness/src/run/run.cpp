@@ -334,7 +334,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   std::vector<Task> evals;
   for (const Task& t : todo) {
     if (t.source.empty()) {
-      append_line(results, record_to_json(generation_failed_record(t, o)).dump());
+      append_line(results, record_line(generation_failed_record(t, o)));
       ++sum.recorded;
       progress.finished(t, "generation_failed", 0);
     } else {
@@ -404,7 +404,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
           rec.turn = t.turn;
           rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
           rec.model = o.model;
-          append_line(results, record_to_json(rec).dump());
+          append_line(results, record_line(rec));
           ++recorded_count;
           progress.finished(t, rec.status, rec.speedup.value_or(0.0));
         } catch (const std::exception& err) {
