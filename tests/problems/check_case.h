@@ -2,9 +2,9 @@
 // resolved, every rank's inputs drawn and the oracle's expected outputs, through the same functions `pkb eval`
 // uses (check/expected.h, check/outputs.h), so a verdict here is the verdict eval would give.
 //
-// It lives under tests/ rather than harness/src/check because only tests use it: the library keeps what pkb
-// runs, and pkb_problem_tests alone gets this folder on its include path (tests/CMakeLists.txt).
-// Header-only: each check test is one translation unit of the one test binary.
+// It lives under tests/ rather than harness/src/check because only tests use it: the library keeps to what pkb
+// runs, and only pkb_problem_tests gets this folder on its include path (tests/CMakeLists.txt). Header-only, so
+// that target needs no extra library.
 #pragma once
 
 #include <cstdint>
@@ -30,14 +30,14 @@ struct Case {
 };
 
 struct CaseOptions {
-  std::map<std::string, int64_t> params;  // overrides of problem.json's parameters (applied after `small`'s)
-  bool small = false;                     // start from problem.json's test_parameters, as `pkb validate --small`
+  std::map<std::string, int64_t> params = {};  // overrides of problem.json's parameters (applied after `small`'s)
+  bool small = false;                          // start from problem.json's test_parameters, as `pkb validate --small`
   DType dtype = DType::bf16;
   int trial = 0;
   uint64_t seed = 1;
   // Changes the drawn inputs before the oracle sees them (e.g. PKB's own fills, to show what its check misses).
   // Such inputs are not what eval draws; the test says why it wants them.
-  std::function<void(std::vector<Tensors>&)> edit_inputs;
+  std::function<void(std::vector<Tensors>&)> edit_inputs = {};
 };
 
 // folder: "NNN_slug" under problems/. Throws pkb::Error as load_problem and resolve_run do.
@@ -59,10 +59,10 @@ inline std::vector<OutputCheck> checks(const Case& c, const std::vector<Tensors>
   return check_outputs(c.spec, c.run, policy, got, c.expected, /*check_replication=*/true);
 }
 
-// Whether every check passes; on a failure, `why` (if given) gets the first one's place and summary.
-inline bool passes(const Case& c, const std::vector<Tensors>& got, Policy policy = Policy::robust,
-                   std::string* why = nullptr) {
-  for (const OutputCheck& check : checks(c, got, policy))
+// Eval's verdict: whether every robust check passes. On a failure, `why` (if given) gets the first one's place
+// and summary.
+inline bool passes(const Case& c, const std::vector<Tensors>& got, std::string* why = nullptr) {
+  for (const OutputCheck& check : checks(c, got))
     if (!check.result.pass) {
       if (why) *why = check.where() + ": " + describe(check.result);
       return false;
