@@ -4,32 +4,15 @@
 // (fp32 accumulation, or either bf16 order) and rejects wrong ones.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec;
-  std::vector<pkb::Tensors> inputs;    // [rank] = {X_hat, dY}
-  std::vector<pkb::Tensors> expected;  // [rank] = {d_gamma, d_beta}, from the oracle
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
 
-Case make_case(int world, int trial) {
-  Case c;
-  c.spec = pkb::load_problem(pkb::repo_root() / "problems/009_layernorm_backward");
-  pkb::RunShape run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
-  for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, run, r, trial, 1).tensors);
-  c.expected = pkb::expected_outputs(c.spec, run, c.inputs);
-  return c;
-}
-
-bool passes(const Case& c, const at::Tensor& out, int output) {
-  return pkb::compare(pkb::Policy::robust, out, c.expected[0][output], c.spec.tolerance, at::kBFloat16).pass;
-}
+constexpr const char* kProblem = "009_layernorm_backward";  // inputs {X_hat, dY}, outputs {d_gamma, d_beta}
 
 // A fused kernel: products and all sums in fp32 over the ranks in `ranks`, rounded once to bf16.
 std::pair<at::Tensor, at::Tensor> fp32_kernel(const Case& c, const std::vector<int>& ranks) {
@@ -58,20 +41,20 @@ at::Tensor bf16_chain_d_beta(const Case& c, const std::vector<int>& order) {
 TEST(LayernormBackwardCheck, Fp32AccumulatingKernelPasses) {
   for (int world : {2, 4, 8}) {
     for (int trial : {0, 1}) {
-      Case c = make_case(world, trial);
+      Case c = make_case(kProblem, world, {.trial = trial});
       auto [g, b] = fp32_kernel(c, all_ranks(c));
-      EXPECT_TRUE(passes(c, g, 0)) << "d_gamma W=" << world << " trial " << trial;
-      EXPECT_TRUE(passes(c, b, 1)) << "d_beta W=" << world << " trial " << trial;
+      EXPECT_TRUE(passes(c, 0, 0, g)) << "d_gamma W=" << world << " trial " << trial;
+      EXPECT_TRUE(passes(c, 0, 1, b)) << "d_beta W=" << world << " trial " << trial;
     }
   }
 }
 
 TEST(LayernormBackwardCheck, EitherBf16SummationOrderPassesThoughPkbsCheckSplitsThem) {
-  Case c = make_case(8, 0);
+  Case c = make_case(kProblem, 8);
   std::vector<int> forward = all_ranks(c), reversed(forward.rbegin(), forward.rend());
   at::Tensor f = bf16_chain_d_beta(c, forward), r = bf16_chain_d_beta(c, reversed);
-  EXPECT_TRUE(passes(c, f, 1));
-  EXPECT_TRUE(passes(c, r, 1));
+  EXPECT_TRUE(passes(c, 0, 1, f));
+  EXPECT_TRUE(passes(c, 0, 1, r));
   // Under PKB's allclose one honest order fails against the other: the reason we check against the oracle.
   pkb::Comparison pkb_check = pkb::compare(pkb::Policy::pkb, r, f, c.spec.tolerance, at::kBFloat16);
   EXPECT_GT(pkb_check.mismatches, 0);
@@ -79,18 +62,18 @@ TEST(LayernormBackwardCheck, EitherBf16SummationOrderPassesThoughPkbsCheckSplits
 
 TEST(LayernormBackwardCheck, WrongKernelsFail) {
   for (int world : {2, 8}) {
-    Case c = make_case(world, 0);
+    Case c = make_case(kProblem, world);
     std::vector<int> missing_last = all_ranks(c);
     missing_last.pop_back();
     auto [g_missing, b_missing] = fp32_kernel(c, missing_last);
-    EXPECT_FALSE(passes(c, g_missing, 0)) << "d_gamma without the last rank, W=" << world;
-    EXPECT_FALSE(passes(c, b_missing, 1)) << "d_beta without the last rank, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 0, g_missing)) << "d_gamma without the last rank, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 1, b_missing)) << "d_beta without the last rank, W=" << world;
 
     auto [g, b] = fp32_kernel(c, all_ranks(c));
-    EXPECT_FALSE(passes(c, b, 0)) << "outputs swapped, W=" << world;
-    EXPECT_FALSE(passes(c, g, 1)) << "outputs swapped, W=" << world;
-    EXPECT_FALSE(passes(c, (g.to(at::kFloat) / world).to(at::kBFloat16), 0)) << "mean instead of sum, W=" << world;
-    EXPECT_FALSE(passes(c, (b.to(at::kFloat) / world).to(at::kBFloat16), 1)) << "mean instead of sum, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 0, b)) << "outputs swapped, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 1, g)) << "outputs swapped, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 0, (g.to(at::kFloat) / world).to(at::kBFloat16))) << "mean instead of sum, W=" << world;
+    EXPECT_FALSE(passes(c, 0, 1, (b.to(at::kFloat) / world).to(at::kBFloat16))) << "mean instead of sum, W=" << world;
   }
 }
 

@@ -4,33 +4,15 @@
 // barely see with PKB's N(0, 1) W1 (first-GEMM outputs of std 16, where SiLU and ReLU nearly coincide).
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec;
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> inputs;    // [rank] = {x_local, W1, W2}
-  std::vector<pkb::Tensors> expected;  // [rank] = {out}, from the oracle
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
 
-Case make_case(int world, int trial) {
-  Case c;
-  c.spec = pkb::load_problem(pkb::repo_root() / "problems/015_combined_sharded_gemms");
-  c.run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
-  for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, c.run, r, trial, 1).tensors);
-  c.expected = pkb::expected_outputs(c.spec, c.run, c.inputs);
-  return c;
-}
-
-bool passes(const Case& c, int rank, const at::Tensor& out) {
-  return pkb::compare(pkb::Policy::robust, out, c.expected[rank][0], c.spec.tolerance, at::kBFloat16).pass;
-}
+constexpr const char* kProblem = "015_combined_sharded_gemms";  // inputs {x_local, W1, W2}, output {out}
 
 enum class Act { silu, relu };
 
@@ -47,19 +29,19 @@ at::Tensor fp32_kernel(const Case& c, int r, int block, Act act) {
 
 TEST(CombinedShardedGemmsCheck, Fp32KernelPasses) {
   for (int world : {1, 2, 3, 4}) {
-    Case c = make_case(world, 0);
+    Case c = make_case(kProblem, world);
     for (int r = 0; r < world; ++r)
-      EXPECT_TRUE(passes(c, r, fp32_kernel(c, r, r, Act::silu))) << "W=" << world << " rank " << r;
+      EXPECT_TRUE(passes(c, r, 0, fp32_kernel(c, r, r, Act::silu))) << "W=" << world << " rank " << r;
   }
 }
 
 TEST(CombinedShardedGemmsCheck, WrongKernelsFail) {
   for (int world : {2, 4}) {
-    Case c = make_case(world, 0);
+    Case c = make_case(kProblem, world);
     for (int r = 0; r < world; ++r) {
-      EXPECT_FALSE(passes(c, r, fp32_kernel(c, r, r, Act::relu))) << "ReLU for SiLU, W=" << world;
-      EXPECT_FALSE(passes(c, r, fp32_kernel(c, r, (r + 1) % world, Act::silu))) << "wrong rows, W=" << world;
-      EXPECT_FALSE(passes(c, r, fp32_kernel(c, (r + 1) % world, r, Act::silu))) << "wrong weights, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_kernel(c, r, r, Act::relu))) << "ReLU for SiLU, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_kernel(c, r, (r + 1) % world, Act::silu))) << "wrong rows, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_kernel(c, (r + 1) % world, r, Act::silu))) << "wrong weights, W=" << world;
     }
   }
 }
@@ -67,7 +49,7 @@ TEST(CombinedShardedGemmsCheck, WrongKernelsFail) {
 // Why W1 is N(0, 1/256): with PKB's N(0, 1) (W1 x 16, exact in bf16) a ReLU kernel is within the L2 bound and all
 // but a handful of elements are within the elementwise bound; with ours it is off by tens of percent.
 TEST(CombinedShardedGemmsCheck, ReluIsNearlyInvisibleAtPkbsWeightScale) {
-  Case c = make_case(2, 0);
+  Case c = make_case(kProblem, 2);
   pkb::Comparison ours = pkb::compare(pkb::Policy::robust, fp32_kernel(c, 0, 0, Act::relu), c.expected[0][0],
                                       c.spec.tolerance, at::kBFloat16);
   EXPECT_GT(ours.rel_l2, 10 * c.spec.tolerance.max_rel_l2) << pkb::describe(ours);

@@ -4,32 +4,15 @@
 // its elements even at W = 2) and rejects wrong ones.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec;
-  std::vector<pkb::Tensors> inputs;    // [rank] = {A_local, B_local}
-  std::vector<pkb::Tensors> expected;  // [rank] = {out}, from the oracle
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
 
-Case make_case(int world, int trial) {
-  Case c;
-  c.spec = pkb::load_problem(pkb::repo_root() / "problems/016_gemm_reducescatter");
-  pkb::RunShape run = pkb::resolve_run(c.spec, world, pkb::DType::bf16);
-  for (int r = 0; r < world; ++r) c.inputs.push_back(pkb::make_inputs(c.spec, run, r, trial, 1).tensors);
-  c.expected = pkb::expected_outputs(c.spec, run, c.inputs);
-  return c;
-}
-
-bool passes(const Case& c, int rank, const at::Tensor& out) {
-  return pkb::compare(pkb::Policy::robust, out, c.expected[rank][0], c.spec.tolerance, at::kBFloat16).pass;
-}
+constexpr const char* kProblem = "016_gemm_reducescatter";  // inputs {A_local, B_local}, output {out}
 
 // Row block `block` of the sum over `ranks` of A_q B_q, accumulated in fp32 (a GEMM over the gathered K).
 at::Tensor fp32_rows(const Case& c, const std::vector<int>& ranks, int block) {
@@ -45,23 +28,24 @@ at::Tensor fp32_rows(const Case& c, const std::vector<int>& ranks, int block) {
 
 TEST(GemmReducescatterCheck, Fp32AccumulatingKernelPasses) {
   for (int world : {2, 4}) {
-    Case c = make_case(world, 0);
+    Case c = make_case(kProblem, world);
     std::vector<int> all;
     for (int q = 0; q < world; ++q) all.push_back(q);
-    for (int r = 0; r < world; ++r) EXPECT_TRUE(passes(c, r, fp32_rows(c, all, r))) << "W=" << world << " rank " << r;
+    for (int r = 0; r < world; ++r)
+      EXPECT_TRUE(passes(c, r, 0, fp32_rows(c, all, r))) << "W=" << world << " rank " << r;
   }
 }
 
 TEST(GemmReducescatterCheck, WrongKernelsFail) {
   for (int world : {2, 4}) {
-    Case c = make_case(world, 0);
+    Case c = make_case(kProblem, world);
     std::vector<int> all, missing;
     for (int q = 0; q < world; ++q) all.push_back(q);
     for (int q = 0; q + 1 < world; ++q) missing.push_back(q);
     for (int r = 0; r < world; ++r) {
-      EXPECT_FALSE(passes(c, r, fp32_rows(c, all, (r + 1) % world))) << "another rank's row block, W=" << world;
-      EXPECT_FALSE(passes(c, r, fp32_rows(c, missing, r))) << "one rank's partial missing, W=" << world;
-      EXPECT_FALSE(passes(c, r, fp32_rows(c, {r}, r))) << "no reduction, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_rows(c, all, (r + 1) % world))) << "another rank's row block, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_rows(c, missing, r))) << "one rank's partial missing, W=" << world;
+      EXPECT_FALSE(passes(c, r, 0, fp32_rows(c, {r}, r))) << "no reduction, W=" << world;
     }
   }
 }

@@ -10,7 +10,6 @@
 
 namespace {
 
-const char* kSlug = "load_balancing_loss_fn";
 
 pkb::ProblemSpec spec() { return pkb::load_problem(pkb::repo_root() / "problems/024_load_balancing_loss_fn"); }
 

@@ -11,7 +11,6 @@
 
 namespace {
 
-const char* kSlug = "importance_sampling_loss";
 constexpr int64_t kIgnore = -100;
 
 pkb::ProblemSpec spec() { return pkb::load_problem(pkb::repo_root() / "problems/025_importance_sampling_loss"); }

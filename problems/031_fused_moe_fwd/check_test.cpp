@@ -7,29 +7,15 @@
 #include <numeric>
 #include <set>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/031_fused_moe_fwd");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params, int trial)
-      : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "031_fused_moe_fwd";
 
 enum class Router { fp32, bf16_bias_after_rounding, bf16_like_pytorch };
 
@@ -79,9 +65,9 @@ std::vector<pkb::Tensors> run_variant(const Case& c, const Variant& v) {
   const int64_t local = 8 / W;
   std::vector<pkb::Tensors> out;
   for (int r = 0; r < W; ++r) {
-    at::Tensor x = c.in[r][0].to(at::kFloat), p = router_probs(c.in[r], v.router);
+    at::Tensor x = c.inputs[r][0].to(at::kFloat), p = router_probs(c.inputs[r], v.router);
     std::vector<at::Tensor> y;
-    for (int q = 0; q < W; ++q) y.push_back(mlp_fp32(c.in[q], x));
+    for (int q = 0; q < W; ++q) y.push_back(mlp_fp32(c.inputs[q], x));
     auto rank = ranking(p, v.prefer_high_index);
     at::Tensor o = at::zeros_like(x);
     for (int64_t t = 0; t < x.size(0); ++t) {
@@ -117,7 +103,7 @@ int64_t selection_differences(const pkb::Tensors& r, Router a, Router b, bool hi
 }  // namespace
 
 TEST(Problem031, PreparedRoutingIsFormulationIndependentRawRoutingIsNot) {
-  Case c(2, {}, 0);
+  Case c = make_case(kProblem, 2);
   // The catalog's measurement: raw PKB draws (no prepare) make fp32 and bf16 routing disagree on some tokens.
   at::manual_seed(31);
   int64_t raw = 0, prepared = 0;
@@ -126,9 +112,9 @@ TEST(Problem031, PreparedRoutingIsFormulationIndependentRawRoutingIsNot) {
                          at::randn({8}).to(at::kBFloat16)};
     raw += selection_differences(draw, Router::bf16_like_pytorch, Router::fp32, false, false) +
            selection_differences(draw, Router::bf16_like_pytorch, Router::bf16_like_pytorch, false, true);
-    prepared += selection_differences(c.in[r], Router::bf16_like_pytorch, Router::fp32, false, false) +
-                selection_differences(c.in[r], Router::bf16_like_pytorch, Router::bf16_like_pytorch, false, true) +
-                selection_differences(c.in[r], Router::bf16_bias_after_rounding, Router::fp32, true, false);
+    prepared += selection_differences(c.inputs[r], Router::bf16_like_pytorch, Router::fp32, false, false) +
+                selection_differences(c.inputs[r], Router::bf16_like_pytorch, Router::bf16_like_pytorch, false, true) +
+                selection_differences(c.inputs[r], Router::bf16_bias_after_rounding, Router::fp32, true, false);
   }
   EXPECT_GT(raw, 0) << "raw randn has routing ties at the 2nd/3rd boundary";
   EXPECT_EQ(prepared, 0) << "the prepared inputs leave no formulation-dependent choice";
@@ -136,12 +122,13 @@ TEST(Problem031, PreparedRoutingIsFormulationIndependentRawRoutingIsNot) {
 
 TEST(Problem031, HonestKernelsPassWrongOnesFail) {
   for (int world : {2, 4}) {
-    Case c(world, {{"M", 256}}, 1);
-    EXPECT_TRUE(c.passes(run_variant(c, {}))) << "fp32 router and experts, W=" << world;
-    EXPECT_TRUE(c.passes(run_variant(c, {Router::bf16_like_pytorch, true}))) << "bf16 router, other tie-break";
-    EXPECT_TRUE(c.passes(run_variant(c, {Router::bf16_bias_after_rounding}))) << "bias added after rounding";
-    EXPECT_FALSE(c.passes(run_variant(c, {Router::fp32, false, true}))) << "renormalised top-2 weights";
-    EXPECT_FALSE(c.passes(run_variant(c, {Router::fp32, false, false, 1}))) << "top-1 only";
-    EXPECT_FALSE(c.passes(run_variant(c, {Router::fp32, false, false, 2, true}))) << "home rank's MLP for every expert";
+    Case c = make_case(kProblem, world, {.params = {{"M", 256}}, .trial = 1});
+    EXPECT_TRUE(passes(c, run_variant(c, {}))) << "fp32 router and experts, W=" << world;
+    EXPECT_TRUE(passes(c, run_variant(c, {Router::bf16_like_pytorch, true}))) << "bf16 router, other tie-break";
+    EXPECT_TRUE(passes(c, run_variant(c, {Router::bf16_bias_after_rounding}))) << "bias added after rounding";
+    EXPECT_FALSE(passes(c, run_variant(c, {Router::fp32, false, true}))) << "renormalised top-2 weights";
+    EXPECT_FALSE(passes(c, run_variant(c, {Router::fp32, false, false, 1}))) << "top-1 only";
+    EXPECT_FALSE(passes(c, run_variant(c, {Router::fp32, false, false, 2, true})))
+        << "home rank's MLP for every expert";
   }
 }

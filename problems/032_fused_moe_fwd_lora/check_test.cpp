@@ -7,33 +7,28 @@
 #include <cmath>
 #include <numeric>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/032_fused_moe_fwd_lora");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, bool pkb_lora_scale) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, {{"M", 256}})) {
-    for (int r = 0; r < world; ++r) {
-      in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-      if (pkb_lora_scale)  // undo the scaling: N(0, 1) factors as PKB draws them
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "032_fused_moe_fwd_lora";
+
+// M = 256 tokens. pkb_lora_scale undoes the LoRA factors' scaling: N(0, 1) factors, as PKB draws them.
+Case lora_case(int world, bool pkb_lora_scale) {
+  pkb::check_test::CaseOptions opt{.params = {{"M", 256}}};
+  if (pkb_lora_scale)
+    opt.edit_inputs = [](std::vector<pkb::Tensors>& in) {
+      for (auto& r : in)
         for (int i = 9; i < 15; ++i)
-          in[r][i] = (in[r][i].to(at::kFloat) * (i % 2 == 1 ? std::sqrt(static_cast<double>(in[r][i].size(1))) : 10.0)).to(at::kBFloat16);
-    }
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+          r[i] = (r[i].to(at::kFloat) * (i % 2 == 1 ? std::sqrt(static_cast<double>(r[i].size(1))) : 10.0))
+                     .to(at::kBFloat16);
+    };
+  return make_case(kProblem, world, opt);
+}
 
 at::Tensor f32(const at::Tensor& t) { return t.to(at::kFloat); }
 
@@ -51,12 +46,12 @@ std::vector<pkb::Tensors> kernel(const Case& c, bool base, bool adapters) {
   const int W = c.run.world;
   std::vector<pkb::Tensors> out;
   for (int r = 0; r < W; ++r) {
-    at::Tensor x = f32(c.in[r][0]);
-    at::Tensor p = at::softmax(x.mm(f32(c.in[r][1]).t()) + f32(c.in[r][2]), -1);
+    at::Tensor x = f32(c.inputs[r][0]);
+    at::Tensor p = at::softmax(x.mm(f32(c.inputs[r][1]).t()) + f32(c.inputs[r][2]), -1);
     auto [w, e] = p.topk(2, -1);
     at::Tensor o = at::zeros_like(x);
     for (int q = 0; q < W; ++q) {
-      at::Tensor y = mlp(c.in[q], x, base, adapters);
+      at::Tensor y = mlp(c.inputs[q], x, base, adapters);
       for (int k = 0; k < 2; ++k) {
         at::Tensor mine = (at::div(e.select(1, k), 8 / W, "floor") == q).to(at::kFloat);
         o += (w.select(1, k) * mine).unsqueeze(1) * y;
@@ -71,10 +66,10 @@ std::vector<pkb::Tensors> kernel(const Case& c, bool base, bool adapters) {
 
 TEST(Problem032, AccurateKernelPassesDroppingEitherPathFails) {
   for (int world : {2, 4}) {
-    Case c(world, false);
-    EXPECT_TRUE(c.passes(kernel(c, true, true))) << "fp32, W=" << world;
-    EXPECT_FALSE(c.passes(kernel(c, false, true))) << "base projections dropped (biases kept), W=" << world;
-    EXPECT_FALSE(c.passes(kernel(c, true, false))) << "adapters dropped, W=" << world;
+    Case c = lora_case(world, false);
+    EXPECT_TRUE(passes(c, kernel(c, true, true))) << "fp32, W=" << world;
+    EXPECT_FALSE(passes(c, kernel(c, false, true))) << "base projections dropped (biases kept), W=" << world;
+    EXPECT_FALSE(passes(c, kernel(c, true, false))) << "adapters dropped, W=" << world;
   }
 }
 
@@ -92,6 +87,6 @@ double base_share(const Case& c) {
 }
 
 TEST(Problem032, UnscaledAdaptersHideTheBaseProjections) {
-  EXPECT_LT(base_share(Case(2, true)), 0.03);
-  EXPECT_GT(base_share(Case(2, false)), 0.3);
+  EXPECT_LT(base_share(lora_case(2, true)), 0.03);
+  EXPECT_GT(base_share(lora_case(2, false)), 0.3);
 }

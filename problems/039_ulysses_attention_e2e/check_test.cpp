@@ -5,37 +5,25 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/039_ulysses_attention_e2e");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "039_ulysses_attention_e2e";
 
 enum class Attention { full_sequence, local_positions_only, pkb_over_heads };
 
 // fp32 everywhere, one rounding at the end. q, k, v of rank r: (B, S, H, D).
 std::vector<pkb::Tensors> kernel(const Case& c, Attention kind) {
   const int W = c.run.world;
-  const int64_t H = 8, B = c.in[0][0].size(0), S = c.in[0][0].size(1), width = c.in[0][0].size(2), D = width / H, G = H / W;
+  const int64_t H = 8, B = c.inputs[0][0].size(0), S = c.inputs[0][0].size(1), width = c.inputs[0][0].size(2),
+                D = width / H, G = H / W;
   std::vector<at::Tensor> q, k, v;
-  for (const auto& r : c.in) {
+  for (const auto& r : c.inputs) {
     at::Tensor qkv = r[0].to(at::kFloat).matmul(r[1].to(at::kFloat).t()).view({B, S, 3, H, D});
     q.push_back(qkv.select(2, 0));
     k.push_back(qkv.select(2, 1));
@@ -58,7 +46,7 @@ std::vector<pkb::Tensors> kernel(const Case& c, Attention kind) {
         groups.push_back(attend(q[r].narrow(2, g * G, G), k[r].narrow(2, g * G, G), v[r].narrow(2, g * G, G)));
       o = at::cat(groups, 2);
     }
-    out.push_back({o.reshape({B, S, width}).matmul(c.in[r][2].to(at::kFloat).t()).to(at::kBFloat16)});
+    out.push_back({o.reshape({B, S, width}).matmul(c.inputs[r][2].to(at::kFloat).t()).to(at::kBFloat16)});
   }
   return out;
 }
@@ -67,11 +55,11 @@ std::vector<pkb::Tensors> kernel(const Case& c, Attention kind) {
 
 TEST(Problem039, FullSequenceAttentionPassesHeadMixingAndLocalAttentionFail) {
   for (int world : {1, 2, 4, 8}) {
-    Case c(world);
-    EXPECT_TRUE(c.passes(kernel(c, Attention::full_sequence))) << "W=" << world;
-    EXPECT_FALSE(c.passes(kernel(c, Attention::pkb_over_heads))) << "PKB's attention over heads, W=" << world;
+    Case c = make_case(kProblem, world);
+    EXPECT_TRUE(passes(c, kernel(c, Attention::full_sequence))) << "W=" << world;
+    EXPECT_FALSE(passes(c, kernel(c, Attention::pkb_over_heads))) << "PKB's attention over heads, W=" << world;
     if (world > 1) {
-      EXPECT_FALSE(c.passes(kernel(c, Attention::local_positions_only))) << "no exchange, W=" << world;
+      EXPECT_FALSE(passes(c, kernel(c, Attention::local_positions_only))) << "no exchange, W=" << world;
     }
   }
 }

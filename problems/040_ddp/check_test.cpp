@@ -6,31 +6,16 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/040_ddp");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, int trial) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  std::vector<pkb::OutputCheck> checks(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
-    return pkb::check_outputs(spec, run, policy, got, expected, policy == pkb::Policy::robust);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : checks(got))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::checks;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "040_ddp";
 
 struct Step {
   bool update = true, bias_correction = true, zero_state = false, average = true, broadcast = true;
@@ -44,7 +29,7 @@ std::vector<pkb::Tensors> ddp_fp32(const Case& c, const Step& s) {
   const int step = 3;
   std::vector<pkb::Tensors> out;
   for (int r = 0; r < W; ++r) {
-    const pkb::Tensors& src = c.in[s.broadcast ? 0 : r];
+    const pkb::Tensors& src = c.inputs[s.broadcast ? 0 : r];
     pkb::Tensors p, m, v;
     for (int k = 0; k < 4; ++k) {
       p.push_back(f32(src[2 + k]));
@@ -53,8 +38,8 @@ std::vector<pkb::Tensors> ddp_fp32(const Case& c, const Step& s) {
     }
     pkb::Tensors g = {at::zeros_like(p[0]), at::zeros_like(p[1]), at::zeros_like(p[2]), at::zeros_like(p[3])};
     for (int q = 0; q < W; ++q) {  // each rank's local gradient, then the mean over ranks
-      at::Tensor X = f32(c.in[q][0]), pre = X.mm(p[0].t()) + p[1], h = at::relu(pre);
-      at::Tensor dout = (h.mm(p[2].t()) + p[3] - f32(c.in[q][1])) * (2.0 / (X.size(0) * p[3].numel()));
+      at::Tensor X = f32(c.inputs[q][0]), pre = X.mm(p[0].t()) + p[1], h = at::relu(pre);
+      at::Tensor dout = (h.mm(p[2].t()) + p[3] - f32(c.inputs[q][1])) * (2.0 / (X.size(0) * p[3].numel()));
       at::Tensor dpre = dout.mm(p[2]) * (pre > 0).to(at::kFloat);
       pkb::Tensors gq = {dpre.t().mm(X), dpre.sum(0), dout.t().mm(h), dout.sum(0)};
       for (int k = 0; k < 4; ++k) g[k] += gq[k] / (s.average ? W : 1);
@@ -80,25 +65,25 @@ std::vector<pkb::Tensors> ddp_fp32(const Case& c, const Step& s) {
 
 TEST(Problem040, AccurateStepPassesWrongStepsFail) {
   for (int world : {2, 4}) {
-    Case c(world, 0);
-    EXPECT_TRUE(c.passes(ddp_fp32(c, {}))) << "fp32 step, W=" << world;
-    EXPECT_FALSE(c.passes(ddp_fp32(c, {false}))) << "parameters left unchanged";
-    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, false}))) << "no bias correction";
-    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, true}))) << "optimizer state assumed zero";
-    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, false, false}))) << "gradients summed, not averaged";
-    EXPECT_FALSE(c.passes(ddp_fp32(c, {true, true, false, true, false}))) << "no broadcast of rank 0's parameters";
+    Case c = make_case(kProblem, world);
+    EXPECT_TRUE(passes(c, ddp_fp32(c, {}))) << "fp32 step, W=" << world;
+    EXPECT_FALSE(passes(c, ddp_fp32(c, {false}))) << "parameters left unchanged";
+    EXPECT_FALSE(passes(c, ddp_fp32(c, {true, false}))) << "no bias correction";
+    EXPECT_FALSE(passes(c, ddp_fp32(c, {true, true, true}))) << "optimizer state assumed zero";
+    EXPECT_FALSE(passes(c, ddp_fp32(c, {true, true, false, false}))) << "gradients summed, not averaged";
+    EXPECT_FALSE(passes(c, ddp_fp32(c, {true, true, false, true, false}))) << "no broadcast of rank 0's parameters";
   }
 }
 
 // Why the update is an output: on the parameters alone, PKB's allclose (atol = 1e-2) cannot see a skipped update.
 TEST(Problem040, SkippedUpdateIsInvisibleToPkbsParameterCheck) {
-  Case c(2, 0);
+  Case c = make_case(kProblem, 2);
   auto skipped = ddp_fp32(c, {false});
   pkb::Tolerance paper;  // atol = rtol = 1e-2
   for (int k = 0; k < 4; ++k)
     EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][k], c.expected[0][k], paper, at::kBFloat16).pass) << "parameter " << k;
   bool update_fails = false;
-  for (const auto& check : c.checks(skipped))
+  for (const auto& check : checks(c, skipped))
     if (check.output == "update" && !check.result.pass) update_fails = true;
   EXPECT_TRUE(update_fails);
 }

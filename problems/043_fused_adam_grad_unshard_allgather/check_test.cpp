@@ -5,28 +5,15 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/043_fused_adam_grad_unshard_allgather");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "043_fused_adam_grad_unshard_allgather";
 
 struct Step {
   double sign = 1;
@@ -37,7 +24,7 @@ std::vector<pkb::Tensors> adam_fp32(const Case& c, const Step& s) {
   const int W = c.run.world, step = 3;
   const double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1, bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
   std::vector<at::Tensor> shards, updates;
-  for (const auto& r : c.in) {
+  for (const auto& r : c.inputs) {
     at::Tensor g = r[0].to(at::kFloat);
     at::Tensor m = 0.9 * (s.zero_state ? at::zeros_like(g) : r[2].to(at::kFloat)) + 0.1 * g;
     at::Tensor v = 0.999 * (s.zero_state ? at::zeros_like(g) : r[3].to(at::kFloat)) + 0.001 * g * g;
@@ -56,21 +43,21 @@ std::vector<pkb::Tensors> adam_fp32(const Case& c, const Step& s) {
 
 TEST(Problem043, AccurateStepPassesWrongStepsFail) {
   for (int world : {1, 2, 4}) {
-    Case c(world);
-    EXPECT_TRUE(c.passes(adam_fp32(c, {}))) << "fp32 step, W=" << world;
-    EXPECT_FALSE(c.passes(adam_fp32(c, {0}))) << "no update";
-    EXPECT_FALSE(c.passes(adam_fp32(c, {-1}))) << "update with the wrong sign";
-    EXPECT_FALSE(c.passes(adam_fp32(c, {1, false}))) << "no bias correction";
-    EXPECT_FALSE(c.passes(adam_fp32(c, {1, true, true}))) << "optimizer state assumed zero";
+    Case c = make_case(kProblem, world);
+    EXPECT_TRUE(passes(c, adam_fp32(c, {}))) << "fp32 step, W=" << world;
+    EXPECT_FALSE(passes(c, adam_fp32(c, {0}))) << "no update";
+    EXPECT_FALSE(passes(c, adam_fp32(c, {-1}))) << "update with the wrong sign";
+    EXPECT_FALSE(passes(c, adam_fp32(c, {1, false}))) << "no bias correction";
+    EXPECT_FALSE(passes(c, adam_fp32(c, {1, true, true}))) << "optimizer state assumed zero";
     if (world > 1) {
-      EXPECT_FALSE(c.passes(adam_fp32(c, {1, true, false, true}))) << "shards gathered in the wrong order";
+      EXPECT_FALSE(passes(c, adam_fp32(c, {1, true, false, true}))) << "shards gathered in the wrong order";
     }
   }
 }
 
 // Why the update is an output: PKB's allclose on the gathered parameters cannot see a skipped update.
 TEST(Problem043, SkippedUpdateIsInvisibleToPkbsParameterCheck) {
-  Case c(2);
+  Case c = make_case(kProblem, 2);
   auto skipped = adam_fp32(c, {0});
   EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][0], c.expected[0][0], pkb::Tolerance{}, at::kBFloat16).pass);
 }

@@ -7,28 +7,15 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/044_quantized_grad_allreduce");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "044_quantized_grad_allreduce";
 
 enum class Quotient { divide, reciprocal, times_127_over_a, none };
 enum class Rounding { half_even, half_away, truncate };
@@ -60,9 +47,9 @@ std::vector<float> dequantize(const at::Tensor& grad, Quotient how, Rounding rou
 
 std::vector<pkb::Tensors> kernel(const Case& c, Quotient how, Rounding rounding) {
   const int W = c.run.world;
-  const int64_t n = c.in[0][0].numel();
+  const int64_t n = c.inputs[0][0].numel();
   std::vector<double> sum(n, 0.0);
-  for (const auto& r : c.in) {
+  for (const auto& r : c.inputs) {
     auto d = dequantize(r[0], how, rounding);
     for (int64_t i = 0; i < n; ++i) sum[i] += d[i];
   }
@@ -82,23 +69,23 @@ int64_t codes_differing(const at::Tensor& grad, Quotient a, Quotient b) {
 
 TEST(Problem044, EveryFormulationOfTheQuotientPassesWrongRoundingFails) {
   for (int world : {2, 4}) {
-    Case c(world, {{"NUMEL", 65536 + 100}});
-    EXPECT_TRUE(c.passes(kernel(c, Quotient::divide, Rounding::half_even))) << "W=" << world;
-    EXPECT_TRUE(c.passes(kernel(c, Quotient::reciprocal, Rounding::half_even))) << "x * (1/s), W=" << world;
-    EXPECT_TRUE(c.passes(kernel(c, Quotient::times_127_over_a, Rounding::half_even))) << "x * 127 / a, W=" << world;
-    EXPECT_FALSE(c.passes(kernel(c, Quotient::divide, Rounding::half_away))) << "round half away from zero";
-    EXPECT_FALSE(c.passes(kernel(c, Quotient::divide, Rounding::truncate))) << "truncation";
-    EXPECT_FALSE(c.passes(kernel(c, Quotient::none, Rounding::half_even))) << "no quantisation";
+    Case c = make_case(kProblem, world, {.params = {{"NUMEL", 65536 + 100}}});
+    EXPECT_TRUE(passes(c, kernel(c, Quotient::divide, Rounding::half_even))) << "W=" << world;
+    EXPECT_TRUE(passes(c, kernel(c, Quotient::reciprocal, Rounding::half_even))) << "x * (1/s), W=" << world;
+    EXPECT_TRUE(passes(c, kernel(c, Quotient::times_127_over_a, Rounding::half_even))) << "x * 127 / a, W=" << world;
+    EXPECT_FALSE(passes(c, kernel(c, Quotient::divide, Rounding::half_away))) << "round half away from zero";
+    EXPECT_FALSE(passes(c, kernel(c, Quotient::divide, Rounding::truncate))) << "truncation";
+    EXPECT_FALSE(passes(c, kernel(c, Quotient::none, Rounding::half_even))) << "no quantisation";
   }
 }
 
 TEST(Problem044, PreparedInputsRemoveFormulationDependentCodes) {
-  Case c(2, {});
+  Case c = make_case(kProblem, 2);
   at::manual_seed(44);
   at::Tensor raw = at::randn({1 << 20}).to(at::kBFloat16);
   EXPECT_GT(codes_differing(raw, Quotient::divide, Quotient::reciprocal), 0) << "raw randn: formulations disagree";
   EXPECT_GT(codes_differing(raw, Quotient::divide, Quotient::times_127_over_a), 0);
-  for (const auto& r : c.in) {
+  for (const auto& r : c.inputs) {
     EXPECT_EQ(codes_differing(r[0], Quotient::divide, Quotient::reciprocal), 0);
     EXPECT_EQ(codes_differing(r[0], Quotient::divide, Quotient::times_127_over_a), 0);
   }

@@ -3,29 +3,16 @@
 // 0-based and ascending ranks fail. On PKB's raw draws the bf16 and fp32 sigmoids disagree (ties are frequent).
 #include <gtest/gtest.h>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/069_gnn_negative_scoring");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const at::Tensor& ranks) const {
-    std::vector<pkb::Tensors> got(run.world, pkb::Tensors{ranks});
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::on_every_rank;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "069_gnn_negative_scoring";
 
 enum class Kernel { bf16_sigmoid, fp32_sigmoid, raw_scores, greater_equal, zero_based, ascending };
 
@@ -47,12 +34,13 @@ at::Tensor all_rows(const std::vector<pkb::Tensors>& in) {
 
 TEST(Problem069, EveryHonestFormulationPassesMistakesFail) {
   for (int world : {2, 3}) {
-    Case c(world);
-    at::Tensor scores = all_rows(c.in);
+    Case c = make_case(kProblem, world);
+    at::Tensor scores = all_rows(c.inputs);
     for (Kernel k : {Kernel::bf16_sigmoid, Kernel::fp32_sigmoid, Kernel::raw_scores, Kernel::greater_equal})
-      EXPECT_TRUE(c.passes(ranks_of(scores, k))) << "honest kernel " << static_cast<int>(k) << " W=" << world;
-    EXPECT_FALSE(c.passes(ranks_of(scores, Kernel::zero_based))) << "0-based ranks";
-    EXPECT_FALSE(c.passes(ranks_of(scores, Kernel::ascending))) << "ascending order";
+      EXPECT_TRUE(passes(c, on_every_rank(c, {ranks_of(scores, k)})))
+          << "honest kernel " << static_cast<int>(k) << " W=" << world;
+    EXPECT_FALSE(passes(c, on_every_rank(c, {ranks_of(scores, Kernel::zero_based)}))) << "0-based ranks";
+    EXPECT_FALSE(passes(c, on_every_rank(c, {ranks_of(scores, Kernel::ascending)}))) << "ascending order";
   }
 }
 

@@ -3,38 +3,22 @@
 // scaled per channel: with PKB's h ~ c, zeroing the 4 lowest of 1024 channels passes; with ours it fails.
 #include <gtest/gtest.h>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/072_hyena_forward_cp");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params, bool pkb_filter)
-      : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    if (pkb_filter) {  // PKB's h[c, t] = bf16_round(c HL + t) / HL
-      const int64_t C = in[0][3].size(0), HL = in[0][3].size(1);
-      at::Tensor c = at::arange(C, at::kDouble).unsqueeze(1), t = at::arange(HL, at::kDouble).unsqueeze(0);
-      at::Tensor h = ((c * HL + t).to(at::kBFloat16).to(at::kDouble) / HL).to(at::kBFloat16);
-      for (auto& r : in) r[3] = h;
-    }
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
 
-std::map<std::string, int64_t> test_params() {
-  return pkb::load_problem(pkb::repo_root() / "problems/072_hyena_forward_cp").test_parameters;
+constexpr const char* kProblem = "072_hyena_forward_cp";
+
+// PKB's filter on every rank, h[c, t] = bf16_round(c HL + t) / HL, in place of ours (scaled per channel).
+void use_pkb_filter(std::vector<pkb::Tensors>& in) {
+  const int64_t C = in[0][3].size(0), HL = in[0][3].size(1);
+  at::Tensor c = at::arange(C, at::kDouble).unsqueeze(1), t = at::arange(HL, at::kDouble).unsqueeze(0);
+  at::Tensor h = ((c * HL + t).to(at::kBFloat16).to(at::kDouble) / HL).to(at::kBFloat16);
+  for (auto& r : in) r[3] = h;
 }
 
 enum class Kernel { direct_fp32, zigzag_as_sequence, zero_low_channels };
@@ -42,11 +26,11 @@ enum class Kernel { direct_fp32, zigzag_as_sequence, zero_low_channels };
 // One process: the global sequence, a direct causal fp32 convolution (W >= 2: no wrap-around), each rank's shards.
 std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
   const int W = c.run.world;
-  const int64_t lc = c.in[0][0].size(2) / 2;
+  const int64_t lc = c.inputs[0][0].size(2) / 2;
   auto global = [&](int i) {
     std::vector<at::Tensor> chunks(2 * W);
     for (int r = 0; r < W; ++r) {
-      at::Tensor x = c.in[r][i][0];
+      at::Tensor x = c.inputs[r][i][0];
       if (k == Kernel::zigzag_as_sequence) {
         chunks[2 * r] = x.slice(1, 0, lc), chunks[2 * r + 1] = x.slice(1, lc, 2 * lc);
       } else {
@@ -56,12 +40,12 @@ std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
     return at::cat(chunks, 1);
   };
   at::Tensor x1 = global(0), z = global(1) * global(2);  // rounded product
-  const int64_t C = z.size(0), L = z.size(1), HL = c.in[0][3].size(1), taps = std::min(HL, L);
+  const int64_t C = z.size(0), L = z.size(1), HL = c.inputs[0][3].size(1), taps = std::min(HL, L);
   at::Tensor padded = at::constant_pad_nd(z.to(at::kFloat), {taps - 1, 0});
-  at::Tensor h = c.in[0][3].slice(1, 0, taps).to(at::kFloat).flip(1).unsqueeze(1);
+  at::Tensor h = c.inputs[0][3].slice(1, 0, taps).to(at::kFloat).flip(1).unsqueeze(1);
   at::Tensor y = at::conv1d(padded.unsqueeze(0), h, at::Tensor(), at::IntArrayRef{1}, at::IntArrayRef{0},
                             at::IntArrayRef{1}, C)[0];
-  y = y + z.to(at::kFloat) * c.in[0][4].to(at::kFloat).unsqueeze(1);
+  y = y + z.to(at::kFloat) * c.inputs[0][4].to(at::kFloat).unsqueeze(1);
   at::Tensor out = x1 * y.to(at::kBFloat16);
   if (k == Kernel::zero_low_channels) out.slice(0, 0, 4).zero_();
   std::vector<pkb::Tensors> got;
@@ -76,20 +60,20 @@ std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
 
 TEST(Problem072, DirectConvolutionPassesZigzagMistakeFails) {
   for (int world : {2, 3}) {
-    Case c(world, test_params(), false);
-    EXPECT_TRUE(c.passes(kernel(c, Kernel::direct_fp32))) << "W=" << world;
-    EXPECT_FALSE(c.passes(kernel(c, Kernel::zigzag_as_sequence))) << "W=" << world;
+    Case c = make_case(kProblem, world, {.small = true});
+    EXPECT_TRUE(passes(c, kernel(c, Kernel::direct_fp32))) << "W=" << world;
+    EXPECT_FALSE(passes(c, kernel(c, Kernel::zigzag_as_sequence))) << "W=" << world;
   }
 }
 
 TEST(Problem072, TensorWideSlackHidesLowChannelsUnderPkbsFilter) {
-  std::map<std::string, int64_t> params = test_params();
-  params["C"] = 1024;  // PKB's channel count, short sequences
-  Case pkb_filter(2, params, true), ours(2, params, false);
-  EXPECT_TRUE(pkb_filter.passes(kernel(pkb_filter, Kernel::direct_fp32)));
-  EXPECT_TRUE(pkb_filter.passes(kernel(pkb_filter, Kernel::zero_low_channels))) << "channels 0-3 unchecked";
-  EXPECT_TRUE(ours.passes(kernel(ours, Kernel::direct_fp32)));
-  EXPECT_FALSE(ours.passes(kernel(ours, Kernel::zero_low_channels)));
+  const std::map<std::string, int64_t> params = {{"C", 1024}};  // PKB's channel count, short sequences
+  Case pkb_filter = make_case(kProblem, 2, {.params = params, .small = true, .edit_inputs = use_pkb_filter});
+  Case ours = make_case(kProblem, 2, {.params = params, .small = true});
+  EXPECT_TRUE(passes(pkb_filter, kernel(pkb_filter, Kernel::direct_fp32)));
+  EXPECT_TRUE(passes(pkb_filter, kernel(pkb_filter, Kernel::zero_low_channels))) << "channels 0-3 unchecked";
+  EXPECT_TRUE(passes(ours, kernel(ours, Kernel::direct_fp32)));
+  EXPECT_FALSE(passes(ours, kernel(ours, Kernel::zero_low_channels)));
 }
 
 }  // namespace

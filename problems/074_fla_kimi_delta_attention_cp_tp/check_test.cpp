@@ -20,16 +20,16 @@ at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor g, at::Tenso
 }
 
 // a_log and dt are replicated: rank 0's.
-std::vector<pkb::Tensors> kernel(const pkb::test::ProblemCase& c, bool whole_sequence) {
+std::vector<pkb::Tensors> kernel(const pkb::check_test::Case& c, bool whole_sequence) {
   return pkb::test::cp_outputs(c, whole_sequence, [&](const pkb::Tensors& s) {
-    return kda(s[0], s[1], s[2], s[3], s[4], c.in[0][5], c.in[0][6]);
+    return kda(s[0], s[1], s[2], s[3], s[4], c.inputs[0][5], c.inputs[0][6]);
   });
 }
 
 TEST(Problem074, SmallOutputsNeedASmallAtol) {
-  pkb::test::ProblemCase c("074_fla_kimi_delta_attention_cp_tp", 2);
-  EXPECT_TRUE(c.passes(kernel(c, true), pkb::Policy::robust));
-  EXPECT_FALSE(c.passes(kernel(c, false), pkb::Policy::robust)) << "no communication";
+  pkb::check_test::Case c = pkb::check_test::make_case("074_fla_kimi_delta_attention_cp_tp", 2);
+  EXPECT_TRUE(pkb::check_test::passes(c, kernel(c, true)));
+  EXPECT_FALSE(pkb::check_test::passes(c, kernel(c, false))) << "no communication";
 }
 
 }  // namespace

@@ -19,9 +19,9 @@ at::Tensor gdn(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor gate, at::Te
 }
 
 // a_log and dt are head-sharded: every rank's, concatenated.
-std::vector<pkb::Tensors> kernel(const pkb::test::ProblemCase& c, bool whole_sequence) {
+std::vector<pkb::Tensors> kernel(const pkb::check_test::Case& c, bool whole_sequence) {
   std::vector<at::Tensor> a, d;
-  for (const auto& r : c.in) a.push_back(r[5]), d.push_back(r[6]);
+  for (const auto& r : c.inputs) a.push_back(r[5]), d.push_back(r[6]);
   at::Tensor a_log = at::cat(a), dt = at::cat(d);
   return pkb::test::cp_outputs(c, whole_sequence, [&](const pkb::Tensors& s) {
     return gdn(s[0], s[1], s[2], s[3], s[4], a_log, dt);
@@ -29,9 +29,9 @@ std::vector<pkb::Tensors> kernel(const pkb::test::ProblemCase& c, bool whole_seq
 }
 
 TEST(Problem075, SmallOutputsNeedASmallAtol) {
-  pkb::test::ProblemCase c("075_fla_gated_deltanet_cp", 2);
-  EXPECT_TRUE(c.passes(kernel(c, true), pkb::Policy::robust));
-  EXPECT_FALSE(c.passes(kernel(c, false), pkb::Policy::robust)) << "no communication";
+  pkb::check_test::Case c = pkb::check_test::make_case("075_fla_gated_deltanet_cp", 2);
+  EXPECT_TRUE(pkb::check_test::passes(c, kernel(c, true)));
+  EXPECT_FALSE(pkb::check_test::passes(c, kernel(c, false))) << "no communication";
 }
 
 }  // namespace

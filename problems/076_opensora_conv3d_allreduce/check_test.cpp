@@ -4,30 +4,16 @@
 // itself too noisy for its allclose: an exact kernel fails against it.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/076_opensora_conv3d_allreduce");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, spec.test_parameters)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const at::Tensor& out) const {
-    std::vector<pkb::Tensors> got(run.world, pkb::Tensors{out});
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::on_every_rank;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "076_opensora_conv3d_allreduce";
 
 at::Tensor partial32(const pkb::Tensors& r) { return at::conv3d(r[0].to(at::kFloat), r[1].to(at::kFloat)); }
 at::Tensor bias5(const pkb::Tensors& r) { return r[2].to(at::kFloat).view({1, -1, 1, 1, 1}); }
@@ -40,14 +26,16 @@ at::Tensor pkb_bf16(const std::vector<pkb::Tensors>& in) {
 }
 
 TEST(Problem076, Fp32AndPkbArithmeticPassMistakesFail) {
-  Case c(4);
-  at::Tensor total = at::zeros_like(partial32(c.in[0]));
-  for (const auto& r : c.in) total = total + partial32(r);
-  EXPECT_TRUE(c.passes((total + bias5(c.in[0])).to(at::kBFloat16)));
-  EXPECT_TRUE(c.passes(pkb_bf16(c.in)));
-  EXPECT_FALSE(c.passes((partial32(c.in[0]) + bias5(c.in[0])).to(at::kBFloat16))) << "no all-reduce";
-  EXPECT_FALSE(c.passes(total.to(at::kBFloat16))) << "bias dropped";
-  EXPECT_FALSE(c.passes((total + 4 * bias5(c.in[0])).to(at::kBFloat16))) << "bias added on every rank";
+  Case c = make_case(kProblem, 4, {.small = true});
+  at::Tensor total = at::zeros_like(partial32(c.inputs[0]));
+  for (const auto& r : c.inputs) total = total + partial32(r);
+  EXPECT_TRUE(passes(c, on_every_rank(c, {(total + bias5(c.inputs[0])).to(at::kBFloat16)})));
+  EXPECT_TRUE(passes(c, on_every_rank(c, {pkb_bf16(c.inputs)})));
+  EXPECT_FALSE(passes(c, on_every_rank(c, {(partial32(c.inputs[0]) + bias5(c.inputs[0])).to(at::kBFloat16)})))
+      << "no all-reduce";
+  EXPECT_FALSE(passes(c, on_every_rank(c, {total.to(at::kBFloat16)}))) << "bias dropped";
+  EXPECT_FALSE(passes(c, on_every_rank(c, {(total + 4 * bias5(c.inputs[0])).to(at::kBFloat16)})))
+      << "bias added on every rank";
 }
 
 // PKB's regime: N(0, 1) weights, Cin_loc = 16 (partials of std ~ 21, bf16 steps 0.125): an exact kernel against

@@ -5,40 +5,28 @@
 
 #include <cmath>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/077_magi1_cso_async_attention");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, spec.test_parameters)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "077_magi1_cso_async_attention";
 
 enum class Kernel { fp32, bf16_probs, local_only, modulo_heads, next_range };
 
 std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
   const int W = c.run.world;
-  const int64_t R = 4, spb = c.in[0][0].size(0) / R, Hq = c.in[0][0].size(1), D = c.in[0][0].size(2);
-  const int64_t Hkv = c.in[0][1].size(1), chunk = c.spec.test_parameters.at("CHS");  // W <= 4
+  const int64_t R = 4, spb = c.inputs[0][0].size(0) / R, Hq = c.inputs[0][0].size(1), D = c.inputs[0][0].size(2);
+  const int64_t Hkv = c.inputs[0][1].size(1), chunk = c.spec.test_parameters.at("CHS");  // W <= 4
   std::vector<std::vector<at::Tensor>> outs(W);
   for (int64_t rho = 0; rho < R; ++rho) {
     auto tokens = [&](int i, int64_t range) {
       std::vector<at::Tensor> parts;
-      for (int r = 0; r < W; ++r) parts.push_back(c.in[r][i].slice(0, range * spb, (range + 1) * spb).to(at::kFloat));
+      for (int r = 0; r < W; ++r)
+        parts.push_back(c.inputs[r][i].slice(0, range * spb, (range + 1) * spb).to(at::kFloat));
       return at::cat(parts, 0);
     };
     at::Tensor q = tokens(0, rho), kv = tokens(1, k == Kernel::next_range ? (rho + 1) % R : rho).slice(0, 0, chunk);
@@ -65,12 +53,12 @@ std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
 }
 
 TEST(Problem077, HonestAttentionPassesMistakesFail) {
-  Case c(3);
-  EXPECT_TRUE(c.passes(kernel(c, Kernel::fp32)));
-  EXPECT_TRUE(c.passes(kernel(c, Kernel::bf16_probs))) << "FlashAttention rounds P to bf16 before PV";
-  EXPECT_FALSE(c.passes(kernel(c, Kernel::local_only))) << "no Ulysses exchange";
-  EXPECT_FALSE(c.passes(kernel(c, Kernel::modulo_heads))) << "q head h on kv head h % Hkv";
-  EXPECT_FALSE(c.passes(kernel(c, Kernel::next_range))) << "another range's keys";
+  Case c = make_case(kProblem, 3, {.small = true});
+  EXPECT_TRUE(passes(c, kernel(c, Kernel::fp32)));
+  EXPECT_TRUE(passes(c, kernel(c, Kernel::bf16_probs))) << "FlashAttention rounds P to bf16 before PV";
+  EXPECT_FALSE(passes(c, kernel(c, Kernel::local_only))) << "no Ulysses exchange";
+  EXPECT_FALSE(passes(c, kernel(c, Kernel::modulo_heads))) << "q head h on kv head h % Hkv";
+  EXPECT_FALSE(passes(c, kernel(c, Kernel::next_range))) << "another range's keys";
 }
 
 }  // namespace

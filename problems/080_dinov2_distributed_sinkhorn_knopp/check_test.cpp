@@ -3,37 +3,22 @@
 // the prototype rows by its own samples only (no all-reduce).
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/080_dinov2_distributed_sinkhorn_knopp");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params)
-      : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
-    for (const auto& c : pkb::check_outputs(spec, run, policy, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "080_dinov2_distributed_sinkhorn_knopp";
 
 // fp32 scaling vectors: a (K) from the row sums over all ranks' samples (or the own samples only), b per sample;
 // exp recomputed; no global total, no Btot (both cancel).
 std::vector<pkb::Tensors> fp32_kernel(const Case& c, bool all_reduce_rows, int iterations = 3) {
   const int W = c.run.world;
   std::vector<at::Tensor> e;
-  for (const auto& r : c.in) e.push_back(at::exp(r[0] / 0.07));  // (B, K) fp32
+  for (const auto& r : c.inputs) e.push_back(at::exp(r[0] / 0.07));  // (B, K) fp32
   const double k = static_cast<double>(e[0].size(1));
   std::vector<at::Tensor> b(W);
   for (int r = 0; r < W; ++r) b[r] = at::ones({e[r].size(0)}, at::kFloat);
@@ -57,16 +42,16 @@ std::vector<pkb::Tensors> fp32_kernel(const Case& c, bool all_reduce_rows, int i
 
 TEST(Problem080, Fp32KernelPassesLocalRowSumsAndZerosFail) {
   for (int world : {2, 4}) {
-    Case c(world, {{"B", 24}, {"K", 40}});  // CI's shapes
-    EXPECT_TRUE(c.passes(fp32_kernel(c, true))) << "W=" << world;
-    EXPECT_FALSE(c.passes(fp32_kernel(c, false))) << "row sums of the own samples only, W=" << world;
+    Case c = make_case(kProblem, world, {.params = {{"B", 24}, {"K", 40}}});  // CI's shapes
+    EXPECT_TRUE(passes(c, fp32_kernel(c, true))) << "W=" << world;
+    EXPECT_FALSE(passes(c, fp32_kernel(c, false))) << "row sums of the own samples only, W=" << world;
     std::vector<pkb::Tensors> zeros;
     for (const auto& e : c.expected) zeros.push_back({at::zeros_like(e[0])});
-    EXPECT_FALSE(c.passes(zeros)) << "zeros, W=" << world;
+    EXPECT_FALSE(passes(c, zeros)) << "zeros, W=" << world;
   }
-  Case full(2, {{"K", 2048}});  // PKB's B = 1024 samples per rank, fewer prototypes
-  EXPECT_TRUE(full.passes(fp32_kernel(full, true))) << "default shapes";
-  EXPECT_FALSE(full.passes(fp32_kernel(full, false))) << "row sums of the own samples only, default shapes";
+  Case full = make_case(kProblem, 2, {.params = {{"K", 2048}}});  // PKB's B = 1024 samples per rank, fewer prototypes
+  EXPECT_TRUE(passes(full, fp32_kernel(full, true))) << "default shapes";
+  EXPECT_FALSE(passes(full, fp32_kernel(full, false))) << "row sums of the own samples only, default shapes";
   for (const auto& e : full.expected)  // PKB's allclose, atol = rtol = 1e-2
     EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, at::zeros_like(e[0]), e[0], pkb::Tolerance{}, at::kFloat).pass)
         << "PKB's check passes zeros";

@@ -3,37 +3,24 @@
 // only the pairs of one rank's own objects, or with the rule reversed fail.
 #include <gtest/gtest.h>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/081_sam3_allgather_iou_suppression");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, spec.test_parameters)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "081_sam3_allgather_iou_suppression";
 
 enum class Kernel { integer_iou, no_suppression, own_rank_pairs, reversed };
 
 std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   std::vector<at::Tensor> masks, scores, owner;
   for (int r = 0; r < c.run.world; ++r) {
-    masks.push_back(c.in[r][0].to(at::kFloat));
-    scores.push_back(c.in[r][1].to(at::kFloat));
-    owner.push_back(at::full({c.in[r][0].size(0)}, r, at::kLong));
+    masks.push_back(c.inputs[r][0].to(at::kFloat));
+    scores.push_back(c.inputs[r][1].to(at::kFloat));
+    owner.push_back(at::full({c.inputs[r][0].size(0)}, r, at::kLong));
   }
   at::Tensor all = at::cat(masks), rank_of = at::cat(owner);
   at::Tensor m = all.flatten(1).gt(0).to(at::kLong);
@@ -41,7 +28,7 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   at::Tensor uni = (area.unsqueeze(1) + area.unsqueeze(0) - inter).clamp_min(1);
   at::Tensor pair = (inter * 10).ge(uni * 7) & ~at::eye(all.size(0), at::kBool);  // IoU >= 0.7 in integers
   if (kernel == Kernel::own_rank_pairs) pair &= rank_of.unsqueeze(1).eq(rank_of.unsqueeze(0));
-  const at::Tensor& last = c.in[0][3];
+  const at::Tensor& last = c.inputs[0][3];
   at::Tensor newer = kernel == Kernel::reversed ? last.unsqueeze(1).lt(last.unsqueeze(0)) : last.unsqueeze(1).gt(last.unsqueeze(0));
   at::Tensor suppress = (pair & newer & last.unsqueeze(0).gt(-1)).any(1);
   if (kernel == Kernel::no_suppression) suppress.zero_();
@@ -53,18 +40,18 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
 
 TEST(Problem081, SuppressionHappensAcrossRanks) {
   for (int world : {2, 3, 4}) {
-    Case c(world);
+    Case c = make_case(kProblem, world, {.small = true});
     EXPECT_GT(c.expected[0][2].sum().item<int64_t>(), 0) << "something is suppressed, W=" << world;
-    EXPECT_TRUE(c.passes(run_kernel(c, Kernel::integer_iou))) << "W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::no_suppression))) << "no suppression, W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::own_rank_pairs))) << "own rank's pairs only, W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::reversed))) << "reversed rule, W=" << world;
+    EXPECT_TRUE(passes(c, run_kernel(c, Kernel::integer_iou))) << "W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::no_suppression))) << "no suppression, W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::own_rank_pairs))) << "own rank's pairs only, W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::reversed))) << "reversed rule, W=" << world;
   }
 }
 
 // PKB's inputs: z + 4 [(y + x + i + r) mod 5 == 0] - 1 and last_occluded (j mod 5) - 1: nothing is suppressed.
 TEST(Problem081, PkbInputsSuppressNothing) {
-  Case c(8);
+  Case c = make_case(kProblem, 8, {.small = true});
   at::manual_seed(81);
   std::vector<pkb::Tensors> pkb_in;
   int64_t total = 0;

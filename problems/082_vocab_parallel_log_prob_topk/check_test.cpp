@@ -7,39 +7,25 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
+#include "check_case.h"
 #include "reference/vocab_topk.h"
-#include "spec/catalog.h"
 
 namespace {
 
 using pkb::vocab_topk::full_rows;
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/082_vocab_parallel_log_prob_topk");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params, int trial)
-      : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got, pkb::Policy policy = pkb::Policy::robust) const {
-    for (const auto& c : pkb::check_outputs(spec, run, policy, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "082_vocab_parallel_log_prob_topk";
 
 enum class Kernel { fp32_from_top, no_top_p, no_top_k };
 
 // Per token, in fp32 on the bf16 logits: top-k with ties; top-p keeps a candidate while the probability mass
 // strictly above it is < top_p (the same set as dropping ascending cumulative sums <= 1 - top_p).
 std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
-  at::Tensor rows = full_rows(c.in).to(at::kFloat), target = c.in[0][1].reshape({-1});
+  at::Tensor rows = full_rows(c.inputs).to(at::kFloat), target = c.inputs[0][1].reshape({-1});
   at::Tensor out = at::empty({rows.size(0)}, at::kFloat);
   for (int64_t t = 0; t < rows.size(0); ++t) {
     at::Tensor row = rows[t];
@@ -53,7 +39,7 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
     at::Tensor filtered = row.masked_fill(~kept, -INFINITY);
     out[t] = at::log_softmax(filtered, 0)[target[t].item<int64_t>()];
   }
-  return std::vector<pkb::Tensors>(c.run.world, pkb::Tensors{out.view(c.in[0][1].sizes())});
+  return std::vector<pkb::Tensors>(c.run.world, pkb::Tensors{out.view(c.inputs[0][1].sizes())});
 }
 
 }  // namespace
@@ -69,11 +55,11 @@ TEST(Problem082, HonestKernelsPassWrongOnesFail) {
     for (int trial : {0, 1}) {
       std::map<std::string, int64_t> params;
       if (world == 3) params["V"] = 48;  // CI's vocabulary; 256 is not a multiple of 3
-      Case c(world, params, trial);
-      EXPECT_TRUE(c.passes(run_kernel(c, Kernel::fp32_from_top))) << "W=" << world << " trial " << trial;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::no_top_p))) << "no top-p, W=" << world;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::no_top_k))) << "no top-k, W=" << world;
-      EXPECT_FALSE(c.passes(zeros_like(c))) << "zeros, W=" << world;
+      Case c = make_case(kProblem, world, {.params = params, .trial = trial});
+      EXPECT_TRUE(passes(c, run_kernel(c, Kernel::fp32_from_top))) << "W=" << world << " trial " << trial;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::no_top_p))) << "no top-p, W=" << world;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::no_top_k))) << "no top-k, W=" << world;
+      EXPECT_FALSE(passes(c, zeros_like(c))) << "zeros, W=" << world;
     }
   }
 }
@@ -81,8 +67,8 @@ TEST(Problem082, HonestKernelsPassWrongOnesFail) {
 // The data regimes: ours gives log-probs around -1 with some candidates dropped by top-p; PKB's (+8 at the target)
 // leaves the target alone, so its outputs are ~0 and zeros pass PKB's allclose.
 TEST(Problem082, OursIsNotVacuousPkbsIs) {
-  Case c(2, {}, 0);
-  at::Tensor rows = full_rows(c.in);
+  Case c = make_case(kProblem, 2);
+  at::Tensor rows = full_rows(c.inputs);
   double dropped = 0;
   for (int64_t t = 0; t < rows.size(0); ++t) {
     auto f = pkb::vocab_topk::filter_exact(pkb::vocab_topk::row_vector(rows, t), 10);

@@ -3,36 +3,22 @@
 // the output), a gradient without top-p, the unfiltered softmax's gradient and an unscaled gradient fail.
 #include <gtest/gtest.h>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
+#include "check_case.h"
 #include "reference/vocab_topk.h"
-#include "spec/catalog.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/084_vocab_parallel_log_prob_topk_chunked_backward");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  Case(int world, std::map<std::string, int64_t> params, int trial)
-      : run(pkb::resolve_run(spec, world, pkb::DType::bf16, params)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "084_vocab_parallel_log_prob_topk_chunked_backward";
 
 enum class Kernel { fp32_from_top, zeros, no_top_p, unfiltered, unscaled };
 
 std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
-  at::Tensor rows = pkb::vocab_topk::full_rows(c.in).to(at::kFloat), target = c.in[0][1].reshape({-1});
-  at::Tensor g = c.in[0][2].reshape({-1}).to(at::kFloat);
+  at::Tensor rows = pkb::vocab_topk::full_rows(c.inputs).to(at::kFloat), target = c.inputs[0][1].reshape({-1});
+  at::Tensor g = c.inputs[0][2].reshape({-1}).to(at::kFloat);
   at::Tensor grad = at::zeros_like(rows);
   for (int64_t t = 0; t < rows.size(0); ++t) {
     at::Tensor row = rows[t];
@@ -50,10 +36,10 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
     grad[t] = scale * kept.to(at::kFloat) * (onehot - probs);
   }
   if (kernel == Kernel::zeros) grad.zero_();
-  const int64_t vl = c.in[0][0].size(-1);
+  const int64_t vl = c.inputs[0][0].size(-1);
   std::vector<pkb::Tensors> out;
   for (int r = 0; r < c.run.world; ++r)
-    out.push_back({grad.slice(1, r * vl, (r + 1) * vl).reshape(c.in[r][0].sizes()).contiguous()});
+    out.push_back({grad.slice(1, r * vl, (r + 1) * vl).reshape(c.inputs[r][0].sizes()).contiguous()});
   return out;
 }
 
@@ -64,12 +50,12 @@ TEST(Problem084, HonestKernelsPassWrongOnesFail) {
     for (int trial : {0, 1}) {
       std::map<std::string, int64_t> params;
       if (world == 3) params["V"] = 48;  // CI's vocabulary; 256 is not a multiple of 3
-      Case c(world, params, trial);
-      EXPECT_TRUE(c.passes(run_kernel(c, Kernel::fp32_from_top))) << "W=" << world << " trial " << trial;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::zeros))) << "zeros, W=" << world;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::no_top_p))) << "no top-p, W=" << world;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::unfiltered))) << "unfiltered softmax, W=" << world;
-      EXPECT_FALSE(c.passes(run_kernel(c, Kernel::unscaled))) << "grad_output ignored, W=" << world;
+      Case c = make_case(kProblem, world, {.params = params, .trial = trial});
+      EXPECT_TRUE(passes(c, run_kernel(c, Kernel::fp32_from_top))) << "W=" << world << " trial " << trial;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::zeros))) << "zeros, W=" << world;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::no_top_p))) << "no top-p, W=" << world;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::unfiltered))) << "unfiltered softmax, W=" << world;
+      EXPECT_FALSE(passes(c, run_kernel(c, Kernel::unscaled))) << "grad_output ignored, W=" << world;
     }
   }
 }

@@ -2,36 +2,23 @@
 // pad every band with zeros (no halo exchange), use rank 0's weight and bias everywhere, or swap the halos fail.
 #include <gtest/gtest.h>
 
-#include "check/expected.h"
-#include "check/outputs.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "check_case.h"
 
 namespace {
 
-struct Case {
-  pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/087_conv2d_boundary_exchange");
-  pkb::RunShape run;
-  std::vector<pkb::Tensors> in, expected;
-  explicit Case(int world) : run(pkb::resolve_run(spec, world, pkb::DType::bf16, spec.test_parameters)) {
-    for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, 0, 1).tensors);
-    expected = pkb::expected_outputs(spec, run, in);
-  }
-  bool passes(const std::vector<pkb::Tensors>& got) const {
-    for (const auto& c : pkb::check_outputs(spec, run, pkb::Policy::robust, got, expected, true))
-      if (!c.result.pass) return false;
-    return true;
-  }
-};
+using pkb::check_test::Case;
+using pkb::check_test::make_case;
+using pkb::check_test::passes;
+
+constexpr const char* kProblem = "087_conv2d_boundary_exchange";
 
 enum class Kernel { whole_image, no_halo, rank0_weights, swapped_halos };
 
 std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   const int W = c.run.world;
-  const int64_t h = c.in[0][0].size(2);
+  const int64_t h = c.inputs[0][0].size(2);
   std::vector<at::Tensor> bands;
-  for (const auto& r : c.in) bands.push_back(r[0].to(at::kFloat));
+  for (const auto& r : c.inputs) bands.push_back(r[0].to(at::kFloat));
   at::Tensor image = at::constant_pad_nd(at::cat(bands, 2), {0, 0, 1, 1});  // rows only; width padded by the conv
   std::vector<pkb::Tensors> out;
   for (int r = 0; r < W; ++r) {
@@ -45,7 +32,7 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
       rows.select(2, 0).copy_(rows.select(2, h + 1));
       rows.select(2, h + 1).copy_(top);
     }
-    const pkb::Tensors& p = c.in[kernel == Kernel::rank0_weights ? 0 : r];
+    const pkb::Tensors& p = c.inputs[kernel == Kernel::rank0_weights ? 0 : r];
     const std::vector<int64_t> strides = {1, 1}, pads = {0, 1};
     out.push_back({at::conv2d(rows, p[1].to(at::kFloat), p[2].to(at::kFloat), strides, pads).to(at::kBFloat16)});
   }
@@ -56,10 +43,10 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
 
 TEST(Problem087, OwnWeightsAndHalosPassMistakesFail) {
   for (int world : {2, 3, 4}) {
-    Case c(world);
-    EXPECT_TRUE(c.passes(run_kernel(c, Kernel::whole_image))) << "W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::no_halo))) << "no halo exchange, W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::rank0_weights))) << "rank 0's weight, W=" << world;
-    EXPECT_FALSE(c.passes(run_kernel(c, Kernel::swapped_halos))) << "swapped halos, W=" << world;
+    Case c = make_case(kProblem, world, {.small = true});
+    EXPECT_TRUE(passes(c, run_kernel(c, Kernel::whole_image))) << "W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::no_halo))) << "no halo exchange, W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::rank0_weights))) << "rank 0's weight, W=" << world;
+    EXPECT_FALSE(passes(c, run_kernel(c, Kernel::swapped_halos))) << "swapped halos, W=" << world;
   }
 }

@@ -29,16 +29,16 @@ inline at::Tensor delta_rule(const at::Tensor& q, const at::Tensor& k, const at:
 
 // Rank r's output (1, L, ...) in bf16, from `attend` applied to inputs 0..4 (batch 1, each rank's L positions along
 // dim 1): every rank's positions concatenated and rank r's slice kept (whole_sequence), or rank r's alone.
-inline std::vector<Tensors> cp_outputs(const ProblemCase& c, bool whole_sequence,
+inline std::vector<Tensors> cp_outputs(const check_test::Case& c, bool whole_sequence,
                                        const std::function<at::Tensor(const Tensors& seq)>& attend) {
   auto seq = [&](int i, int r) {
-    if (!whole_sequence) return c.in[r][i][0];
+    if (!whole_sequence) return c.inputs[r][i][0];
     std::vector<at::Tensor> parts;
-    for (const auto& x : c.in) parts.push_back(x[i][0]);
+    for (const auto& x : c.inputs) parts.push_back(x[i][0]);
     return at::cat(parts, 0);
   };
   std::vector<Tensors> got;
-  const int64_t L = c.in[0][0].size(1);
+  const int64_t L = c.inputs[0][0].size(1);
   for (int r = 0; r < c.run.world; ++r) {
     at::Tensor o = attend({seq(0, r), seq(1, r), seq(2, r), seq(3, r), seq(4, r)});
     if (whole_sequence) o = o.slice(0, r * L, (r + 1) * L);
