@@ -18,25 +18,6 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   return {gathered.view(target.sizes())};
 }
 
-// Per token in double: the exact filter, then target logit minus log-sum-exp of the kept values.
-std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>& in) {
-  at::Tensor rows = full_rows(in), target = in[0][1].reshape({-1});
-  at::Tensor out = at::empty({rows.size(0)}, at::kDouble);
-  for (int64_t t = 0; t < rows.size(0); ++t) {
-    std::vector<double> row = row_vector(rows, t);
-    RowFilter f = filter_exact(row, ctx.scalar("top_k"));
-    double top = *std::max_element(row.begin(), row.end()), sum = 0;
-    for (size_t v = 0; v < row.size(); ++v)
-      if (f.kept[v]) sum += std::exp(row[v] - top);
-    out[t] = row[target[t].item<int64_t>()] - top - std::log(sum);
-  }
-  return std::vector<Tensors>(ctx.world, Tensors{out.view(in[0][1].sizes()).to(at::kFloat)});
-}
-
-Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
-  return prepare_logits(ctx, rank, std::move(raw), ctx.scalar("top_k"));
-}
-
 }  // namespace
 
-PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk", reference, oracle, prepare);
+PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk", reference, log_prob_oracle, prepare);

@@ -47,10 +47,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
-  return prepare_logits(ctx, rank, std::move(raw), ctx.scalar("top_k"));
-}
-
 }  // namespace
 
 PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk_chunked_backward", reference, oracle, prepare);

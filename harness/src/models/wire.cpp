@@ -50,6 +50,18 @@ HttpRequest make_json_request(std::string url, json body, const Request& req) {
 // Retried: a 2xx whose body is cut or empty is usually a proxy or a transient server fault; never cached.
 Verdict bad_response(const std::string& what) { return {ErrorKind::bad_response, true, what, std::nullopt}; }
 
+bool parse_event(const SseEvent& e, json& j, Verdict& bad) {
+  j = json::parse(e.data, nullptr, false);
+  if (j.is_object()) return true;
+  bad = bad_response("malformed stream event: " + clean_text(e.data, 200));
+  return false;
+}
+
+std::string event_type(const json& j, const SseEvent& e) {
+  std::string type = str(j, "type");
+  return type.empty() ? e.event : type;
+}
+
 }  // namespace detail
 
 std::unique_ptr<WireFormat> make_wire_format(Api api) {

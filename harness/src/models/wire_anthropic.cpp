@@ -21,10 +21,9 @@ FinishReason anthropic_finish(const std::string& raw) {
 class AnthropicAssembler : public StreamAssembler {
  public:
   Verdict on_event(const SseEvent& e) override {
-    json j = json::parse(e.data, nullptr, false);
-    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
-    std::string type = str(j, "type");
-    if (type.empty()) type = e.event;
+    json j;
+    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    std::string type = event_type(j, e);
     if (type == "error") return stream_error_verdict(e.data);
     if (type == "message_start") {
       if (!j.contains("message") || !j["message"].is_object()) return bad_response("message_start without a message");

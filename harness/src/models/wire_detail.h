@@ -27,6 +27,11 @@ HttpRequest make_json_request(std::string url, json body, const Request& req);
 
 Verdict bad_response(const std::string& what);
 
+/// A stream event's data parsed into `j`; false with `bad` set (a malformed event) when it is not a JSON object.
+bool parse_event(const SseEvent& e, json& j, Verdict& bad);
+/// The event's type: the JSON's "type", else the SSE event name (Anthropic and Responses send both).
+std::string event_type(const json& j, const SseEvent& e);
+
 std::unique_ptr<WireFormat> make_openai_chat(bool compat);
 std::unique_ptr<WireFormat> make_openai_responses();
 std::unique_ptr<WireFormat> make_anthropic();

@@ -18,8 +18,8 @@ FinishReason gemini_finish(const std::string& raw) {
 class GeminiAssembler : public StreamAssembler {
  public:
   Verdict on_event(const SseEvent& e) override {
-    json j = json::parse(e.data, nullptr, false);
-    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    json j;
+    if (Verdict bad; !parse_event(e, j, bad)) return bad;
     if (j.contains("error")) return stream_error_verdict(e.data);
     if (j.contains("usageMetadata") && j["usageMetadata"].is_object()) usage_ = j["usageMetadata"];
     if (std::string v = str(j, "modelVersion"); !v.empty()) model_ = v;

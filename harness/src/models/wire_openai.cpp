@@ -98,8 +98,8 @@ class ChatAssembler : public StreamAssembler {
       done_ = true;
       return {};
     }
-    json j = json::parse(e.data, nullptr, false);
-    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
+    json j;
+    if (Verdict bad; !parse_event(e, j, bad)) return bad;
     // OpenAI sends {"error": {...}} mid-stream; vLLM and SGLang a flat {"object": "error", ...}.
     if ((j.contains("error") && !j.contains("choices")) || str(j, "object") == "error")
       return stream_error_verdict(e.data);
@@ -146,10 +146,9 @@ std::unique_ptr<StreamAssembler> OpenAIChat::assembler() const { return std::mak
 class ResponsesAssembler : public StreamAssembler {
  public:
   Verdict on_event(const SseEvent& e) override {
-    json j = json::parse(e.data, nullptr, false);
-    if (!j.is_object()) return bad_response("malformed stream event: " + clean_text(e.data, 200));
-    std::string type = str(j, "type");
-    if (type.empty()) type = e.event;
+    json j;
+    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    std::string type = event_type(j, e);
     if (type == "error") return stream_error_verdict(e.data);
     if (type == "response.output_text.delta") text_ += str(j, "delta");
     if (type == "response.refusal.delta") refusal_ += str(j, "delta");

@@ -149,4 +149,25 @@ inline Tensors prepare_logits(const OracleContext& ctx, int rank, Tensors raw, i
   return raw;
 }
 
+// Problems 82 and 83 share their oracle (83's chunking changes how the reference computes, not what): per token
+// in double, the exact filter, then the target's logit minus the log-sum-exp of the kept values.
+inline std::vector<Tensors> log_prob_oracle(const OracleContext& ctx, const std::vector<Tensors>& in) {
+  at::Tensor rows = full_rows(in), target = in[0][1].reshape({-1});
+  at::Tensor out = at::empty({rows.size(0)}, at::kDouble);
+  for (int64_t t = 0; t < rows.size(0); ++t) {
+    std::vector<double> row = row_vector(rows, t);
+    RowFilter f = filter_exact(row, ctx.scalar("top_k"));
+    double top = *std::max_element(row.begin(), row.end()), sum = 0;
+    for (size_t v = 0; v < row.size(); ++v)
+      if (f.kept[v]) sum += std::exp(row[v] - top);
+    out[t] = row[target[t].item<int64_t>()] - top - std::log(sum);
+  }
+  return std::vector<Tensors>(ctx.world, Tensors{out.view(in[0][1].sizes()).to(at::kFloat)});
+}
+
+// The prepare of 82-84: the logits from prepare_logits at the run's top_k.
+inline Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
+  return prepare_logits(ctx, rank, std::move(raw), ctx.scalar("top_k"));
+}
+
 }  // namespace pkb::vocab_topk
