@@ -4,11 +4,7 @@
 // the factor 2 and a forward-FFT sign fail.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "problems/check_case.h"
 
 namespace {
 
@@ -38,25 +34,16 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Variant
   return out;
 }
 
-bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, const std::vector<pkb::Tensors>& want) {
-  for (size_t r = 0; r < got.size(); ++r)
-    if (!pkb::compare(pkb::Policy::robust, got[r][0], want[r][0], s.tolerance, at::kFloat).pass) return false;
-  return true;
-}
-
 }  // namespace
 
 TEST(Problem060, Irfft2SemanticsPassWrongCompletionsFail) {
-  auto s = pkb::load_problem(pkb::repo_root() / "problems/060_physicsnemo_distributed_irfft");
   for (int W : {3, 4}) {
-    auto run = pkb::resolve_run(s, W, pkb::DType::bf16, s.test_parameters);
-    std::vector<pkb::Tensors> in;
-    for (int r = 0; r < W; ++r) in.push_back(pkb::make_inputs(s, run, r, 0, 0).tensors);
-    auto want = pkb::expected_outputs(s, run, in);
-    EXPECT_TRUE(passes(s, candidate(in, Variant::irfft2), want)) << "W=" << W;
-    EXPECT_TRUE(passes(s, candidate(in, Variant::weighted_half), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, Variant::no_row_flip), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, Variant::no_factor_two), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, Variant::forward_sign), want)) << "W=" << W;
+    auto c = pkb::check_test::make_case("060_physicsnemo_distributed_irfft", W, {.small = true, .seed = 0});
+    const auto& in = c.inputs;
+    EXPECT_TRUE(pkb::check_test::passes(c, candidate(in, Variant::irfft2))) << "W=" << W;
+    EXPECT_TRUE(pkb::check_test::passes(c, candidate(in, Variant::weighted_half))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::no_row_flip))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::no_factor_two))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::forward_sign))) << "W=" << W;
   }
 }

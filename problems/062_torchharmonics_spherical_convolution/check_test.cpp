@@ -3,11 +3,7 @@
 // block, and one that uses rank 0's weight and bias everywhere, fail.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "problems/check_case.h"
 
 namespace {
 
@@ -45,23 +41,14 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Variant
   return out;
 }
 
-bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, const std::vector<pkb::Tensors>& want) {
-  for (size_t r = 0; r < got.size(); ++r)
-    if (!pkb::compare(pkb::Policy::robust, got[r][0], want[r][0], s.tolerance, at::kFloat).pass) return false;
-  return true;
-}
-
 }  // namespace
 
 TEST(Problem062, PerRankPsiAndWeightsAreUsed) {
-  auto s = pkb::load_problem(pkb::repo_root() / "problems/062_torchharmonics_spherical_convolution");
   for (int W : {3, 4}) {
-    auto run = pkb::resolve_run(s, W, pkb::DType::bf16, s.test_parameters);
-    std::vector<pkb::Tensors> in;
-    for (int r = 0; r < W; ++r) in.push_back(pkb::make_inputs(s, run, r, 0, 0).tensors);
-    auto want = pkb::expected_outputs(s, run, in);
-    EXPECT_TRUE(passes(s, candidate(in, Variant::gather_all), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, Variant::own_psi_everywhere), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, Variant::rank0_weight), want)) << "W=" << W;
+    auto c = pkb::check_test::make_case("062_torchharmonics_spherical_convolution", W, {.small = true, .seed = 0});
+    const auto& in = c.inputs;
+    EXPECT_TRUE(pkb::check_test::passes(c, candidate(in, Variant::gather_all))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::own_psi_everywhere))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::rank0_weight))) << "W=" << W;
   }
 }

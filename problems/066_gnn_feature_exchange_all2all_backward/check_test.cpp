@@ -3,11 +3,7 @@
 // only the last row of each seed fail.
 #include <gtest/gtest.h>
 
-#include "check/compare.h"
-#include "check/expected.h"
-#include "inputs/inputs.h"
-#include "reference/reference.h"
-#include "spec/catalog.h"
+#include "problems/check_case.h"
 
 namespace {
 
@@ -37,26 +33,17 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, int64_t
   return out;
 }
 
-bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, const std::vector<pkb::Tensors>& want) {
-  for (size_t r = 0; r < got.size(); ++r)
-    if (!pkb::compare(pkb::Policy::robust, got[r][0], want[r][0], s.tolerance, at::kFloat).pass) return false;
-  return true;
-}
-
 }  // namespace
 
 TEST(Problem066, ReceiverKeyedSegmentSumPassesMistakesFail) {
-  auto s = pkb::load_problem(pkb::repo_root() / "problems/066_gnn_feature_exchange_all2all_backward");
   for (int W : {3, 4}) {
-    auto run = pkb::resolve_run(s, W, pkb::DType::bf16, s.test_parameters);
-    std::vector<pkb::Tensors> in;
-    for (int r = 0; r < W; ++r) in.push_back(pkb::make_inputs(s, run, r, 0, 0).tensors);
-    auto ctx = pkb::oracle_context(s, run);
-    auto want = pkb::expected_outputs(s, run, in);
+    auto c = pkb::check_test::make_case("066_gnn_feature_exchange_all2all_backward", W, {.small = true, .seed = 0});
+    const auto& in = c.inputs;
+    auto ctx = pkb::oracle_context(c.spec, c.run);
     const int64_t seeds = ctx.scalar("seed_size");
-    EXPECT_TRUE(passes(s, candidate(in, seeds, Mistake::none), want)) << "W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, seeds, Mistake::plain_all_to_all), want)) << "plain all-to-all, W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, seeds, Mistake::sender_ids), want)) << "sender's ids, W=" << W;
-    EXPECT_FALSE(passes(s, candidate(in, seeds, Mistake::last_row_wins), want)) << "no reduction, W=" << W;
+    EXPECT_TRUE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::none))) << "W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::plain_all_to_all))) << "plain all-to-all, W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::sender_ids))) << "sender's ids, W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::last_row_wins))) << "no reduction, W=" << W;
   }
 }
