@@ -84,6 +84,8 @@ else:
         ok = [r for r in runs if r.get("status") == "correct"]
         if not ok:
             print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | |")
+            if not runs and os.path.exists(f"{out}/eval.stderr"):  # say why, in the table's log
+                print("  stderr: " + open(f"{out}/eval.stderr", errors="replace").read()[-600:].replace("\n", " / "))
             continue
         cand = [r["timing"]["candidate"] for r in ok]
         a = [c["median_us"] for c in cand]
@@ -98,3 +100,5 @@ print()
 for k, v in sorted(worst.items()):
     print(f"worst CV of the median, {k}: {v:.2f}% (target <= 2%)")
 PY
+# The device tool brings back only shallow files: the records as one archive.
+(cd "$out" && find validate eval -name "*.json" -size -2M 2>/dev/null | tar czf records.tar.gz -T -) || true

@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Everything pkb checks on a GPU node, as one command: build with every core, then the communicator test over
 # NCCL, `pkb validate all` on the GPUs (with the reference.py cross-check), and `pkb topology detect`.
-# Logs go to $OUT (the device tool's folder) or results/gpu_check. Exit status: non-zero if any step failed.
+# Logs and records go to $OUT (the device tool's folder) or results/gpu_check, and after every step into
+# $OUT/0-results.tar as well (the device tool brings back only a few shallow files: the archive holds every log and
+# small record, however the call ends). Exit status: non-zero if any step failed.
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape adversarial experts bench timing sandbox
 # run replay shards regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU);
 # PKB_TIMING_SELECTION (baselines, default 1-30), PKB_TIMING_EXPERTS (default 1-8) and PKB_TIMING_REPEATS
-# (default 5) size the timing step.
+# (default 5) size the timing step. PKB_STEP_TIMEOUT=SECONDS ends any one step that runs longer (a failure), so
+# one slow step cannot use up a time-limited call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu_check}
 build=${PKB_BUILD_DIR:-/tmp/pkb-build}
 mkdir -p "$out"
+archive="$out/0-results.tar"
+: >"$archive"
+bundle() {  # every log and small record under $out into the archive, rewritten (cheap: small files only)
+  (cd "$out" && find . -type f ! -name 0-results.tar -size -4M \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' \
+    -o -name '*.md' -o -name '*.txt' -o -name '*.csv' -o -name '*.xml' -o -name '*.stderr' -o -name '*.tar.gz' \) \
+    -not -path '*/.launches/*' -not -path '*/io/*' | tar cf 0-results.tar.tmp -T - && mv 0-results.tar.tmp 0-results.tar)
+}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
@@ -29,10 +39,18 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, 
   local name=$1; shift
   echo "=== $name: $*"
   local t0=$SECONDS
-  "$@" >"$out/$name.log" 2>&1
+  if [ -n "${PKB_STEP_TIMEOUT:-}" ] && [ "$name" != build ]; then
+    # A shell function (exported) runs under timeout through bash.
+    if declare -F "$1" >/dev/null; then set -- bash -c '"$@"' "$1" "$@"; fi
+    timeout --kill-after=15 "$PKB_STEP_TIMEOUT" "$@" >"$out/$name.log" 2>&1
+  else
+    "$@" >"$out/$name.log" 2>&1
+  fi
   local rc=$?
+  [ $rc -ne 124 ] || echo "($name: stopped after PKB_STEP_TIMEOUT=$PKB_STEP_TIMEOUT s)" >>"$out/$name.log"
   tail -n "${TAIL_LINES:-25}" "$out/$name.log"
   echo "=== $name: exit $rc in $((SECONDS - t0)) s"
+  bundle
   [ $rc -eq 0 ] || status=1
   return $rc
 }
@@ -71,25 +89,38 @@ if want validate; then
       --device cuda --dtype fp32 --python off --out "$out/validate"
   done
 fi
-# Candidate evaluation on the GPUs: CUDA fixtures land in their statuses, experts are correct and fast.
+# Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work
+# is still running when a timed call's end event fires, so the timed calls' captured outputs are wrong: incorrect
+# (and flagged by the escape probe, below).
+expect_status() {  # expect_status PKB SRC WORLD OUTDIR STATUS [FLAG]: eval SRC on problem 1, check status (and flag)
+  local json="$4/$(basename "$2" .cu).json"
+  mkdir -p "$4"
+  "$1" eval "$2" --problem 1 -w "$3" --trials 2 --timeout "${EVAL_TIMEOUT:-90}" --json --out "$4" >"$json"
+  python3 - "$json" "$5" "${6:-}" <<"PY"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r.get("timing") or {}
+c = t.get("candidate") or {}
+print(r["status"], "(expected", sys.argv[2] + ")", "stream_escape", t.get("stream_escape"), "event us",
+      c.get("escape_event_us"), "device us", c.get("escape_device_us"), "|", (r.get("message") or "")[:300])
+ok = r["status"] == sys.argv[2] and (not sys.argv[3] or str(t.get("stream_escape")).lower() == sys.argv[3])
+sys.exit(0 if ok else 1)
+PY
+}
+export -f expect_status
 if want fixtures; then
-  for fx in host_crash kernel_hang illegal_address stream_escape wrong_value; do
-    step "fixture_$fx" "$build/pkb" eval "tests/fixtures/cuda/$fx.cu" --problem 1 -w "$world" --trials 2 --iters 20 \
-      --timeout 20 --out "$out/eval_fixtures"
+  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error wrong_value:incorrect; do
+    EVAL_TIMEOUT=$([ "${fx%%:*}" = kernel_hang ] && echo 30 || echo 90) step "fixture_${fx%%:*}" expect_status "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" "$world" "$out/eval_fixtures" \
+      "${fx##*:}"
   done
 fi
 # The escape probe's thresholds (device time > 2x event time + 100 us, worker/timing.cpp): the stream-escape
 # fixture must be flagged, the expert all-reduce must not be.
 if want escape; then
-  for pair in "tests/fixtures/cuda/stream_escape.cu:true" "problems/001_allreduce/solution.cu:false"; do
-    src=${pair%%:*} want_flag=${pair##*:}
-    step "escape_$(basename "$src" .cu)_expect_$want_flag" bash -c '"$0" eval "$1" --problem 1 -w "$2" --trials 2 \
-      --timeout 60 --json --out "$3" > "$3.$(basename "$1").json"; python3 -c "
-import json, sys; r = json.load(open(sys.argv[1])); t = r[\"timing\"]; c = t[\"candidate\"]
-print(r[\"status\"], \"stream_escape\", t[\"stream_escape\"], \"event us\", c[\"escape_event_us\"], \"device us\", c[\"escape_device_us\"])
-sys.exit(0 if r[\"status\"] == \"correct\" and str(t[\"stream_escape\"]).lower() == sys.argv[2] else 1)" "$3.$(basename "$1").json" "$4"' \
-      "$build/pkb" "$src" "$world" "$out/eval_escape" "$want_flag"
-  done
+  step escape_stream_escape_flagged expect_status "$build/pkb" tests/fixtures/cuda/stream_escape.cu "$world" \
+    "$out/eval_escape" incorrect true
+  step escape_expert_not_flagged expect_status "$build/pkb" problems/001_allreduce/solution.cu "$world" \
+    "$out/eval_escape" correct false
 fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"

@@ -258,6 +258,7 @@ def main():
     parser.add_argument("--max-reps", type=int, default=5)
     parser.add_argument("--ci-target", type=float, default=0.01)
     parser.add_argument("--timing-budget", type=float, default=2.0)
+    parser.add_argument("--paper-warmup-budget", type=float, default=1.0)
     parser.add_argument("--timing-repeats", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
@@ -316,6 +317,14 @@ def rotation_copies(args, device, budget_bytes=2 << 30):
         return 2
     l2 = torch.cuda.get_device_properties(device).L2_cache_size
     return max(1, min(3 * l2 // nbytes + 1, max(1, budget_bytes // nbytes)))
+
+
+def paper_warmup_calls(opts, warmup_s):
+    """The paper warm-up's length after the pkb warm-up took warmup_s seconds: TimingOptions::paper_warmup_calls."""
+    if opts.warmup == 0 or warmup_s <= 0:
+        return opts.paper_warmup
+    fit = math.ceil(opts.paper_warmup_budget * opts.warmup / warmup_s)
+    return max(min(1, opts.paper_warmup), min(opts.paper_warmup, fit))
 
 
 def median_ci_ranks(n):
@@ -426,10 +435,17 @@ def time_solution(solution, args, opts, device):
     cuda = device.type == "cuda"
     clocks = Clocks(device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    w0 = time.monotonic()
     for i in range(opts.warmup):
         dist.all_reduce(token)
         solution(*copies[i % n])
-    for i in range(opts.paper_warmup):
+    sync()
+    # As TimingOptions::paper_warmup_calls: the paper warm-up ends after paper_warmup_budget seconds at the pace
+    # of the pkb warm-up; rank 0's count for every rank (the calls hold collectives).
+    count = torch.tensor([paper_warmup_calls(opts, time.monotonic() - w0)], dtype=torch.int64, device=device)
+    dist.broadcast(count, 0)
+    paper_warmup = int(count.item())
+    for i in range(paper_warmup):
         solution(*copies[(opts.warmup + i) % n])
     sync()
     dist.barrier()
@@ -492,7 +508,7 @@ def time_solution(solution, args, opts, device):
     paper = summarize(paper_values)
     paper.update(reps=len(paper_values), rep_us=paper_values)
     stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
-                 input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()))
+                 paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()))
     return stats
 
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "launch/jobs.h"
 #include "spec/catalog.h"
 #include "test_util.h"
 #include "worker/timing.h"
@@ -68,7 +69,7 @@ TEST(TimingOptions, BadValuesNameTheOption) {
   o.ci_target = 0;
   EXPECT_THROW(o.validate(), Error);
   EXPECT_NO_THROW(TimingOptions{}.validate());
-  EXPECT_EQ(TimingOptions{}.to_args().size(), 18u);  // every option travels to pkb-rank and reference.py
+  EXPECT_EQ(TimingOptions{}.to_args().size(), 20u);  // every option travels to pkb-rank and reference.py
   EXPECT_EQ(timing_method_from_name("paper"), TimingMethod::paper);
   EXPECT_FALSE(timing_method_from_name("fast"));
 }
@@ -120,6 +121,33 @@ TEST(TimingCopies, DrawsCheckEveryRepetitionThatRuns) {
   EXPECT_EQ(p.first_rep_of(0, o), -1);  // a warm-up copy is never a timed call's
 }
 
+// The paper warm-up is cut to its time budget at the pkb warm-up's pace, never below one call, never above
+// paper_warmup; reference.py's copy of the rule gives the same counts.
+TEST(TimingOptions, PaperWarmupStopsAtItsBudget) {
+  TimingOptions o;  // warmup 10, paper_warmup 500, budget 1 s
+  EXPECT_EQ(o.paper_warmup_calls(0.010), 500);  // 1 ms calls: 500 fit in 1 s
+  EXPECT_EQ(o.paper_warmup_calls(0.200), 50);   // 20 ms calls: 50
+  EXPECT_EQ(o.paper_warmup_calls(100.0), 1);    // 10 s calls: one
+  EXPECT_EQ(o.paper_warmup_calls(0), 500);
+  o.warmup = 0;
+  EXPECT_EQ(o.paper_warmup_calls(5.0), 500);  // no pace known: all of them
+  o.warmup = 10, o.paper_warmup = 0;
+  EXPECT_EQ(o.paper_warmup_calls(100.0), 0);
+  o.paper_warmup_budget_s = 0;
+  EXPECT_THROW(o.validate(), Error);
+
+  const std::string& python = python_with_torch();
+  ASSERT_FALSE(python.empty()) << "no python3 here can import torch";
+  test::TempDir tmp;
+  test::write_file(tmp.path() / "w.py",
+                   "import sys, types\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
+                   "o = types.SimpleNamespace(warmup=10, paper_warmup=500, paper_warmup_budget=1.0)\n"
+                   "print(*[r.paper_warmup_calls(o, s) for s in (0.010, 0.200, 100.0, 0)])\n");
+  test::CliRun run = test::run_cli(python, {(tmp.path() / "w.py").string(), (repo_root() / "harness/python").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "500 50 1 500\n");
+}
+
 TEST(TimingClocks, UnavailableWithoutNvml) {
   ClockMonitor cpu(-1);
   cpu.sample(0, "before");
@@ -139,7 +167,9 @@ TEST(TimingStats, PythonRunnerSummarizesTheSame) {
   test::write_file(tmp.path() / "s.py", script);
   std::vector<std::string> args = {(tmp.path() / "s.py").string(), (repo_root() / "harness/python").string(),
                                    nlohmann::json(v).dump()};
-  test::CliRun run = test::run_cli("/usr/bin/python3", args);
+  const std::string& python = python_with_torch();  // the interpreter pkb runs reference.py with
+  ASSERT_FALSE(python.empty()) << "no python3 here can import torch";
+  test::CliRun run = test::run_cli(python, args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto py = nlohmann::json::parse(run.out);
   SampleStats s = summarize(v);

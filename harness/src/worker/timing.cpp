@@ -48,13 +48,14 @@ void TimingOptions::validate() const {
                                                   ", " + std::to_string(max_reps) + ")");
   need(ci_target > 0 && ci_target < 1, "--ci-target is a fraction in (0, 1), e.g. 0.01 for 1%");
   need(budget_s > 0, "--timing-budget must be > 0 seconds");
+  need(paper_warmup_budget_s > 0, "--paper-warmup-budget must be > 0 seconds");
   need(repeats >= 1, "--timing-repeats must be >= 1");
 }
 
 nlohmann::json TimingOptions::to_json() const {
   return {{"warmup", warmup}, {"iters", iters}, {"paper_warmup", paper_warmup}, {"paper_iters", paper_iters},
           {"min_reps", min_reps}, {"max_reps", max_reps}, {"ci_target", ci_target}, {"budget_s", budget_s},
-          {"repeats", repeats}};
+          {"paper_warmup_budget_s", paper_warmup_budget_s}, {"repeats", repeats}};
 }
 
 std::vector<std::string> TimingOptions::to_args() const {
@@ -66,7 +67,14 @@ std::vector<std::string> TimingOptions::to_args() const {
   return {"--warmup", std::to_string(warmup), "--iters", std::to_string(iters),
           "--paper-warmup", std::to_string(paper_warmup), "--paper-iters", std::to_string(paper_iters),
           "--min-reps", std::to_string(min_reps), "--max-reps", std::to_string(max_reps),
-          "--ci-target", num(ci_target), "--timing-budget", num(budget_s), "--timing-repeats", std::to_string(repeats)};
+          "--ci-target", num(ci_target), "--timing-budget", num(budget_s), "--paper-warmup-budget", num(paper_warmup_budget_s),
+          "--timing-repeats", std::to_string(repeats)};
+}
+
+int TimingOptions::paper_warmup_calls(double warmup_s) const {
+  if (warmup == 0 || warmup_s <= 0) return paper_warmup;
+  double fit = std::ceil(paper_warmup_budget_s * warmup / warmup_s);
+  return static_cast<int>(std::clamp<double>(fit, std::min(1, paper_warmup), paper_warmup));
 }
 
 double quantile_sorted(const std::vector<double>& v, double q) {
@@ -138,6 +146,7 @@ nlohmann::json TimingStats::to_json() const {
   j["paper"] = p;
   j["reps"] = reps;
   j["stopped_by"] = stopped_by;
+  j["paper_warmup_calls"] = paper_warmup_calls;
   j["host_loop_us"] = host_loop_us;
   j["escape_event_us"] = escape_event_us;
   j["escape_device_us"] = escape_device_us;
@@ -191,13 +200,17 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     if (hooks && hooks->after_timed) hooks->after_timed(j, copy);
   };
   // Warm-up: the pkb method's (a barrier before each call), then the paper method's, back to back.
+  double w0 = now_us();
   for (int i = 0; i < o.warmup; ++i) {
     int k = plan.warmup_copy(i);
     before(k);
     rt.barrier();
     run(k);
   }
-  for (int i = 0; i < o.paper_warmup; ++i) {
+  throw_if(rt.synchronize(), "warm-up");
+  s.paper_warmup_calls = o.paper_warmup_calls((now_us() - w0) / 1e6);
+  MPI_Bcast(&s.paper_warmup_calls, 1, MPI_INT, 0, MPI_COMM_WORLD);  // collectives inside: one count for all ranks
+  for (int i = 0; i < s.paper_warmup_calls; ++i) {
     int k = plan.warmup_copy(o.warmup + i);
     before(k);
     run(k);
