@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/cores.h"
 #include "core/files.h"
 #include "launch/process.h"
 #include "test_util.h"
@@ -118,4 +120,17 @@ TEST(ProcessGroup, AllSucceedOrTheDeadlineKillsAll) {
     EXPECT_TRUE(r.timed_out);
     EXPECT_LT(r.wall_s, 5.0);
   }
+}
+
+// Thread pools are sized by the cores a cgroup quota allows, not by the CPUs a container shows.
+TEST(Cores, QuotaOfCpuMaxRoundsUpAndMaxIsUnlimited) {
+  EXPECT_EQ(pkb::cores_from_cpu_max("1600000 100000\n"), 16);
+  EXPECT_EQ(pkb::cores_from_cpu_max("150000 100000"), 2);  // 1.5 cores: two threads may run
+  EXPECT_EQ(pkb::cores_from_cpu_max("50000 100000"), 1);
+  EXPECT_FALSE(pkb::cores_from_cpu_max("max 100000").has_value());
+  EXPECT_FALSE(pkb::cores_from_cpu_max("").has_value());
+  EXPECT_FALSE(pkb::cores_from_cpu_max("garbage here").has_value());
+  int cores = pkb::usable_cores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <thread>
 
+#include "core/cores.h"
 #include "core/error.h"
 
 #ifndef PKB_MPIRUN
@@ -19,7 +19,7 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   job.env["NCCL_NVLS_ENABLE"] = "0";
   job.env["NCCL_DEBUG"] = getenv("NCCL_DEBUG") ? getenv("NCCL_DEBUG") : "WARN";
   // More ranks than cores: waiting ranks must yield or they starve the ones doing work.
-  bool oversubscribed = static_cast<unsigned>(opts.world) > std::thread::hardware_concurrency();
+  bool oversubscribed = opts.world > usable_cores();
   job.env["OMPI_MCA_mpi_yield_when_idle"] = (!opts.cuda && oversubscribed) ? "1" : "0";
   // Every rank is local: the remote launcher is never used, but Open MPI refuses to start when it cannot find
   // ssh or rsh, which a sandbox (or a minimal image) has not got.

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cores.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/result_record.h"
@@ -343,7 +344,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   }
 
   // 5. Compile ahead on every core, then evaluate (or, without GPUs, record what compiled).
-  int jobs = o.compile_jobs > 0 ? o.compile_jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int jobs = o.compile_jobs > 0 ? o.compile_jobs : usable_cores();
   compile_ahead(evals, o.eval, jobs, o.progress);
   if (!sum.gpu_evaluation && turn == 1) {
     std::fprintf(stderr,

@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "core/cores.h"
 #include "core/error.h"
 #include "seal/seal.h"
 #include "worker/timing_cli.h"
@@ -66,7 +66,7 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   // Host-side work (input generation) shares the node's cores with the other ranks on it.
   const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   int ranks_here = std::max(1, local_size ? std::atoi(local_size) : world);
-  at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
+  at::set_num_threads(std::max(1, usable_cores() / ranks_here));
   if (o.device == "cuda") {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device visible");
