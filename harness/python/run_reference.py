@@ -319,12 +319,15 @@ def rotation_copies(args, device, budget_bytes=2 << 30):
     return max(1, min(3 * l2 // nbytes + 1, max(1, budget_bytes // nbytes)))
 
 
-def paper_warmup_calls(opts, warmup_s):
-    """The paper warm-up's length after the pkb warm-up took warmup_s seconds: TimingOptions::paper_warmup_calls."""
-    if opts.warmup == 0 or warmup_s <= 0:
-        return opts.paper_warmup
-    fit = math.ceil(opts.paper_warmup_budget * opts.warmup / warmup_s)
-    return max(min(1, opts.paper_warmup), min(opts.paper_warmup, fit))
+PAPER_WARMUP_CHUNK = 50
+
+
+def next_paper_warmup_chunk(opts, done, elapsed_s):
+    """The paper warm-up's next chunk after done calls took elapsed_s seconds, 0 to stop:
+    TimingOptions::next_paper_warmup_chunk."""
+    if done >= opts.paper_warmup or elapsed_s >= opts.paper_warmup_budget:
+        return 0
+    return min(PAPER_WARMUP_CHUNK, opts.paper_warmup - done)
 
 
 def median_ci_ranks(n):
@@ -435,18 +438,22 @@ def time_solution(solution, args, opts, device):
     cuda = device.type == "cuda"
     clocks = Clocks(device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    w0 = time.monotonic()
     for i in range(opts.warmup):
         dist.all_reduce(token)
         solution(*copies[i % n])
-    sync()
-    # As TimingOptions::paper_warmup_calls: the paper warm-up ends after paper_warmup_budget seconds at the pace
-    # of the pkb warm-up; rank 0's count for every rank (the calls hold collectives).
-    count = torch.tensor([paper_warmup_calls(opts, time.monotonic() - w0)], dtype=torch.int64, device=device)
-    dist.broadcast(count, 0)
-    paper_warmup = int(count.item())
-    for i in range(paper_warmup):
-        solution(*copies[(opts.warmup + i) % n])
+    # As pkb-rank: the paper warm-up in synchronized chunks until paper_warmup ran or its budget is spent, rank 0's
+    # clock deciding for every rank (the calls hold collectives).
+    paper_warmup, w0 = 0, time.monotonic()
+    while True:
+        chunk = torch.tensor([next_paper_warmup_chunk(opts, paper_warmup, time.monotonic() - w0)], dtype=torch.int64,
+                             device=device)
+        dist.broadcast(chunk, 0)
+        if int(chunk.item()) == 0:
+            break
+        for _ in range(int(chunk.item())):
+            solution(*copies[(opts.warmup + paper_warmup) % n])
+            paper_warmup += 1
+        sync()
     sync()
     dist.barrier()
     longest = max(opts.iters, opts.paper_iters)

@@ -121,18 +121,20 @@ TEST(TimingCopies, DrawsCheckEveryRepetitionThatRuns) {
   EXPECT_EQ(p.first_rep_of(0, o), -1);  // a warm-up copy is never a timed call's
 }
 
-// The paper warm-up is cut to its time budget at the pkb warm-up's pace, never below one call, never above
-// paper_warmup; reference.py's copy of the rule gives the same counts.
-TEST(TimingOptions, PaperWarmupStopsAtItsBudget) {
-  TimingOptions o;  // warmup 10, paper_warmup 500, budget 1 s
-  EXPECT_EQ(o.paper_warmup_calls(0.010), 500);  // 1 ms calls: 500 fit in 1 s
-  EXPECT_EQ(o.paper_warmup_calls(0.200), 50);   // 20 ms calls: 50
-  EXPECT_EQ(o.paper_warmup_calls(100.0), 1);    // 10 s calls: one
-  EXPECT_EQ(o.paper_warmup_calls(0), 500);
-  o.warmup = 0;
-  EXPECT_EQ(o.paper_warmup_calls(5.0), 500);  // no pace known: all of them
-  o.warmup = 10, o.paper_warmup = 0;
-  EXPECT_EQ(o.paper_warmup_calls(100.0), 0);
+// The paper warm-up runs in chunks until paper_warmup calls ran or its budget is spent; reference.py's copy of
+// the rule gives the same chunks.
+TEST(TimingOptions, PaperWarmupRunsInChunksUntilItsCountOrBudget) {
+  TimingOptions o;  // paper_warmup 500, budget 1 s, chunks of 50
+  EXPECT_EQ(o.next_paper_warmup_chunk(0, 0), 50);
+  EXPECT_EQ(o.next_paper_warmup_chunk(450, 0.5), 50);
+  EXPECT_EQ(o.next_paper_warmup_chunk(480, 0.5), 20);  // never past paper_warmup
+  EXPECT_EQ(o.next_paper_warmup_chunk(500, 0.1), 0);
+  EXPECT_EQ(o.next_paper_warmup_chunk(50, 1.0), 0);  // budget spent: 50 calls of a 20 ms problem
+  int done = 0;  // a 20 ms call: the chunk that crosses the budget finishes, then no more
+  for (int chunk; (chunk = o.next_paper_warmup_chunk(done, done * 0.020)) > 0;) done += chunk;
+  EXPECT_EQ(done, 50);
+  o.paper_warmup = 0;
+  EXPECT_EQ(o.next_paper_warmup_chunk(0, 0), 0);
   o.paper_warmup_budget_s = 0;
   EXPECT_THROW(o.validate(), Error);
 
@@ -141,11 +143,12 @@ TEST(TimingOptions, PaperWarmupStopsAtItsBudget) {
   test::TempDir tmp;
   test::write_file(tmp.path() / "w.py",
                    "import sys, types\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
-                   "o = types.SimpleNamespace(warmup=10, paper_warmup=500, paper_warmup_budget=1.0)\n"
-                   "print(*[r.paper_warmup_calls(o, s) for s in (0.010, 0.200, 100.0, 0)])\n");
+                   "o = types.SimpleNamespace(paper_warmup=500, paper_warmup_budget=1.0)\n"
+                   "print(*[r.next_paper_warmup_chunk(o, d, s) for d, s in ((0, 0), (450, 0.5), (480, 0.5), (500, 0.1), "
+                   "(50, 1.0))])\n");
   test::CliRun run = test::run_cli(python, {(tmp.path() / "w.py").string(), (repo_root() / "harness/python").string()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, "500 50 1 500\n");
+  EXPECT_EQ(run.out, "50 50 20 0 0\n");
 }
 
 TEST(TimingClocks, UnavailableWithoutNvml) {

@@ -181,7 +181,9 @@ void finish(Planned& p, Verdict v, std::string detail) {
   res.record["detail"] = res.detail;
   res.record["python"] = {{"verdict", p.python_verdict}, {"detail", p.python_detail}};
   res.record["wall_s"] = res.wall_s;
-  if (!p.dir.empty()) std::ofstream(p.dir / "validation.json") << res.record.dump(2) << "\n";
+  if (!p.dir.empty())
+    std::ofstream(p.dir / "validation.json") << res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                             << "\n";
   p.done = true;
 }
 

@@ -71,10 +71,9 @@ std::vector<std::string> TimingOptions::to_args() const {
           "--timing-repeats", std::to_string(repeats)};
 }
 
-int TimingOptions::paper_warmup_calls(double warmup_s) const {
-  if (warmup == 0 || warmup_s <= 0) return paper_warmup;
-  double fit = std::ceil(paper_warmup_budget_s * warmup / warmup_s);
-  return static_cast<int>(std::clamp<double>(fit, std::min(1, paper_warmup), paper_warmup));
+int TimingOptions::next_paper_warmup_chunk(int done, double elapsed_s) const {
+  if (done >= paper_warmup || elapsed_s >= paper_warmup_budget_s) return 0;
+  return std::min(kPaperWarmupChunk, paper_warmup - done);
 }
 
 double quantile_sorted(const std::vector<double>& v, double q) {
@@ -200,20 +199,22 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     if (hooks && hooks->after_timed) hooks->after_timed(j, copy);
   };
   // Warm-up: the pkb method's (a barrier before each call), then the paper method's, back to back.
-  double w0 = now_us();
   for (int i = 0; i < o.warmup; ++i) {
     int k = plan.warmup_copy(i);
     before(k);
     rt.barrier();
     run(k);
   }
-  throw_if(rt.synchronize(), "warm-up");
-  s.paper_warmup_calls = o.paper_warmup_calls((now_us() - w0) / 1e6);
-  MPI_Bcast(&s.paper_warmup_calls, 1, MPI_INT, 0, MPI_COMM_WORLD);  // collectives inside: one count for all ranks
-  for (int i = 0; i < s.paper_warmup_calls; ++i) {
-    int k = plan.warmup_copy(o.warmup + i);
-    before(k);
-    run(k);
+  const double w0 = now_us();
+  for (int chunk; (chunk = o.next_paper_warmup_chunk(s.paper_warmup_calls, (now_us() - w0) / 1e6)), true;) {
+    MPI_Bcast(&chunk, 1, MPI_INT, 0, MPI_COMM_WORLD);  // rank 0's clock decides: one count for all ranks
+    if (chunk == 0) break;
+    for (int i = 0; i < chunk; ++i, ++s.paper_warmup_calls) {
+      int k = plan.warmup_copy(o.warmup + s.paper_warmup_calls);
+      before(k);
+      run(k);
+    }
+    throw_if(rt.synchronize(), "warm-up");
   }
   throw_if(rt.synchronize(), "warm-up");
   MPI_Barrier(MPI_COMM_WORLD);

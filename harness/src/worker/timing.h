@@ -37,15 +37,17 @@ struct TimingOptions {
   int min_reps = 3, max_reps = 5;
   double ci_target = 0.01;  // stop once both medians' 95% CI half-widths are within this fraction of the median
   double budget_s = 2;      // ... or once the repetitions took this long (host seconds on rank 0)
-  // The paper method's warm-up stops early once this many seconds of calls ran, at the pace of the pkb warm-up
-  // (500 calls of a 20 ms problem would take 10 s and warm nothing more than 1 s does).
+  // The paper method's warm-up stops early once it ran this many seconds (500 calls of a 20 ms problem would
+  // take 10 s and warm nothing more than 1 s does).
   double paper_warmup_budget_s = 1;
   int repeats = 1;          // baselines only (validate --time): whole timings in a row, for the medians' spread
 
   int calls_per_rep() const { return iters + paper_iters; }
-  // How many paper warm-up calls run after `warmup` pkb warm-up calls took `warmup_s` host seconds: all of
-  // paper_warmup, or as many as fit paper_warmup_budget_s at that pace (at least one). Rank 0 decides for all.
-  int paper_warmup_calls(double warmup_s) const;
+  // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took
+  // `elapsed_s` seconds; 0 once paper_warmup ran or the budget is spent (a chunk that started always finishes,
+  // so a cold first call cannot cut it alone). Rank 0 decides for every rank: the calls hold collectives.
+  static constexpr int kPaperWarmupChunk = 50;
+  int next_paper_warmup_chunk(int done, double elapsed_s) const;
   int warmup_calls() const { return warmup + paper_warmup; }
   int max_timed_calls() const { return max_reps * calls_per_rep(); }
   // Throws pkb::Error naming the option that is out of range.
@@ -101,7 +103,7 @@ struct MethodStats {
 struct TimingStats {
   MethodStats pkb, paper;
   int reps = 0;                 // repetitions run (each one pkb block and one paper block)
-  int paper_warmup_calls = 0;   // paper warm-up calls run (TimingOptions::paper_warmup_calls)
+  int paper_warmup_calls = 0;   // paper warm-up calls run (TimingOptions::next_paper_warmup_chunk)
   std::string stopped_by;       // "ci_target", "budget" or "max_reps"
   double host_loop_us = 0;      // wall time of the repetitions on this rank, barriers included
   double escape_event_us = 0;   // median stream-event time in the escape probe
