@@ -22,7 +22,7 @@ inline void add_timing_flags(CLI::App* cmd, TimingOptions& t, const std::string&
   cmd->add_option("--timing-budget", t.budget_s, "... or after this many seconds of repetitions")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--paper-warmup-budget", t.paper_warmup_budget_s,
-                  "paper method: end the warm-up after this many seconds of calls (at the pkb warm-up's pace)")
+                  "paper method: end the warm-up (chunks of 50 calls) once it ran this many seconds")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--timing-repeats", t.repeats, "Baselines: whole timings in a row; records each one's medians")
       ->check(CLI::PositiveNumber);
