@@ -7,6 +7,8 @@
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape adversarial experts bench timing sandbox
 # run replay shards regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
+# PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
+# for the largest problems at full shape);
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU);
 # PKB_TIMING_SELECTION (baselines, default 1-30), PKB_TIMING_EXPERTS (default 1-8) and PKB_TIMING_REPEATS
@@ -80,13 +82,14 @@ fi
 want unit && step unit "$build/tests/pkb_unit_tests"
 cd "$root"
 selection=${PKB_VALIDATE:-all}
-timing=(); [ "${PKB_TIME:-0}" = 1 ] && timing=(--time --warmup 10 --iters 50)
+validate_opts=(); [ "${PKB_TIME:-0}" = 1 ] && validate_opts=(--time --warmup 10 --iters 50)
+[ -n "${PKB_VALIDATE_TRIALS:-}" ] && validate_opts+=(--trials "$PKB_VALIDATE_TRIALS")
 if want validate; then
   for vw in ${PKB_VALIDATE_WORLDS:-$world}; do
     TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "validate_cuda_w${vw}_bf16" "$build/pkb" validate "$selection" -w "$vw" \
-      --device cuda --dtype bf16 "${timing[@]}" --out "$out/validate"
+      --device cuda --dtype bf16 "${validate_opts[@]}" --out "$out/validate"
     [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step "validate_cuda_w${vw}_fp32" "$build/pkb" validate "$selection" -w "$vw" \
-      --device cuda --dtype fp32 --python off --out "$out/validate"
+      --device cuda --dtype fp32 --python off ${PKB_VALIDATE_TRIALS:+--trials "$PKB_VALIDATE_TRIALS"} --out "$out/validate"
   done
 fi
 # Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work
