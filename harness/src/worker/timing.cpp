@@ -206,7 +206,8 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     run(k);
   }
   const double w0 = now_us();
-  for (int chunk; (chunk = o.next_paper_warmup_chunk(s.paper_warmup_calls, (now_us() - w0) / 1e6)), true;) {
+  while (true) {
+    int chunk = o.next_paper_warmup_chunk(s.paper_warmup_calls, (now_us() - w0) / 1e6);
     MPI_Bcast(&chunk, 1, MPI_INT, 0, MPI_COMM_WORLD);  // rank 0's clock decides: one count for all ranks
     if (chunk == 0) break;
     for (int i = 0; i < chunk; ++i, ++s.paper_warmup_calls) {
