@@ -1,12 +1,14 @@
 #include <cmath>
 
-#include "reference/reference.h"
+#include "reference/fp8_scaling.h"
 
+// kFp8Max, midpoint_distance and round_to are the e4m3 helpers of harness/src/reference/fp8_scaling.h.
 namespace {
 
 using namespace pkb;
-
-constexpr double kFp8Max = 448.0;  // largest finite float8_e4m3fn
+using fp8_scaling::kFp8Max;
+using fp8_scaling::midpoint_distance;
+using fp8_scaling::round_to;
 
 // fp32 -> float8_e4m3fn bit pattern: round to nearest even, saturating at +-448. ATen 1.13 has no float8 dtype, so
 // this is spelled out with ATen ops (any device). Bit fields are read by viewing fp32 as int32; shifts are written
@@ -90,17 +92,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
 
 // ---- prepare: keep quotients away from fp8 rounding midpoints ----
 
-// Distance of |q| from the nearest e4m3 rounding midpoint, relative to it; large when q saturates.
-double midpoint_distance(double q) {
-  double a = std::fabs(q);
-  if (a >= kFp8Max) return 1.0;
-  int e;
-  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
-  double step = std::ldexp(1.0, std::max(e - 1, -6) - 3);
-  double mid = (std::floor(a / step) + 0.5) * step;
-  return std::fabs(a - mid) / mid;
-}
-
 bool is_power_of_two(float s) {
   int e;
   return std::frexp(s, &e) == 0.5f;
@@ -108,8 +99,7 @@ bool is_power_of_two(float s) {
 
 // Moves x toward zero by at least one step of its dtype (2^-7 relative is one bf16 ulp or more).
 float nudge(float x, at::ScalarType dtype) {
-  float v = static_cast<float>(x * (1.0 - 1.0 / 128));
-  return dtype == at::kBFloat16 ? static_cast<float>(c10::BFloat16(v)) : v;
+  return round_to(static_cast<float>(x * (1.0 - 1.0 / 128)), dtype);
 }
 
 Tensors prepare(const OracleContext& ctx, int /*rank*/, Tensors raw) {

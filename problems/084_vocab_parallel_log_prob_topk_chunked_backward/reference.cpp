@@ -32,13 +32,11 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   for (int64_t t = 0; t < rows.size(0); ++t) {
     std::vector<double> row = row_vector(rows, t);
     RowFilter f = filter_exact(row, ctx.scalar("top_k"));
-    double top = *std::max_element(row.begin(), row.end()), sum = 0;
-    for (size_t v = 0; v < row.size(); ++v)
-      if (f.kept[v]) sum += std::exp(row[v] - top);
+    KeptSoftmax s = kept_softmax(row, f.kept);
     const int64_t tgt = target[t].item<int64_t>();
     const double gt = g[t].item<double>();
     for (size_t v = 0; v < row.size(); ++v)
-      if (f.kept[v]) grad[t][v] = gt * ((static_cast<int64_t>(v) == tgt ? 1.0 : 0.0) - std::exp(row[v] - top) / sum);
+      if (f.kept[v]) grad[t][v] = gt * ((static_cast<int64_t>(v) == tgt ? 1.0 : 0.0) - s.prob(row[v]));
   }
   const int64_t vl = in[0][0].size(-1);
   std::vector<Tensors> out;

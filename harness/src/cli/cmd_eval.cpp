@@ -29,12 +29,9 @@ int run_eval(EvalCliOptions& o) {
   if (selected.size() != 1) throw Error("--problem must name exactly one problem");
   EvalResult r = evaluate_candidate(*selected[0], o.file, o.e);
   std::filesystem::create_directories(o.e.out_dir);
-  // Bytes that are not UTF-8 (a candidate's output quoted in a message) become U+FFFD rather than a throw
-  // that would lose the record.
-  constexpr auto replace = nlohmann::json::error_handler_t::replace;
-  append_line(o.e.out_dir / "results.jsonl", r.record.dump(-1, ' ', false, replace));
+  append_line(o.e.out_dir / "results.jsonl", r.record.dump());
   if (o.json)
-    std::cout << r.record.dump(2, ' ', false, replace) << "\n";
+    std::cout << r.record.dump(2) << "\n";
   else
     std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string() << "\n";
   return r.status == EvalStatus::correct ? 0 : 1;

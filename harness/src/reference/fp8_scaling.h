@@ -2,7 +2,8 @@
 // fp8_allgather_params), which differ only in the collective that moves the dequantised tensor (a reduce-scatter
 // of the mean, an all-gather): the reference's quantise/dequantise round trip in ATen (1.13 has no fp8 dtype), the
 // oracle's fp64 round trip through a table of every e4m3 value, and the prepare that keeps quotients off fp8
-// rounding midpoints and lets the history set the scale, once.
+// rounding midpoints and lets the history set the scale, once. Problem 19 (blocked quantisation) uses its e4m3
+// constant and helpers (kFp8Max, midpoint_distance, round_to).
 #pragma once
 
 #include <algorithm>

@@ -98,6 +98,20 @@ inline at::Tensor full_rows(const std::vector<Tensors>& in) {
   return at::cat(slices, 1).contiguous();
 }
 
+// The softmax over a row's kept set, in double: the row's max and the sum of exp(row[v] - top) over kept v.
+struct KeptSoftmax {
+  double top = 0, sum = 0;
+  double log_prob(double logit) const { return logit - top - std::log(sum); }
+  double prob(double logit) const { return std::exp(logit - top) / sum; }
+};
+inline KeptSoftmax kept_softmax(const std::vector<double>& row, const std::vector<bool>& kept) {
+  KeptSoftmax s;
+  s.top = *std::max_element(row.begin(), row.end());
+  for (size_t v = 0; v < row.size(); ++v)
+    if (kept[v]) s.sum += std::exp(row[v] - s.top);
+  return s;
+}
+
 inline std::vector<double> row_vector(const at::Tensor& rows, int64_t t) {
   at::Tensor row = rows[t].contiguous();
   return std::vector<double>(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
@@ -156,11 +170,8 @@ inline std::vector<Tensors> log_prob_oracle(const OracleContext& ctx, const std:
   at::Tensor out = at::empty({rows.size(0)}, at::kDouble);
   for (int64_t t = 0; t < rows.size(0); ++t) {
     std::vector<double> row = row_vector(rows, t);
-    RowFilter f = filter_exact(row, ctx.scalar("top_k"));
-    double top = *std::max_element(row.begin(), row.end()), sum = 0;
-    for (size_t v = 0; v < row.size(); ++v)
-      if (f.kept[v]) sum += std::exp(row[v] - top);
-    out[t] = row[target[t].item<int64_t>()] - top - std::log(sum);
+    KeptSoftmax s = kept_softmax(row, filter_exact(row, ctx.scalar("top_k")).kept);
+    out[t] = s.log_prob(row[target[t].item<int64_t>()]);
   }
   return std::vector<Tensors>(ctx.world, Tensors{out.view(in[0][1].sizes()).to(at::kFloat)});
 }
