@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel.h"
 #include "inputs/inputs.h"
 #include "spec/problem_spec.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     else dirs.push_back(a);
   }
   at::set_num_threads(threads);
+  pkb::set_host_threads(threads);
   std::printf("| problem | MiB per copy (rank 0) | ms per copy | ns per byte |\n|---|---|---|---|\n");
   for (const auto& dir : dirs) {
     try {

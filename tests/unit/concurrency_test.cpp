@@ -4,11 +4,16 @@
 // scripts/tsan.sh also builds and runs it under ThreadSanitizer, where a data race fails the test run.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "compile/compiler.h"
+#include "core/parallel.h"
 #include "launch/jobs.h"
 #include "launch/process.h"
 #include "launch/sandbox.h"
@@ -100,6 +105,74 @@ TEST(Concurrency, SandboxesReportAndLoseTheirNamespaceInits) {
     r[i] = pkb::run_sandboxed({}, {"/bin/sh", "-c", i % 2 ? "sleep 30" : "exit 0"}, o);
   });
   for (int i = 0; i < kThreads; ++i) EXPECT_EQ(r[i].timed_out, i % 2 == 1) << i << " " << r[i].summary();
+}
+
+// Restores the process's host thread count when a test ends.
+struct HostThreads {
+  explicit HostThreads(int n) : saved(pkb::host_threads()) { pkb::set_host_threads(n); }
+  ~HostThreads() { pkb::set_host_threads(saved); }
+  int saved;
+};
+
+TEST(ParallelRanges, CoversEveryIndexOnceInChunksOfTheGrain) {
+  HostThreads four(4);
+  for (int64_t n : {0, 1, 7, 1000, 1001}) {
+    std::vector<std::atomic<int>> hits(n);
+    std::mutex m;
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    pkb::parallel_ranges(n, 100, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) ++hits[i];
+      std::lock_guard<std::mutex> lock(m);
+      chunks.push_back({b, e});
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << "n " << n << " index " << i;
+    for (auto [b, e] : chunks) EXPECT_TRUE(e - b == 100 || e == n) << b << ".." << e << " of " << n;
+  }
+}
+
+TEST(ParallelRanges, RunsChunksOnSeveralThreadsButNestedCallsSerially) {
+  HostThreads four(4);
+  // Each of 4 chunks waits until all 4 have started: only 4 threads at once can get past the wait.
+  std::atomic<int> started{0};
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  std::vector<std::set<std::thread::id>> nested_ids(4);
+  pkb::parallel_ranges(4, 1, [&](int64_t b, int64_t) {
+    ++started;
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (started < 4 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    pkb::parallel_ranges(8, 1, [&](int64_t, int64_t) {
+      std::lock_guard<std::mutex> lock(m);
+      nested_ids[b].insert(std::this_thread::get_id());
+    });
+    std::lock_guard<std::mutex> lock(m);
+    ids.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(started, 4);
+  EXPECT_EQ(ids.size(), 4u) << "one thread per chunk while all of them wait";
+  for (const auto& n : nested_ids) EXPECT_EQ(n.size(), 1u) << "a nested loop stays on its chunk's thread";
+
+  HostThreads one(1);
+  std::set<std::thread::id> serial;
+  pkb::parallel_ranges(16, 1, [&](int64_t, int64_t) { serial.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(serial, std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+TEST(ParallelRanges, RethrowsTheFirstFailureAfterEveryThreadEnds) {
+  HostThreads four(4);
+  std::atomic<int> running{0};
+  try {
+    pkb::parallel_ranges(64, 1, [&](int64_t b, int64_t) {
+      ++running;
+      if (b == 3) throw std::runtime_error("chunk 3 failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      --running;
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "chunk 3 failed");
+  }
+  EXPECT_EQ(running, 1) << "only the failed chunk is left counted: every other one finished before the rethrow";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "check/compare.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
 #include "reference/reference.h"
@@ -72,6 +73,20 @@ TEST(Inputs, DeterministicRandomAndDistributed) {
   at::Tensor perm = x.tensors[3].view(-1);
   EXPECT_TRUE(std::get<0>(perm.sort()).equal(at::arange(256 * 256, at::kLong))) << "randperm is a permutation";
   EXPECT_NEAR(x.tensors[4].mean().item<double>(), 0.25, 0.01);
+}
+
+TEST(Inputs, SameBytesWhateverTheHostThreadCount) {
+  TempDir tmp;
+  auto spec = toy_problem(tmp);
+  auto big = pkb::resolve_run(spec, 1, pkb::DType::bf16, {{"M", 256}, {"N", 256}});  // several chunks each
+  const int saved = pkb::host_threads();
+  pkb::set_host_threads(1);
+  auto serial = pkb::make_inputs(spec, big, 0, 3, 11);
+  pkb::set_host_threads(3);
+  auto threaded = pkb::make_inputs(spec, big, 0, 3, 11);
+  pkb::set_host_threads(saved);
+  for (size_t i = 0; i < serial.tensors.size(); ++i)
+    EXPECT_TRUE(serial.tensors[i].equal(threaded.tensors[i])) << serial.names[i];
 }
 
 TEST(Inputs, ReplicatedWithinAGroup) {

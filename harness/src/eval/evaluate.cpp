@@ -469,8 +469,11 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   wall["candidate_s"] = since(t0);
   rec["run_dir"] = cand_dir.string();
   rec["sandbox"] = cr_run.sandbox;
-  if (!cr_run.records.empty() && cr_run.records[0].is_object() && cr_run.records[0].contains("phase_s"))
-    wall["candidate_phases"] = cr_run.records[0]["phase_s"];
+  if (!cr_run.records.empty() && cr_run.records[0].is_object()) {
+    const json& rank0 = cr_run.records[0];
+    if (rank0.contains("phase_s")) wall["candidate_phases"] = rank0["phase_s"];
+    if (rank0.contains("timing_input_threads")) wall["candidate_input_threads"] = rank0["timing_input_threads"];
+  }
   const ProcessResult& pr = cr_run.process;
   const std::vector<json>& records = cr_run.records;
   if (auto f = launch_failure(pr, records)) {

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include <ATen/Parallel.h>
-
 #include "core/error.h"
+#include "core/parallel.h"
 #include "reference/reference.h"
 
 namespace pkb {
@@ -39,14 +38,14 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
       at::Tensor t = at::empty(shape, at::kFloat);
       float* p = t.data_ptr<float>();
       if (d.kind == Distribution::Kind::uniform) {
-        at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
+        parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) p[i] = static_cast<float>(d.low + (d.high - d.low) * uniform01(seed, 2 * i));
         });
         return t;
       }
       // Box-Muller, both values of each pair: elements 2j and 2j+1 share (u1, u2) of pair j. Generating inputs
       // is on the path of every timed evaluation (one fresh copy per call), so half the logarithms count.
-      at::parallel_for(0, (n + 1) / 2, 1 << 13, [&](int64_t b, int64_t e) {
+      parallel_ranges((n + 1) / 2, 1 << 13, [&](int64_t b, int64_t e) {
         for (int64_t j = b; j < e; ++j) {
           double u1 = uniform01(seed, 2 * j), u2 = uniform01(seed, 2 * j + 1);
           double r = d.std * std::sqrt(-2 * std::log(u1)), angle = 2 * M_PI * u2;
@@ -62,14 +61,18 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
       at::Tensor t = at::empty(shape, at::kLong);
       int64_t* p = t.data_ptr<int64_t>();
       uint64_t span = static_cast<uint64_t>(hi - lo);
-      for (int64_t i = 0; i < n; ++i)
-        p[i] = lo + static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * span) >> 64);
+      parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          p[i] = lo + static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * span) >> 64);
+      });
       return t;
     }
     case Distribution::Kind::bernoulli: {
       at::Tensor t = at::empty(shape, at::kFloat);
       float* p = t.data_ptr<float>();
-      for (int64_t i = 0; i < n; ++i) p[i] = uniform01(seed, i) < d.p ? 1.f : 0.f;
+      parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) p[i] = uniform01(seed, i) < d.p ? 1.f : 0.f;
+      });
       return t;
     }
     case Distribution::Kind::randperm: {

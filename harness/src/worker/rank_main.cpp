@@ -18,6 +18,7 @@
 
 #include "core/cores.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "seal/seal.h"
 #include "worker/timing_cli.h"
 #include "worker/worker.h"
@@ -66,7 +67,9 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   // Host-side work (input generation) shares the node's cores with the other ranks on it.
   const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   int ranks_here = std::max(1, local_size ? std::atoi(local_size) : world);
-  at::set_num_threads(std::max(1, usable_cores() / ranks_here));
+  const int host_share = std::max(1, usable_cores() / ranks_here);
+  at::set_num_threads(host_share);
+  set_host_threads(host_share);
   if (o.device == "cuda") {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device visible");
