@@ -65,8 +65,6 @@ auto rank_key(const LeaderboardEntry& e, size_t k1) {
                          std::cref(e.label));
 }
 
-ojson null_or(const std::optional<double>& x) { return x ? ojson(*x) : ojson(nullptr); }
-
 ojson compact_problem(const ProblemScore& p, size_t k1, const ScoreSettings& st) {
   bool unknown = p.n == 0 && !p.fully_evaluated();
   auto estimate = [&](const std::vector<AtK>& xs) { return unknown ? ojson(nullptr) : ojson(xs[k1].value); };

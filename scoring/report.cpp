@@ -11,8 +11,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson null_or(const std::optional<double>& x) { return x ? ojson(*x) : ojson(nullptr); }
-
 ojson failures_json(const std::map<std::string, int>& failures) {
   ojson out = ojson::object();
   for (const auto& [kind, n] : ordered_failures(failures)) out[kind] = n;
@@ -50,7 +48,7 @@ ojson problem_json(const ProblemScore& p) {
 
 // ---- summary.md
 
-std::string estimate_cell(const AtK& x, bool unknown) {
+std::string estimate_text(const AtK& x, bool unknown) {
   if (unknown) return "-";
   return fixed(x.value, 3) + (x.k_used < x.k && x.k_used ? "*" : "");
 }
@@ -78,7 +76,7 @@ std::string problem_row(const ProblemScore& p, bool with_skipped_column) {
                     std::to_string(p.c_robust) + " |";
   bool unknown = p.n == 0 && !p.fully_evaluated();
   for (const auto* xs : {&p.pass_robust, &p.pass_pkb, &p.fast})
-    for (const AtK& x : *xs) row += " " + estimate_cell(x, unknown) + " |";
+    for (const AtK& x : *xs) row += " " + estimate_text(x, unknown) + " |";
   row += " " + or_dash(p.best_speedup, 2, "x") + " |" +
          tail_cells(p.geomean_speedup(), p.sol_candidate, p.sol_baseline) + " " +
          (p.missing ? std::string("missing: no record") : failures_text(p.failures)) + " |";

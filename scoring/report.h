@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,11 @@
 #include "scoring/aggregate.h"
 
 namespace pkb::scoring {
+
+// A value, or null where there is none (report.json and leaderboard.json alike).
+inline nlohmann::ordered_json null_or(const std::optional<double>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
 
 // What a report is about: manifest.json's "model" when `pkb run` wrote one, else the results file's name.
 std::string run_label(const LoadedResults& loaded);

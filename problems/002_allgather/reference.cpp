@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_002 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -18,6 +18,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{at::stack(slices)});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("allgather", reference, oracle);
+
+}  // namespace problem_002

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_003 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -14,6 +14,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{in[0][0]});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("broadcast", reference, oracle);
+
+}  // namespace problem_003

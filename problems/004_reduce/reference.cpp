@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_004 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -22,6 +22,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("reduce", reference, oracle);
+
+}  // namespace problem_004

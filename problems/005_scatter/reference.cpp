@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_005 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -16,6 +16,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("scatter", reference, oracle);
+
+}  // namespace problem_005

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_006 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -23,6 +23,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gather", reference, oracle);
+
+}  // namespace problem_006

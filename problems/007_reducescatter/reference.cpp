@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_007 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -21,6 +21,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("reducescatter", reference, oracle);
+
+}  // namespace problem_007

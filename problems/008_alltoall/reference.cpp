@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_008 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -20,6 +20,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("alltoall", reference, oracle);
+
+}  // namespace problem_008

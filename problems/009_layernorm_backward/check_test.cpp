@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_009 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -77,4 +77,4 @@ TEST(LayernormBackwardCheck, WrongKernelsFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_009

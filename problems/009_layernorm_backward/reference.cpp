@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_009 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -34,6 +34,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{d_gamma, d_beta});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("layernorm_backward", reference, oracle, prepare);
+
+}  // namespace problem_009

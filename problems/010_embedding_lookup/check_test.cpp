@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_010 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -33,4 +33,4 @@ TEST(EmbeddingLookupCheck, OwnerGroupedOrderPassesOtherOrdersFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_010

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace {
+namespace problem_010 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -59,6 +59,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("embedding_lookup", reference, oracle);
+
+}  // namespace problem_010

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_012 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -23,6 +23,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("allgather_gemm", reference, oracle);
+
+}  // namespace problem_012

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_013 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -16,6 +16,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{sum});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gemm_allreduce", reference, oracle);
+
+}  // namespace problem_013

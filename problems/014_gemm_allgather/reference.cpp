@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_014 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -19,6 +19,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{at::cat(column_blocks, 1)});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gemm_allgather", reference, oracle);
+
+}  // namespace problem_014

@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_015 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -62,4 +62,4 @@ TEST(CombinedShardedGemmsCheck, ReluIsNearlyInvisibleAtPkbsWeightScale) {
   EXPECT_LT(pkbs.mismatches, 20) << pkb::describe(pkbs);
 }
 
-}  // namespace
+}  // namespace check_015

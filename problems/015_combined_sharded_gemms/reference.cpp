@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_015 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -42,6 +42,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("combined_sharded_gemms", reference, oracle);
+
+}  // namespace problem_015

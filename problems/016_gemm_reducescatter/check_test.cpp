@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_016 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -50,4 +50,4 @@ TEST(GemmReducescatterCheck, WrongKernelsFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_016

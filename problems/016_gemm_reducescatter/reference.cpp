@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_016 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -25,6 +25,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gemm_reducescatter", reference, oracle);
+
+}  // namespace problem_016

@@ -8,7 +8,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_017 {  // named, not anonymous: the references build as unity batches
 
 struct RopeCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/017_rope_allgather");
@@ -88,4 +88,4 @@ TEST(RopeAllgatherCheck, WrongOutputsFail) {
   })) << "cos and sin swapped";
 }
 
-}  // namespace
+}  // namespace check_017

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_017 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -47,6 +47,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, global);
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("rope_allgather", reference, oracle);
+
+}  // namespace problem_017

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_018 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -33,6 +33,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("tp_rms_norm", reference, oracle);
+
+}  // namespace problem_018

@@ -11,7 +11,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_019 {  // named, not anonymous: the references build as unity batches
 
 enum class Rounding { nearest_even, half_away, truncate };
 
@@ -100,4 +100,4 @@ TEST(BlockedFp8QuantizeCheck, PrepareMovesFewElementsAndKeepsTheScales) {
       << "block maxima, hence the scales, are unchanged";
 }
 
-}  // namespace
+}  // namespace check_019

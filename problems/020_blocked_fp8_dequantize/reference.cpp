@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_020 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -30,6 +30,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("blocked_fp8_dequantize", reference, oracle);
+
+}  // namespace problem_020

@@ -8,7 +8,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_021 {  // named, not anonymous: the references build as unity batches
 
 struct ClipCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/021_clip_grad_norm_no_ep");
@@ -76,4 +76,4 @@ TEST(ClipGradNormNoEpCheck, WrongOutputsFail) {
   EXPECT_TRUE(c.passes(1, one_bad, pkb::Tolerance{})) << "which the default atol = 1e-2 would let through";
 }
 
-}  // namespace
+}  // namespace check_021

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_021 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -38,6 +38,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("clip_grad_norm_no_ep", reference, oracle);
+
+}  // namespace problem_021

@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_022 {  // named, not anonymous: the references build as unity batches
 
 struct EpClipCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/022_clip_grad_norm_ep");
@@ -82,4 +82,4 @@ TEST(ClipGradNormEpCheck, WrongOutputsFail) {
   EXPECT_FALSE(c.passes(0, one_bad)) << "one element with the wrong sign";
 }
 
-}  // namespace
+}  // namespace check_022

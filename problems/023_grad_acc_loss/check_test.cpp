@@ -11,7 +11,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_023 {  // named, not anonymous: the references build as unity batches
 
 struct LossCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/023_grad_acc_loss");
@@ -79,4 +79,4 @@ TEST(GradAccLossCheck, WrongOutputsFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_023

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_023 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -41,6 +41,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("grad_acc_loss", reference, oracle);
+
+}  // namespace problem_023

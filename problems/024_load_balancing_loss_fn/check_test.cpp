@@ -8,7 +8,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_024 {  // named, not anonymous: the references build as unity batches
 
 
 pkb::ProblemSpec spec() { return pkb::load_problem(pkb::repo_root() / "problems/024_load_balancing_loss_fn"); }
@@ -26,8 +26,6 @@ bool passes(const at::Tensor& out, const at::Tensor& expected, const pkb::Proble
 }
 
 at::Tensor scalar(double v) { return at::scalar_tensor(v, at::kFloat); }
-
-}  // namespace
 
 TEST(Problem024, WrongLossesFailCorrectOnePasses) {
   auto s = spec();
@@ -66,3 +64,5 @@ TEST(Problem024, IidLogitsMakeAnEmptyCheck) {
   auto expected = pkb::expected_outputs(s, run, in);
   EXPECT_TRUE(passes(scalar(2.0), expected[0][0], s)) << expected[0][0].item<double>();
 }
+
+}  // namespace check_024

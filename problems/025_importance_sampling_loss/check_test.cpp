@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_025 {  // named, not anonymous: the references build as unity batches
 
 constexpr int64_t kIgnore = -100;
 
@@ -69,8 +69,6 @@ bool passes(const pkb::ProblemSpec& s, const pkb::RunShape& run, const std::vect
   return true;
 }
 
-}  // namespace
-
 TEST(Problem025, FusedFp32PassesMistakesFail) {
   auto s = spec();
   const int W = 4;
@@ -113,3 +111,5 @@ TEST(Problem025, PkbRegimeMakesTheLossAnEmptyCheck) {
     EXPECT_TRUE(zeros_pass(2)) << "per_token_loss";
   }
 }
+
+}  // namespace check_025

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace {
+namespace problem_025 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -113,6 +113,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("importance_sampling_loss", reference, oracle, prepare);
+
+}  // namespace problem_025

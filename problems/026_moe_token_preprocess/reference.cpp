@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_026 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -49,6 +49,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_token_preprocess", reference, oracle, prepare);
+
+}  // namespace problem_026

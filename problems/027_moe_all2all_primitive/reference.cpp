@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_027 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -57,6 +57,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_all2all_primitive", reference, oracle, prepare);
+
+}  // namespace problem_027

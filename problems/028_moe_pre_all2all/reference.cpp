@@ -5,7 +5,7 @@
 
 // MoE dispatch (the all-to-all before the experts). The count table, the sorted assignments and the split sizes
 // that prepare derives from the shared draw are problem 29's too (harness/src/reference/moe_all2all.h).
-namespace {
+namespace problem_028 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -88,6 +88,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return {raw[0], mask, send, recv, table};
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_pre_all2all", reference, oracle, prepare);
+
+}  // namespace problem_028

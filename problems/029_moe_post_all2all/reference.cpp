@@ -6,7 +6,7 @@
 // MoE combine (the all-to-all after the experts, then the weighted sum). The count table, the sorted assignments
 // and the split sizes that prepare derives from the shared draw are problem 28's too
 // (harness/src/reference/moe_all2all.h).
-namespace {
+namespace problem_029 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -107,6 +107,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
           at::tensor(std::vector<int64_t>{M, N}, at::kLong)};
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_post_all2all", reference, oracle, prepare);
+
+}  // namespace problem_029

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_030 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -26,6 +26,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, sums);
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("moe_epgroupgemm_lora_backward", reference, oracle);
+
+}  // namespace problem_030

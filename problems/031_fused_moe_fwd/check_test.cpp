@@ -9,7 +9,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_031 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -100,8 +100,6 @@ int64_t selection_differences(const pkb::Tensors& r, Router a, Router b, bool hi
   return n;
 }
 
-}  // namespace
-
 TEST(Problem031, PreparedRoutingIsFormulationIndependentRawRoutingIsNot) {
   Case c = make_case(kProblem, 2);
   // The catalog's measurement: raw PKB draws (no prepare) make fp32 and bf16 routing disagree on some tokens.
@@ -132,3 +130,5 @@ TEST(Problem031, HonestKernelsPassWrongOnesFail) {
         << "home rank's MLP for every expert";
   }
 }
+
+}  // namespace check_031

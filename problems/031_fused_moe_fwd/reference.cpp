@@ -2,7 +2,7 @@
 
 // The top-k MoE layer; routing, dispatch, the oracle's combine and prepare are shared with problem 32
 // (harness/src/reference/fused_moe.h). Here: the expert MLP, down(silu(gate(x)) * up(x)).
-namespace {
+namespace problem_031 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -31,6 +31,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return fused_moe::separate_router_logits(ctx, rank, std::move(raw), "fused_moe_fwd");
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fused_moe_fwd", reference, oracle, prepare);
+
+}  // namespace problem_031

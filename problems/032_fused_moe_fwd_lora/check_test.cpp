@@ -9,7 +9,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_032 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -62,8 +62,6 @@ std::vector<pkb::Tensors> kernel(const Case& c, bool base, bool adapters) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem032, AccurateKernelPassesDroppingEitherPathFails) {
   for (int world : {2, 4}) {
     Case c = lora_case(world, false);
@@ -90,3 +88,5 @@ TEST(Problem032, UnscaledAdaptersHideTheBaseProjections) {
   EXPECT_LT(base_share(lora_case(2, true)), 0.03);
   EXPECT_GT(base_share(lora_case(2, false)), 0.3);
 }
+
+}  // namespace check_032

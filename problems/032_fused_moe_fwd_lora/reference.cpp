@@ -2,7 +2,7 @@
 
 // Problem 31's top-k MoE layer (harness/src/reference/fused_moe.h: routing, dispatch, the oracle's combine,
 // prepare) with a LoRA branch on each expert projection. Here: that MLP, its fp64 twin, the LoRA factors' init.
-namespace {
+namespace problem_032 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -41,6 +41,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return fused_moe::separate_router_logits(ctx, rank, std::move(raw), "fused_moe_fwd_lora");
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fused_moe_fwd_lora", reference, oracle, prepare);
+
+}  // namespace problem_032

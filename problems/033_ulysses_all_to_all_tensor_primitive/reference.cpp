@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_033 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -31,6 +31,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("ulysses_all_to_all_tensor_primitive", reference, oracle);
+
+}  // namespace problem_033

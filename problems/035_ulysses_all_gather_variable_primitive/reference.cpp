@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_035 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -32,6 +32,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{out});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("ulysses_all_gather_variable_primitive", reference, oracle);
+
+}  // namespace problem_035

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_037 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -39,6 +39,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("ulysses_gather_heads_scatter_seq", reference, oracle);
+
+}  // namespace problem_037

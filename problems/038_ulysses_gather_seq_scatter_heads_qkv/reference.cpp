@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_038 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -36,6 +36,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("ulysses_gather_seq_scatter_heads_qkv", reference, oracle);
+
+}  // namespace problem_038

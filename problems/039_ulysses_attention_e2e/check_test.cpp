@@ -7,7 +7,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_039 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -51,8 +51,6 @@ std::vector<pkb::Tensors> kernel(const Case& c, Attention kind) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem039, FullSequenceAttentionPassesHeadMixingAndLocalAttentionFail) {
   for (int world : {1, 2, 4, 8}) {
     Case c = make_case(kProblem, world);
@@ -63,3 +61,5 @@ TEST(Problem039, FullSequenceAttentionPassesHeadMixingAndLocalAttentionFail) {
     }
   }
 }
+
+}  // namespace check_039

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_039 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -53,6 +53,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("ulysses_attention_e2e", reference, oracle, prepare);
+
+}  // namespace problem_039

@@ -5,7 +5,7 @@
 // One DDP step: parameters and Adam moments broadcast from rank 0, local gradients all-reduced and averaged, Adam
 // on every parameter. The model, its gradients and the Adam step are shared with problems 41 and 42
 // (harness/src/reference/mlp_adam.h).
-namespace {
+namespace problem_040 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 using namespace pkb::mlp_adam;
@@ -57,6 +57,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, out);
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("ddp", reference, oracle);
+
+}  // namespace problem_040

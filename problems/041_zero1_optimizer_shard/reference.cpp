@@ -3,7 +3,7 @@
 // ZeRO-1: each rank keeps the Adam moments of its partition of the flattened parameters. The step (broadcast,
 // local gradients, Adam on the partition, all-gather) and the oracle are shared with problem 42
 // (harness/src/reference/mlp_adam.h); here ZeRO-1 gets its gradient partition from a full all-reduce.
-namespace {
+namespace problem_041 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -22,6 +22,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return mlp_adam::zero_oracle(ctx, in);
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("zero1_optimizer_shard", reference, oracle);
+
+}  // namespace problem_041

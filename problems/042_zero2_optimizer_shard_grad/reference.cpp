@@ -2,7 +2,7 @@
 
 // ZeRO-2: problem 41's step (harness/src/reference/mlp_adam.h) with the gradient sharded too: a reduce-scatter
 // gives each rank only its partition of the summed gradient.
-namespace {
+namespace problem_042 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -22,6 +22,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return mlp_adam::zero_oracle(ctx, in);
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("zero2_optimizer_shard_grad", reference, oracle);
+
+}  // namespace problem_042

@@ -7,7 +7,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_043 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -39,8 +39,6 @@ std::vector<pkb::Tensors> adam_fp32(const Case& c, const Step& s) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem043, AccurateStepPassesWrongStepsFail) {
   for (int world : {1, 2, 4}) {
     Case c = make_case(kProblem, world);
@@ -61,3 +59,5 @@ TEST(Problem043, SkippedUpdateIsInvisibleToPkbsParameterCheck) {
   auto skipped = adam_fp32(c, {0});
   EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][0], c.expected[0][0], pkb::Tolerance{}, at::kBFloat16).pass);
 }
+
+}  // namespace check_043

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_043 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -46,6 +46,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("fused_adam_grad_unshard_allgather", reference, oracle);
+
+}  // namespace problem_043

@@ -9,7 +9,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_044 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -65,8 +65,6 @@ int64_t codes_differing(const at::Tensor& grad, Quotient a, Quotient b) {
   return n;
 }
 
-}  // namespace
-
 TEST(Problem044, EveryFormulationOfTheQuotientPassesWrongRoundingFails) {
   for (int world : {2, 4}) {
     Case c = make_case(kProblem, world, {.params = {{"NUMEL", 65536 + 100}}});
@@ -90,3 +88,5 @@ TEST(Problem044, PreparedInputsRemoveFormulationDependentCodes) {
     EXPECT_EQ(codes_differing(r[0], Quotient::divide, Quotient::times_127_over_a), 0);
   }
 }
+
+}  // namespace check_044

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_044 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -93,6 +93,6 @@ Tensors prepare(const OracleContext& ctx, int /*rank*/, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("quantized_grad_allreduce", reference, oracle, prepare);
+
+}  // namespace problem_044

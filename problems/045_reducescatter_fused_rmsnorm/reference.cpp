@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_045 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -29,6 +29,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("reducescatter_fused_rmsnorm", reference, oracle);
+
+}  // namespace problem_045

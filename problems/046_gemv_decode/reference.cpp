@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_046 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -24,6 +24,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{logits});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gemv_decode", reference, oracle);
+
+}  // namespace problem_046

@@ -12,7 +12,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_047 {  // named, not anonymous: the references build as unity batches
 
 struct StepCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/047_fsdp_step_e2e");
@@ -96,4 +96,4 @@ TEST(FsdpStepCheck, WrongStepsFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_047

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_047 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -84,6 +84,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return result;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("fsdp_step_e2e", reference, oracle);
+
+}  // namespace problem_047

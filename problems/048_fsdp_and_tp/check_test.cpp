@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_048 {  // named, not anonymous: the references build as unity batches
 
 enum class Flaw { none, no_tp_sum, fsdp_blocks_swapped, no_silu };
 
@@ -70,4 +70,4 @@ TEST(FsdpTpCheck, WrongKernelsFail) {
   }
 }
 
-}  // namespace
+}  // namespace check_048

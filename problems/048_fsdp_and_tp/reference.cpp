@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_048 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -48,6 +48,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("fsdp_and_tp", reference, oracle);
+
+}  // namespace problem_048

@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_049 {  // named, not anonymous: the references build as unity batches
 
 enum class Flaw { none, renormalised, wrong_owner, third_expert };
 
@@ -80,4 +80,4 @@ TEST(MoeBalancedCheck, PreparedTokensKeepATopKMargin) {
   }
 }
 
-}  // namespace
+}  // namespace check_049

@@ -3,7 +3,7 @@
 #include "reference/moe_ep.h"
 
 // The MoE layer with one EP group: the world (harness/src/reference/moe_ep.h).
-namespace {
+namespace problem_050 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -17,6 +17,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   });
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_ep_wide", reference, oracle, moe_ep::prepare);
+
+}  // namespace problem_050

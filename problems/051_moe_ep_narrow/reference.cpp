@@ -1,7 +1,7 @@
 #include "reference/moe_ep.h"
 
 // The MoE layer within problem.json's "ep" groups (harness/src/reference/moe_ep.h).
-namespace {
+namespace problem_051 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -11,6 +11,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return moe_ep::oracle(ctx, in, [&](int r) { return ctx.group_of("ep", r); });
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("moe_ep_narrow", reference, oracle, moe_ep::prepare);
+
+}  // namespace problem_051

@@ -12,7 +12,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_052 {  // named, not anonymous: the references build as unity batches
 
 enum class Rounding { nearest_even, half_away, truncate };
 enum class Flaw { none, reciprocal, global_amax, keep_oldest };
@@ -105,4 +105,4 @@ TEST(Fp8ReduceScatterCheck, HistoryAndAmaxMistakesFail) {
   EXPECT_EQ(half_away_fails, ties_seen) << "ties rounded away from zero fail";
 }
 
-}  // namespace
+}  // namespace check_052

@@ -2,7 +2,7 @@
 
 // FP8 delayed scaling (harness/src/reference/fp8_scaling.h: the round trip, its fp64 twin, prepare; shared with
 // problem 53), then the dequantised gradients reduce-scattered and averaged over the ranks.
-namespace {
+namespace problem_052 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -23,6 +23,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fp8_reduce_scatter_grads", reference, oracle, fp8_scaling::prepare);
+
+}  // namespace problem_052

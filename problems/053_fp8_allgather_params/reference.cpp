@@ -2,7 +2,7 @@
 
 // FP8 delayed scaling (harness/src/reference/fp8_scaling.h: the round trip, its fp64 twin, prepare; shared with
 // problem 52), then the dequantised parameters all-gathered.
-namespace {
+namespace problem_053 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -22,6 +22,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fp8_allgather_params", reference, oracle, fp8_scaling::prepare);
+
+}  // namespace problem_053

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_057 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -97,6 +97,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("ring_attention_backward_dp", reference, oracle, prepare);
+
+}  // namespace problem_057

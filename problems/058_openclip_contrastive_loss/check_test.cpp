@@ -10,7 +10,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_058 {  // named, not anonymous: the references build as unity batches
 
 struct LossCase {
   pkb::ProblemSpec spec = pkb::load_problem(pkb::repo_root() / "problems/058_openclip_contrastive_loss");
@@ -72,4 +72,4 @@ TEST(SiglipLossCheck, PkbsBf16AccumulationFails) {
   EXPECT_GT(failing, 0) << "PKB's bf16 value (10.0 or 10.0625) misses the foreign terms";
 }
 
-}  // namespace
+}  // namespace check_058

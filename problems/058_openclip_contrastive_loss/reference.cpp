@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_058 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -51,6 +51,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("openclip_contrastive_loss", reference, oracle, prepare);
+
+}  // namespace problem_058

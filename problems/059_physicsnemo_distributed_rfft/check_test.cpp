@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_059 {  // named, not anonymous: the references build as unity batches
 
 enum class Variant { rfft2, width_first, conjugated, no_ortho, real_only };
 
@@ -41,8 +41,6 @@ bool passes(pkb::Policy p, const pkb::ProblemSpec& s, const std::vector<pkb::Ten
   return true;
 }
 
-}  // namespace
-
 TEST(Problem059, HonestFftsPassWrongConventionsFail) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/059_physicsnemo_distributed_rfft");
   for (int W : {3, 4}) {
@@ -57,3 +55,5 @@ TEST(Problem059, HonestFftsPassWrongConventionsFail) {
     EXPECT_FALSE(passes(pkb::Policy::robust, s, candidate(in, Variant::real_only), want)) << "W=" << W;
   }
 }
+
+}  // namespace check_059

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_059 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -32,6 +32,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("physicsnemo_distributed_rfft", reference, oracle);
+
+}  // namespace problem_059

@@ -6,7 +6,7 @@
 
 #include "problems/check_case.h"
 
-namespace {
+namespace check_060 {  // named, not anonymous: the references build as unity batches
 
 enum class Variant { irfft2, weighted_half, no_row_flip, no_factor_two, forward_sign };
 
@@ -34,8 +34,6 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Variant
   return out;
 }
 
-}  // namespace
-
 TEST(Problem060, Irfft2SemanticsPassWrongCompletionsFail) {
   for (int W : {3, 4}) {
     auto c = pkb::check_test::make_case("060_physicsnemo_distributed_irfft", W, {.small = true, .seed = 0});
@@ -47,3 +45,5 @@ TEST(Problem060, Irfft2SemanticsPassWrongCompletionsFail) {
     EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::forward_sign))) << "W=" << W;
   }
 }
+
+}  // namespace check_060

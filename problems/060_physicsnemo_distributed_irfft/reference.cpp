@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_060 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -43,6 +43,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("physicsnemo_distributed_irfft", reference, oracle);
+
+}  // namespace problem_060

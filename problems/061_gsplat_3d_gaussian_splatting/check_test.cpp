@@ -10,7 +10,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_061 {  // named, not anonymous: the references build as unity batches
 
 enum class Variant { other_association, source_camera, no_eps2d, local_ids };
 
@@ -85,8 +85,6 @@ bool passes(const pkb::ProblemSpec& s, const pkb::RunShape& run, const std::vect
   return true;
 }
 
-}  // namespace
-
 TEST(Problem061, Fp32KernelsMatchRadiiMistakesFail) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/061_gsplat_3d_gaussian_splatting");
   for (auto dtype : {pkb::DType::bf16, pkb::DType::f32}) {
@@ -104,3 +102,5 @@ TEST(Problem061, Fp32KernelsMatchRadiiMistakesFail) {
     EXPECT_FALSE(passes(s, run, candidate(in, width, height, Variant::local_ids), want)) << "local ids";
   }
 }
+
+}  // namespace check_061

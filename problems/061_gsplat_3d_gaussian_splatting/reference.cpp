@@ -3,7 +3,7 @@
 #include <array>
 #include <cmath>
 
-namespace {
+namespace problem_061 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -237,6 +237,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("gsplat_3d_gaussian_splatting", reference, oracle, prepare);
+
+}  // namespace problem_061

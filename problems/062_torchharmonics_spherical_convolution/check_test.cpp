@@ -5,7 +5,7 @@
 
 #include "problems/check_case.h"
 
-namespace {
+namespace check_062 {  // named, not anonymous: the references build as unity batches
 
 enum class Variant { gather_all, own_psi_everywhere, rank0_weight };
 
@@ -41,8 +41,6 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Variant
   return out;
 }
 
-}  // namespace
-
 TEST(Problem062, PerRankPsiAndWeightsAreUsed) {
   for (int W : {3, 4}) {
     auto c = pkb::check_test::make_case("062_torchharmonics_spherical_convolution", W, {.small = true, .seed = 0});
@@ -52,3 +50,5 @@ TEST(Problem062, PerRankPsiAndWeightsAreUsed) {
     EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, Variant::rank0_weight))) << "W=" << W;
   }
 }
+
+}  // namespace check_062

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace {
+namespace problem_062 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -98,6 +98,6 @@ Tensors prepare(const OracleContext& ctx, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("torchharmonics_spherical_convolution", reference, oracle, prepare);
+
+}  // namespace problem_062

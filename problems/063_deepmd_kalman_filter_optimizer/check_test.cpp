@@ -10,7 +10,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_063 {  // named, not anonymous: the references build as unity batches
 
 constexpr double kLambda = 0.98;
 
@@ -59,8 +59,6 @@ bool passes(pkb::Policy policy, const pkb::ProblemSpec& s, const std::vector<pkb
   return true;
 }
 
-}  // namespace
-
 TEST(Problem063, Fp64KernelsPassMistakesFail) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/063_deepmd_kalman_filter_optimizer");
   for (int W : {2, 3}) {
@@ -79,3 +77,5 @@ TEST(Problem063, Fp64KernelsPassMistakesFail) {
     EXPECT_TRUE(passes(pkb::Policy::pkb, pkb_tol, candidate(in, Mistake::no_updates), want)) << "PKB's check";
   }
 }
+
+}  // namespace check_063

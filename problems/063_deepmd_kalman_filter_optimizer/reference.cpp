@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace {
+namespace problem_063 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -78,6 +78,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("deepmd_kalman_filter_optimizer", reference, oracle, prepare);
+
+}  // namespace problem_063

@@ -14,7 +14,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_064 {  // named, not anonymous: the references build as unity batches
 
 enum class Variant { hash_map, dedup_before_hop, sorted_new_nodes, no_fanout };
 
@@ -60,8 +60,6 @@ pkb::Tensors sample(const pkb::Tensors& x, const std::vector<int64_t>& fanouts, 
           at::tensor(std::vector<int64_t>{n_nodes, n_edges}, at::kLong)};
 }
 
-}  // namespace
-
 TEST(Problem064, FirstAppearanceOrderPassesOthersFail) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/064_gnn_neighbor_sampling");
   for (int W : {2, 3}) {
@@ -85,3 +83,5 @@ TEST(Problem064, FirstAppearanceOrderPassesOthersFail) {
     EXPECT_FALSE(passes(Variant::no_fanout)) << "W=" << W;
   }
 }
+
+}  // namespace check_064

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <unordered_map>
 
-namespace {
+namespace problem_064 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -142,6 +142,6 @@ Tensors prepare(const OracleContext&, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("gnn_neighbor_sampling", reference, oracle, prepare);
+
+}  // namespace problem_064

@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_065 {  // named, not anonymous: the references build as unity batches
 
 enum class Convention { rotated, plain, rotated_backwards };
 
@@ -37,8 +37,6 @@ bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, con
   return true;
 }
 
-}  // namespace
-
 TEST(Problem065, RotatedConventionPassesOthersFail) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/065_gnn_feature_exchange_all2all");
   for (int W : {3, 4}) {
@@ -51,3 +49,5 @@ TEST(Problem065, RotatedConventionPassesOthersFail) {
     EXPECT_FALSE(passes(s, candidate(in, Convention::rotated_backwards), want)) << "rotated backwards, W=" << W;
   }
 }
+
+}  // namespace check_065

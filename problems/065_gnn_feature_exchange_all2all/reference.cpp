@@ -1,7 +1,7 @@
 #include "reference/reference.h"
 #include "reference/rotated_all_to_all.h"
 
-namespace {
+namespace problem_065 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -29,6 +29,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gnn_feature_exchange_all2all", reference, oracle);
+
+}  // namespace problem_065

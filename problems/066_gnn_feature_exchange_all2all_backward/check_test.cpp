@@ -5,7 +5,7 @@
 
 #include "problems/check_case.h"
 
-namespace {
+namespace check_066 {  // named, not anonymous: the references build as unity batches
 
 enum class Mistake { none, plain_all_to_all, sender_ids, last_row_wins };
 
@@ -33,8 +33,6 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, int64_t
   return out;
 }
 
-}  // namespace
-
 TEST(Problem066, ReceiverKeyedSegmentSumPassesMistakesFail) {
   for (int W : {3, 4}) {
     auto c = pkb::check_test::make_case("066_gnn_feature_exchange_all2all_backward", W, {.small = true, .seed = 0});
@@ -47,3 +45,5 @@ TEST(Problem066, ReceiverKeyedSegmentSumPassesMistakesFail) {
     EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::last_row_wins))) << "no reduction, W=" << W;
   }
 }
+
+}  // namespace check_066

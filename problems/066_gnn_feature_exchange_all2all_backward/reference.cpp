@@ -1,7 +1,7 @@
 #include "reference/reference.h"
 #include "reference/rotated_all_to_all.h"
 
-namespace {
+namespace problem_066 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -35,6 +35,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gnn_feature_exchange_all2all_backward", reference, oracle);
+
+}  // namespace problem_066

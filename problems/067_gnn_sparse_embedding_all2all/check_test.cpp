@@ -9,7 +9,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 
-namespace {
+namespace check_067 {  // named, not anonymous: the references build as unity batches
 
 enum class Order { prefix_scatter, sorted_within_owner };
 
@@ -38,8 +38,6 @@ bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, con
   return true;
 }
 
-}  // namespace
-
 TEST(Problem067, StableRoutingPassesUnstableFails) {
   auto s = pkb::load_problem(pkb::repo_root() / "problems/067_gnn_sparse_embedding_all2all");
   for (int W : {2, 3, 4}) {
@@ -51,3 +49,5 @@ TEST(Problem067, StableRoutingPassesUnstableFails) {
     EXPECT_FALSE(passes(s, candidate(in, Order::sorted_within_owner), want)) << "unstable, W=" << W;
   }
 }
+
+}  // namespace check_067

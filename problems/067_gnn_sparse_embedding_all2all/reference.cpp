@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-namespace {
+namespace problem_067 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -85,6 +85,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("gnn_sparse_embedding_all2all", reference, oracle, prepare);
+
+}  // namespace problem_067

@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-namespace {
+namespace problem_068 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -47,6 +47,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("gnn_sparse_feature_fetch_projection", reference, oracle);
+
+}  // namespace problem_068

@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_069 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -53,4 +53,4 @@ TEST(Problem069, RawDrawsMakeTheRanksTieDependent) {
   EXPECT_GT(bf16.ne(ranks_of(scores, Kernel::greater_equal)).sum().item<int64_t>(), 10);
 }
 
-}  // namespace
+}  // namespace check_069

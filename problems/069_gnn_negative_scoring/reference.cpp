@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace {
+namespace problem_069 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -87,6 +87,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("gnn_negative_scoring", reference, oracle, prepare);
+
+}  // namespace problem_069

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_070 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -90,6 +90,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("torchrec_kjt_all2all", reference, oracle);
+
+}  // namespace problem_070

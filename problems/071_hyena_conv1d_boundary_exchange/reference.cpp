@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_071 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -52,6 +52,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("hyena_conv1d_boundary_exchange", reference, oracle);
+
+}  // namespace problem_071

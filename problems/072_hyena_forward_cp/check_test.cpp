@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_072 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -76,4 +76,4 @@ TEST(Problem072, TensorWideSlackHidesLowChannelsUnderPkbsFilter) {
   EXPECT_FALSE(passes(ours, kernel(ours, Kernel::zero_low_channels)));
 }
 
-}  // namespace
+}  // namespace check_072

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_072 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -82,6 +82,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("hyena_forward_cp", reference, oracle, prepare);
+
+}  // namespace problem_072

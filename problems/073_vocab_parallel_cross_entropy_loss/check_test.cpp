@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_073 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -52,4 +52,4 @@ TEST(Problem073, Fp32AndStepwisePassMistakesFail) {
   EXPECT_FALSE(passes(c, on_every_rank(c, {kernel(c, Kernel::owner_only_target)}))) << "target logit only on its owner";
 }
 
-}  // namespace
+}  // namespace check_073

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_073 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -33,6 +33,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{loss});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("vocab_parallel_cross_entropy_loss", reference, oracle);
+
+}  // namespace problem_073

@@ -7,7 +7,7 @@
 
 #include "problems/delta_rule_cp.h"
 
-namespace {
+namespace check_074 {  // named, not anonymous: the references build as unity batches
 
 // fp32 KDA over (T, H, D) tensors, all heads at once: the decay is per head and key channel.
 at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor g, at::Tensor beta, at::Tensor a_log, at::Tensor dt) {
@@ -32,4 +32,4 @@ TEST(Problem074, SmallOutputsNeedASmallAtol) {
   EXPECT_FALSE(pkb::check_test::passes(c, kernel(c, false))) << "no communication";
 }
 
-}  // namespace
+}  // namespace check_074

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-namespace {
+namespace problem_074 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -112,6 +112,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fla_kimi_delta_attention_cp_tp", reference, oracle, prepare);
+
+}  // namespace problem_074

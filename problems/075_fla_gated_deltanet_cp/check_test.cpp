@@ -7,7 +7,7 @@
 
 #include "problems/delta_rule_cp.h"
 
-namespace {
+namespace check_075 {  // named, not anonymous: the references build as unity batches
 
 // fp32 gated delta rule over (T, H, .) tensors, all heads at once: the decay is one scalar per head.
 at::Tensor gdn(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor gate, at::Tensor beta, at::Tensor a_log, at::Tensor dt) {
@@ -34,4 +34,4 @@ TEST(Problem075, SmallOutputsNeedASmallAtol) {
   EXPECT_FALSE(pkb::check_test::passes(c, kernel(c, false))) << "no communication";
 }
 
-}  // namespace
+}  // namespace check_075

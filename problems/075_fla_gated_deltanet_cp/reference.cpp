@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace {
+namespace problem_075 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -99,6 +99,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("fla_gated_deltanet_cp", reference, oracle, prepare);
+
+}  // namespace problem_075

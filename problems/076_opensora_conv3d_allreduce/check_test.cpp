@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_076 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -55,4 +55,4 @@ TEST(Problem076, PkbsBf16ReferenceFailsAnExactKernel) {
   EXPECT_GT(c.mismatches, c.numel / 100) << pkb::describe(c);
 }
 
-}  // namespace
+}  // namespace check_076

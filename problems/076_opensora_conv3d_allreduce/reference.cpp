@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace {
+namespace problem_076 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -32,6 +32,6 @@ Tensors prepare(const OracleContext& ctx, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("opensora_conv3d_allreduce", reference, oracle, prepare);
+
+}  // namespace problem_076

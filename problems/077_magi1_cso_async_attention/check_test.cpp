@@ -7,7 +7,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_077 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -61,4 +61,4 @@ TEST(Problem077, HonestAttentionPassesMistakesFail) {
   EXPECT_FALSE(passes(c, kernel(c, Kernel::next_range))) << "another range's keys";
 }
 
-}  // namespace
+}  // namespace check_077

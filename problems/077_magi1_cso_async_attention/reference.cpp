@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace {
+namespace problem_077 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -78,6 +78,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return result;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("magi1_cso_async_attention", reference, oracle);
+
+}  // namespace problem_077

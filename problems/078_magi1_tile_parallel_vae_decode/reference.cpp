@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace {
+namespace problem_078 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -184,6 +184,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return std::vector<Tensors>(ctx.world, Tensors{video.to(dtype)});
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("magi1_tile_parallel_vae_decode", reference, oracle);
+
+}  // namespace problem_078

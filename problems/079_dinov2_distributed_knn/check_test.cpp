@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_079 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -60,8 +60,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem079, PreparedSimilaritiesAreDistinctPkbStyleOnesTie) {
   Case c = make_case(kProblem, 2);
   std::vector<at::Tensor> train;
@@ -97,3 +95,5 @@ TEST(Problem079, HonestKernelsPassWrongOnesFail) {
   EXPECT_TRUE(passes(full, run_kernel(full, Kernel::merged_high_index))) << "default shapes";
   EXPECT_FALSE(passes(full, run_kernel(full, Kernel::bf16_sims))) << "bf16 similarities, default shapes";
 }
+
+}  // namespace check_079

@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_079 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -71,6 +71,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("dinov2_distributed_knn", reference, oracle, prepare);
+
+}  // namespace problem_079

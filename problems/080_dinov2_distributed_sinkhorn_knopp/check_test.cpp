@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_080 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -38,8 +38,6 @@ std::vector<pkb::Tensors> fp32_kernel(const Case& c, bool all_reduce_rows, int i
   return out;
 }
 
-}  // namespace
-
 TEST(Problem080, Fp32KernelPassesLocalRowSumsAndZerosFail) {
   for (int world : {2, 4}) {
     Case c = make_case(kProblem, world, {.params = {{"B", 24}, {"K", 40}}});  // CI's shapes
@@ -56,3 +54,5 @@ TEST(Problem080, Fp32KernelPassesLocalRowSumsAndZerosFail) {
     EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, at::zeros_like(e[0]), e[0], pkb::Tolerance{}, at::kFloat).pass)
         << "PKB's check passes zeros";
 }
+
+}  // namespace check_080

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_080 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -56,6 +56,6 @@ Tensors prepare(const OracleContext&, int, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("dinov2_distributed_sinkhorn_knopp", reference, oracle, prepare);
+
+}  // namespace problem_080

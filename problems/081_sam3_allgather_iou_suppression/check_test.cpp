@@ -5,7 +5,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_081 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -35,8 +35,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   all = all.masked_fill(suppress.view({-1, 1, 1}), -10.0);
   return std::vector<pkb::Tensors>(c.run.world, pkb::Tensors{all, at::cat(scores), suppress});
 }
-
-}  // namespace
 
 TEST(Problem081, SuppressionHappensAcrossRanks) {
   for (int world : {2, 3, 4}) {
@@ -69,3 +67,5 @@ TEST(Problem081, PkbInputsSuppressNothing) {
   auto out = pkb::expected_outputs(c.spec, pkb::resolve_run(c.spec, 8, pkb::DType::bf16), pkb_in);
   EXPECT_EQ(out[0][2].sum().item<int64_t>(), 0);
 }
+
+}  // namespace check_081

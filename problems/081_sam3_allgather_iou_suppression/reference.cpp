@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_081 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -92,6 +92,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("sam3_allgather_iou_suppression", reference, oracle, prepare);
+
+}  // namespace problem_081

@@ -10,7 +10,7 @@
 #include "check_case.h"
 #include "reference/vocab_topk.h"
 
-namespace {
+namespace check_082 {  // named, not anonymous: the references build as unity batches
 
 using pkb::vocab_topk::full_rows;
 
@@ -41,8 +41,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   }
   return std::vector<pkb::Tensors>(c.run.world, pkb::Tensors{out.view(c.inputs[0][1].sizes())});
 }
-
-}  // namespace
 
 std::vector<pkb::Tensors> zeros_like(const Case& c) {
   std::vector<pkb::Tensors> out;
@@ -99,3 +97,5 @@ TEST(Problem082, OursIsNotVacuousPkbsIs) {
               static_cast<long long>(tokens), largest);
   EXPECT_GT(exact_zero, tokens * 9 / 10) << "PKB's outputs are nearly all exactly 0";
 }
+
+}  // namespace check_082

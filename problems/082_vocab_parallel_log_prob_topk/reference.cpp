@@ -1,7 +1,7 @@
 #include "reference/vocab_topk.h"
 
 // The filter, the exchange and the prepare are shared with problems 83-84: harness/src/reference/vocab_topk.h.
-namespace {
+namespace problem_082 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 using namespace pkb::vocab_topk;
@@ -18,6 +18,6 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   return {gathered.view(target.sizes())};
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk", reference, log_prob_oracle, prepare);
+
+}  // namespace problem_082

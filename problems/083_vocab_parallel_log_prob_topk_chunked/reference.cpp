@@ -1,7 +1,7 @@
 #include "reference/vocab_topk.h"
 
 // The filter, the exchange and the prepare are shared with problems 82 and 84: harness/src/reference/vocab_topk.h.
-namespace {
+namespace problem_083 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 using namespace pkb::vocab_topk;
@@ -25,6 +25,6 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   return {out.view(target.sizes())};
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk_chunked", reference, log_prob_oracle, prepare);
+
+}  // namespace problem_083

@@ -6,7 +6,7 @@
 #include "check_case.h"
 #include "reference/vocab_topk.h"
 
-namespace {
+namespace check_084 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -43,8 +43,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem084, HonestKernelsPassWrongOnesFail) {
   for (int world : {2, 3, 4}) {
     for (int trial : {0, 1}) {
@@ -59,3 +57,5 @@ TEST(Problem084, HonestKernelsPassWrongOnesFail) {
     }
   }
 }
+
+}  // namespace check_084

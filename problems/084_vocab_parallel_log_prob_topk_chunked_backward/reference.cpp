@@ -1,7 +1,7 @@
 #include "reference/vocab_topk.h"
 
 // The filter, the exchange and the prepare are shared with problems 82-83: harness/src/reference/vocab_topk.h.
-namespace {
+namespace problem_084 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 using namespace pkb::vocab_topk;
@@ -45,6 +45,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("vocab_parallel_log_prob_topk_chunked_backward", reference, oracle, prepare);
+
+}  // namespace problem_084

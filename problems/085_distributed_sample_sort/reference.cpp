@@ -2,7 +2,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_085 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -85,6 +85,6 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("distributed_sample_sort", reference, oracle, prepare);
+
+}  // namespace problem_085

@@ -6,7 +6,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_086 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::checks;
@@ -59,8 +59,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem086, Fp32PassesWrongKernelsFail) {
   for (int world : {2, 4}) {
     Case c = make_case(kProblem, world, {.params = {{"R", 36}, {"G", 36}}});  // CI's shapes
@@ -77,3 +75,5 @@ TEST(Problem086, Fp32PassesWrongKernelsFail) {
   std::printf("default shapes, W=2: fp32 rel_l2 %.4f; bf16 Newton-Schulz rel_l2 %.4f (%s)\n", fp32_err, bf16_err,
               bf16_passes ? "passes" : "fails");
 }
+
+}  // namespace check_086

@@ -3,7 +3,7 @@
 
 #include "reference/reference.h"
 
-namespace {
+namespace problem_086 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -50,6 +50,6 @@ Tensors prepare(const OracleContext&, int rank, Tensors raw) {
   return raw;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM_WITH_PREPARE("tp_muon_orthogonalization", reference, oracle, prepare);
+
+}  // namespace problem_086

@@ -4,7 +4,7 @@
 
 #include "check_case.h"
 
-namespace {
+namespace check_087 {  // named, not anonymous: the references build as unity batches
 
 using pkb::check_test::Case;
 using pkb::check_test::make_case;
@@ -39,8 +39,6 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   return out;
 }
 
-}  // namespace
-
 TEST(Problem087, OwnWeightsAndHalosPassMistakesFail) {
   for (int world : {2, 3, 4}) {
     Case c = make_case(kProblem, world, {.small = true});
@@ -50,3 +48,5 @@ TEST(Problem087, OwnWeightsAndHalosPassMistakesFail) {
     EXPECT_FALSE(passes(c, run_kernel(c, Kernel::swapped_halos))) << "swapped halos, W=" << world;
   }
 }
+
+}  // namespace check_087

@@ -1,6 +1,6 @@
 #include "reference/reference.h"
 
-namespace {
+namespace problem_087 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
 
@@ -39,6 +39,6 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   return out;
 }
 
-}  // namespace
-
 PKB_REGISTER_PROBLEM("conv2d_boundary_exchange", reference, oracle);
+
+}  // namespace problem_087

@@ -19,7 +19,7 @@ using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 using pkb::testing::ScriptedResponse;
 
-constexpr const char* kKey = "sk-test-SECRET-0123456789";
+constexpr const char* kBatchKey = "sk-test-SECRET-0123456789";
 
 class TempDir {
  public:
@@ -176,7 +176,7 @@ TEST(Cache, ApiKeyNeverReachesTheCacheDirectory) {
   ASSERT_TRUE(complete_cached(*p, &cache, req).ok());
   std::string all = read_all_files(dir.path());
   ASSERT_FALSE(all.empty());
-  EXPECT_EQ(all.find(kKey), std::string::npos);
+  EXPECT_EQ(all.find(kBatchKey), std::string::npos);
   EXPECT_EQ(all.find("SECRET"), std::string::npos);
   EXPECT_EQ(all.find("127.0.0.1"), std::string::npos);  // nor the base URL
 }

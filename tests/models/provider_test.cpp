@@ -17,9 +17,9 @@ using pkb::testing::fast_options;
 using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 
-constexpr const char* kKey = "sk-test-SECRET-0123456789";
+constexpr const char* kProviderKey = "sk-test-SECRET-0123456789";
 
-Request request() {
+Request chat_request() {
   Request r;
   r.system = "You write CUDA.";
   r.user = "Write a kernel.";
@@ -32,7 +32,7 @@ TEST(OpenAIChatProvider, SendsBearerAuthAndChatBody) {
   LoopbackServer server;
   server.push(json_response(200, fx::kOpenAIChat));
   auto p = make_provider("openai:gpt-5.5", fast_options(server));
-  Reply r = p->complete(request());
+  Reply r = p->complete(chat_request());
 
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I assist you today?");
@@ -43,7 +43,7 @@ TEST(OpenAIChatProvider, SendsBearerAuthAndChatBody) {
   auto req = server.last_request();
   EXPECT_EQ(req.method, "POST");
   EXPECT_EQ(req.target, "/v1/chat/completions");
-  EXPECT_EQ(req.headers["authorization"], std::string("Bearer ") + kKey);
+  EXPECT_EQ(req.headers["authorization"], std::string("Bearer ") + kProviderKey);
   EXPECT_EQ(req.headers["content-type"], "application/json");
   auto body = pkb::testing::body_json(req);
   EXPECT_EQ(body["model"], "gpt-5.5");
@@ -56,7 +56,7 @@ TEST(OpenAIChatProvider, SendsBearerAuthAndChatBody) {
 TEST(OpenAIChatProvider, ErrorFormatIsReportedWithoutRetry) {
   LoopbackServer server;
   server.push(json_response(400, fx::kOpenAIUnsupportedValue));
-  Reply r = make_provider("openai:gpt-5.5", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.5", fast_options(server))->complete(chat_request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.attempts, 1);
@@ -68,13 +68,13 @@ TEST(OpenAIChatProvider, ErrorFormatIsReportedWithoutRetry) {
 TEST(OpenAIResponsesProvider, SendsResponsesBody) {
   LoopbackServer server;
   server.push(json_response(200, fx::kResponses));
-  Reply r = make_provider("openai-responses:gpt-5.5", fast_options(server))->complete(request());
+  Reply r = make_provider("openai-responses:gpt-5.5", fast_options(server))->complete(chat_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "The classic tongue twister...");
   EXPECT_EQ(r.usage.reasoning_tokens, 832);
   auto req = server.last_request();
   EXPECT_EQ(req.target, "/v1/responses");
-  EXPECT_EQ(req.headers["authorization"], std::string("Bearer ") + kKey);
+  EXPECT_EQ(req.headers["authorization"], std::string("Bearer ") + kProviderKey);
   auto body = pkb::testing::body_json(req);
   EXPECT_EQ(body["instructions"], "You write CUDA.");
   EXPECT_EQ(body["input"], "Write a kernel.");
@@ -85,7 +85,7 @@ TEST(OpenAIResponsesProvider, SendsResponsesBody) {
 TEST(AnthropicProvider, SendsApiKeyVersionAndMessagesBody) {
   LoopbackServer server;
   server.push(json_response(200, fx::kAnthropic));
-  Reply r = make_provider("anthropic:claude-sonnet-4-5", fast_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-sonnet-4-5", fast_options(server))->complete(chat_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello!");
   EXPECT_EQ(r.finish_raw, "end_turn");
@@ -93,7 +93,7 @@ TEST(AnthropicProvider, SendsApiKeyVersionAndMessagesBody) {
   EXPECT_EQ(r.usage.output_tokens, 6);
   auto req = server.last_request();
   EXPECT_EQ(req.target, "/v1/messages");
-  EXPECT_EQ(req.headers["x-api-key"], kKey);
+  EXPECT_EQ(req.headers["x-api-key"], kProviderKey);
   EXPECT_EQ(req.headers["anthropic-version"], "2023-06-01");
   EXPECT_EQ(req.headers.count("authorization"), 0u);
   auto body = pkb::testing::body_json(req);
@@ -107,7 +107,7 @@ TEST(AnthropicProvider, SendsApiKeyVersionAndMessagesBody) {
 TEST(AnthropicProvider, ErrorFormat) {
   LoopbackServer server;
   server.push(json_response(400, fx::kAnthropicInvalidRequest));
-  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(chat_request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
   EXPECT_EQ(server.request_count(), 1);
   EXPECT_EQ(r.error_message,
@@ -117,14 +117,14 @@ TEST(AnthropicProvider, ErrorFormat) {
 TEST(GeminiProvider, SendsGoogApiKeyHeaderAndGenerateContentBody) {
   LoopbackServer server;
   server.push(json_response(200, fx::kGemini));
-  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(request());
+  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(chat_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_NE(r.text.find("my_list.sort()"), std::string::npos);
   EXPECT_EQ(r.finish_raw, "STOP");
   EXPECT_EQ(r.usage.output_tokens, 87);
   auto req = server.last_request();
   EXPECT_EQ(req.target, "/v1beta/models/gemini-3-pro-preview:generateContent");  // no ?key= in the URL
-  EXPECT_EQ(req.headers["x-goog-api-key"], kKey);
+  EXPECT_EQ(req.headers["x-goog-api-key"], kProviderKey);
   auto body = pkb::testing::body_json(req);
   EXPECT_EQ(body["contents"][0]["parts"][0]["text"], "Write a kernel.");
   EXPECT_EQ(body["systemInstruction"]["parts"][0]["text"], "You write CUDA.");
@@ -135,7 +135,7 @@ TEST(GeminiProvider, SendsGoogApiKeyHeaderAndGenerateContentBody) {
 TEST(GeminiProvider, ErrorFormat) {
   LoopbackServer server;
   server.push(json_response(400, fx::kGeminiInvalidArgument));
-  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(request());
+  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(chat_request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
   EXPECT_EQ(server.request_count(), 1);
   EXPECT_NE(r.error_message.find("INVALID_ARGUMENT"), std::string::npos);
@@ -145,7 +145,7 @@ TEST(GeminiProvider, ErrorFormat) {
 TEST(CompatProvider, DeepSeekThinkingReply) {
   LoopbackServer server;
   server.push(json_response(200, fx::kDeepSeekThinking));
-  Reply r = make_provider("deepseek:deepseek-v4-pro", fast_options(server, ""))->complete(request());
+  Reply r = make_provider("deepseek:deepseek-v4-pro", fast_options(server, ""))->complete(chat_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I help you today?");
   EXPECT_NE(r.reasoning.find("helpful assistant"), std::string::npos);
@@ -166,7 +166,7 @@ TEST(CompatProvider, ExplicitCompatUrlWithoutKeySendsNoAuthorization) {
   opt.base_url.reset();
   opt.api_key.reset();
   auto p = make_provider("compat:" + server.url() + "/v1@my-model", opt);
-  Reply r = p->complete(request());
+  Reply r = p->complete(chat_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   auto req = server.last_request();
   EXPECT_EQ(req.target, "/v1/chat/completions");
@@ -177,7 +177,7 @@ TEST(CompatProvider, ExplicitCompatUrlWithoutKeySendsNoAuthorization) {
 TEST(CompatProvider, VllmFlatErrorFormat) {
   LoopbackServer server;
   server.push(json_response(400, fx::kVllmErrorOld));
-  Reply r = make_provider("vllm:m", fast_options(server))->complete(request());
+  Reply r = make_provider("vllm:m", fast_options(server))->complete(chat_request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
   EXPECT_NE(r.error_message.find("maximum context length is 32768"), std::string::npos);
 }
@@ -190,7 +190,7 @@ TEST(ProviderConfig, BaseUrlComesFromTheEnvironment) {
   opt.base_url.reset();
   auto p = make_provider("anthropic:claude-sonnet-4-5", opt);
   EXPECT_EQ(p->name().base_url, server.url() + "/proxy/v1");
-  EXPECT_TRUE(p->complete(request()).ok());
+  EXPECT_TRUE(p->complete(chat_request()).ok());
   EXPECT_EQ(server.last_request().target, "/proxy/v1/messages");
 }
 
@@ -201,7 +201,7 @@ TEST(ProviderConfig, KeyComesFromTheEnvironment) {
   ::setenv("GOOGLE_API_KEY", "google-env-key", 1);
   ProviderOptions opt = fast_options(server, "/v1beta");
   opt.api_key.reset();
-  make_provider("gemini:gemini-3-pro-preview", opt)->complete(request());
+  make_provider("gemini:gemini-3-pro-preview", opt)->complete(chat_request());
   EXPECT_EQ(server.last_request().headers["x-goog-api-key"], "google-env-key");
 }
 
@@ -219,11 +219,11 @@ TEST(ProviderConfig, HostedProviderWithoutKeyIsAConfigurationError) {
 TEST(ProviderConfig, KeyIsRedactedFromErrorMessages) {
   LoopbackServer server;
   // Some gateways echo the key back; it must not reach logs or records.
-  server.push(json_response(401, std::string(R"({"error":{"message":"Incorrect API key provided: )") + kKey +
+  server.push(json_response(401, std::string(R"({"error":{"message":"Incorrect API key provided: )") + kProviderKey +
                                      R"(","type":"invalid_request_error","code":"invalid_api_key"}})"));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(chat_request());
   EXPECT_EQ(r.error, ErrorKind::auth);
-  EXPECT_EQ(r.error_message.find(kKey), std::string::npos);
+  EXPECT_EQ(r.error_message.find(kProviderKey), std::string::npos);
   EXPECT_NE(r.error_message.find("[redacted]"), std::string::npos);
 }
 

@@ -14,18 +14,15 @@ namespace {
 namespace fx = pkb::testing::fixtures;
 using pkb::testing::chat_body;
 using pkb::testing::fast_options;
+using pkb::testing::seconds_since;
 using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 using pkb::testing::ScriptedResponse;
 
-Request request() {
+Request minimal_request() {
   Request r;
   r.user = "Write a kernel.";
   return r;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 TEST(Retry, RetryAfterSecondsIsHonoured) {
@@ -36,7 +33,7 @@ TEST(Retry, RetryAfterSecondsIsHonoured) {
   server.push(limited);
   server.push(json_response(200, chat_body("ok")));
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   double elapsed = seconds_since(t0);
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "ok");
@@ -54,7 +51,7 @@ TEST(Retry, RetryAfterMsIsHonoured) {
   server.push(limited);
   server.push(json_response(200, chat_body("ok")));
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_TRUE(r.ok());
   EXPECT_GE(seconds_since(t0), 0.4);
   EXPECT_EQ(server.request_count(), 2);
@@ -65,7 +62,7 @@ TEST(Retry, GeminiRetryDelayInTheBodyIsHonoured) {
   server.push(json_response(429, fx::kGemini429RetryInfo));
   server.push(json_response(200, fx::kGemini));
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(request());
+  Reply r = make_provider("gemini:gemini-3-pro-preview", fast_options(server, "/v1beta"))->complete(minimal_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_GE(seconds_since(t0), 0.4);
   EXPECT_EQ(server.request_count(), 2);
@@ -76,7 +73,7 @@ TEST(Retry, ServerErrorThenSuccess) {
   server.push(json_response(
       500, R"({"error":{"message":"The server had an error while processing your request.","type":"server_error"}})"));
   server.push(json_response(200, chat_body("ok")));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.error_message, "");  // the failed attempt leaves no trace in the final reply
   EXPECT_EQ(r.attempts, 2);
@@ -87,7 +84,7 @@ TEST(Retry, AnthropicOverloaded529ThenSuccess) {
   LoopbackServer server;
   server.push(json_response(529, fx::kAnthropicOverloaded));
   server.push(json_response(200, fx::kAnthropic));
-  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(minimal_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello!");
   EXPECT_EQ(server.request_count(), 2);
@@ -97,7 +94,7 @@ TEST(Retry, PersistentFailureGivesUpAfterMaxAttempts) {
   LoopbackServer server;
   server.set_fallback(
       json_response(503, R"({"error":{"message":"The engine is currently overloaded","type":"server_error"}})"));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::server);
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(server.request_count(), 3);
@@ -107,7 +104,7 @@ TEST(Retry, PersistentFailureGivesUpAfterMaxAttempts) {
 TEST(Retry, InsufficientQuotaIsNotRetried) {
   LoopbackServer server;
   server.set_fallback(json_response(429, fx::kOpenAIInsufficientQuota));
-  Reply r = make_provider("openai:gpt-5.5", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.5", fast_options(server))->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::quota);
   EXPECT_EQ(server.request_count(), 1);
   EXPECT_EQ(r.attempts, 1);
@@ -118,7 +115,7 @@ TEST(Retry, AnthropicBillingErrorIsNotRetried) {
   server.set_fallback(json_response(
       402,
       R"({"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low to access the Anthropic API."}})"));
-  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::quota);
   EXPECT_EQ(server.request_count(), 1);
 }
@@ -132,7 +129,7 @@ TEST(Retry, HtmlErrorPageGivesACleanMessage) {
       "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
       "</center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n";
   server.set_fallback(html);
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::server);
   EXPECT_EQ(r.error_message, "HTTP 502: 502 Bad Gateway");
   EXPECT_EQ(server.request_count(), 3);  // 502 is retried
@@ -142,14 +139,14 @@ TEST(Retry, CloudflareIntegerCodeIsRetried) {
   LoopbackServer server;
   server.push(json_response(502, fx::kCloudflare502));
   server.push(json_response(200, chat_body("ok")));
-  EXPECT_TRUE(make_provider("openai:gpt-4o", fast_options(server))->complete(request()).ok());
+  EXPECT_TRUE(make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request()).ok());
   EXPECT_EQ(server.request_count(), 2);
 }
 
 TEST(BrokenServers, MalformedJsonSuccessBodyIsAClearError) {
   LoopbackServer server;
   server.set_fallback(json_response(200, R"({"id":"x","choices":[{"message":{"content":"hi")"));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::bad_response);
   EXPECT_EQ(r.http_status, 200);
   EXPECT_NE(r.error_message.find("not a JSON object"), std::string::npos) << r.error_message;
@@ -162,7 +159,7 @@ TEST(BrokenServers, GeminiWithoutCandidatesIsRetried) {
   LoopbackServer server;
   server.push(json_response(200, R"({"usageMetadata":{"promptTokenCount":5},"modelVersion":"gemini-2.5-pro"})"));
   server.push(json_response(200, fx::kGemini));
-  Reply r = make_provider("gemini:gemini-2.5-pro", fast_options(server, "/v1beta"))->complete(request());
+  Reply r = make_provider("gemini:gemini-2.5-pro", fast_options(server, "/v1beta"))->complete(minimal_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.attempts, 2);
   EXPECT_EQ(server.request_count(), 2);
@@ -172,7 +169,7 @@ TEST(BrokenServers, GeminiWithoutCandidatesIsRetried) {
 TEST(Requests, ReplyCarriesTheParametersActuallySent) {
   LoopbackServer server;
   server.set_fallback(json_response(200, fx::kAnthropic));
-  Request req = request();
+  Request req = minimal_request();
   req.temperature = 0.5;
   Reply dropped = make_provider("anthropic:claude-opus-4-7", fast_options(server))->complete(req);
   ASSERT_TRUE(dropped.ok()) << dropped.error_message;
@@ -192,7 +189,7 @@ TEST(BrokenServers, SlowServerTripsTheTotalTimeout) {
   opt.http.total_timeout_s = 0.3;
   opt.retry.max_attempts = 2;
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("openai:gpt-4o", opt)->complete(request());
+  Reply r = make_provider("openai:gpt-4o", opt)->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::timeout);
   EXPECT_EQ(r.attempts, 2);  // timeouts are retried
   EXPECT_EQ(server.request_count(), 2);
@@ -205,7 +202,7 @@ TEST(BrokenServers, DeepSeekKeepAliveBlankLinesThenBody) {
   waiting.keepalive_lines = 8;
   waiting.keepalive_interval_s = 0.05;
   server.push(waiting);
-  Reply r = make_provider("deepseek:deepseek-v4-pro", fast_options(server, ""))->complete(request());
+  Reply r = make_provider("deepseek:deepseek-v4-pro", fast_options(server, ""))->complete(minimal_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I help you today?");
   EXPECT_EQ(r.attempts, 1);
@@ -217,7 +214,7 @@ TEST(BrokenServers, ConnectionRefusedIsRetriedThenGivenUp) {
   opt.base_url = "http://127.0.0.1:" + std::to_string(pkb::testing::unused_port()) + "/v1";
   opt.api_key = "k";
   opt.retry = {3, 0.01, 0.05, 1};
-  Reply r = make_provider("openai:gpt-4o", opt)->complete(request());
+  Reply r = make_provider("openai:gpt-4o", opt)->complete(minimal_request());
   EXPECT_EQ(r.error, ErrorKind::transport);
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(r.http_status, 0);
@@ -230,7 +227,7 @@ TEST(BrokenServers, DroppedConnectionIsRetried) {
   drop.drop = true;
   server.push(drop);
   server.push(json_response(200, chat_body("ok")));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(server.request_count(), 2);
 }
@@ -238,7 +235,7 @@ TEST(BrokenServers, DroppedConnectionIsRetried) {
 TEST(Answers, ReplyWithoutCodeIsNoCode) {
   LoopbackServer server;
   server.push(json_response(200, chat_body("I'm sorry, I can't write that kernel.")));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(extract_code(r.text, r.finish).status, CodeStatus::no_code);
 }
@@ -247,7 +244,7 @@ TEST(Answers, LengthFinishIsTruncated) {
   LoopbackServer server;
   server.push(
       json_response(200, chat_body("```cuda\nextern \"C\" int pkb_run(void** b, int n) {\n  for (int i", "length")));
-  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-4o", fast_options(server))->complete(minimal_request());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.finish, FinishReason::length);
   auto e = extract_code(r.text, r.finish);
@@ -261,7 +258,7 @@ TEST(Answers, ReasoningFieldAndThinkBlocksNeverBecomeCode) {
   LoopbackServer server;
   server.push(json_response(200, chat_body("<think>" + draft + "</think>\n" + pkb::testing::kCudaAnswer, "stop",
                                            {{"reasoning_content", "first draft: " + draft}})));
-  Reply r = make_provider("sglang:qwen", fast_options(server))->complete(request());
+  Reply r = make_provider("sglang:qwen", fast_options(server))->complete(minimal_request());
   ASSERT_TRUE(r.ok());
   auto e = extract_code(r.text, r.finish);
   EXPECT_EQ(e.status, CodeStatus::ok);

@@ -18,6 +18,7 @@ namespace {
 namespace fx = pkb::testing::fixtures;
 using json = nlohmann::json;
 using pkb::testing::fast_options;
+using pkb::testing::seconds_since;
 using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 using pkb::testing::ScriptedResponse;
@@ -37,16 +38,12 @@ ProviderOptions stream_options(const LoopbackServer& server, const std::string& 
   return opt;
 }
 
-Request request() {
+Request stream_request() {
   Request r;
   r.system = "You write CUDA.";
   r.user = "Write a kernel.";
   r.max_output_tokens = 2048;
   return r;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Cuts text into `n` pieces of about equal size (bytes, so UTF-8 may split: deltas are JSON strings, whole).
@@ -60,7 +57,7 @@ std::vector<std::string> pieces(const std::string& text, size_t n) {
 Reply buffered_reply(const std::string& spec, const std::string& path, const std::string& body) {
   LoopbackServer server;
   server.push(json_response(200, body));
-  Reply r = make_provider(spec, fast_options(server, path))->complete(request());
+  Reply r = make_provider(spec, fast_options(server, path))->complete(stream_request());
   EXPECT_TRUE(r.ok()) << r.error_message;
   EXPECT_FALSE(r.streamed);
   return r;
@@ -88,7 +85,7 @@ Reply expect_stream_equals_body(const std::string& spec, const std::string& path
   ProviderOptions opt = stream_options(server, path);
   EXPECT_GT(kPause * events.size(), opt.http.total_timeout_s) << "the stream must outlast the buffered timeout";
   auto t0 = std::chrono::steady_clock::now();
-  Reply streamed = make_provider(spec, opt)->complete(request());
+  Reply streamed = make_provider(spec, opt)->complete(stream_request());
   EXPECT_GT(seconds_since(t0), opt.http.total_timeout_s);
   EXPECT_TRUE(streamed.ok()) << streamed.error_message;
   EXPECT_TRUE(streamed.streamed);
@@ -194,7 +191,7 @@ TEST(Streams, ResponsesDeltasStandInForAMissingOutput) {
   final_response.erase("output");
   LoopbackServer server;
   server.push(sse_response(responses_events(final_response), 0.01));
-  Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(request());
+  Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "The classic tongue twister...");
   EXPECT_EQ(r.finish, FinishReason::stop);
@@ -318,12 +315,12 @@ TEST(Streams, TheBufferedPathTimesOutWhereTheStreamFlows) {
   ProviderOptions opt = stream_options(server);
   opt.stream = false;
   opt.retry.max_attempts = 2;
-  Reply buffered = make_provider("openai:gpt-5.4", opt)->complete(request());
+  Reply buffered = make_provider("openai:gpt-5.4", opt)->complete(stream_request());
   EXPECT_EQ(buffered.error, ErrorKind::timeout) << buffered.error_message;
   EXPECT_EQ(server.request_count(), 2);
   EXPECT_FALSE(pkb::testing::body_json(server.last_request()).contains("stream"));
   opt.stream = true;
-  Reply streamed = make_provider("openai:gpt-5.4", opt)->complete(request());
+  Reply streamed = make_provider("openai:gpt-5.4", opt)->complete(stream_request());
   EXPECT_TRUE(streamed.ok()) << streamed.error_message;
   EXPECT_EQ(server.request_count(), 3);
 }
@@ -335,7 +332,7 @@ TEST(Streams, SilencePastTheIdleTimeoutIsRetried) {
   server.push(stalled);
   server.push(sse_response(openai_chat_events(), kPause));
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I assist you today?");
   EXPECT_EQ(server.request_count(), 2);
@@ -351,7 +348,7 @@ TEST(Streams, AStreamThatStaysSilentFailsAsATimeout) {
   server.set_fallback(stalled);
   ProviderOptions opt = stream_options(server);
   opt.retry.max_attempts = 2;
-  Reply r = make_provider("openai:gpt-5.4", opt)->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", opt)->complete(stream_request());
   EXPECT_EQ(r.error, ErrorKind::timeout);
   EXPECT_EQ(r.attempts, 2);
   EXPECT_EQ(r.broken_streams, 2);
@@ -367,7 +364,7 @@ TEST(Streams, AStreamCutMidEventIsRetried) {
   server.push(cut);
   server.push(sse_response(events, 0.01));
   ProviderOptions opt = stream_options(server);
-  Reply r = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(request());
+  Reply r = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.reasoning, "The user wants a kernel.\nOne block per row.");
   EXPECT_EQ(server.request_count(), 2);
@@ -378,7 +375,7 @@ TEST(Streams, AStreamCutMidEventIsRetried) {
   again.set_fallback(cut);
   opt = stream_options(again);
   opt.retry.max_attempts = 2;
-  Reply failed = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(request());
+  Reply failed = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(stream_request());
   EXPECT_EQ(failed.error, ErrorKind::transport);
   EXPECT_EQ(again.request_count(), 2);
   EXPECT_NE(failed.error_message.find("stream broken after 2 events"), std::string::npos) << failed.error_message;
@@ -391,7 +388,7 @@ TEST(Streams, AStreamEndingBeforeItsFinalEventIsRetried) {
   std::vector<std::string> events = gemini_events("STOP");
   server.push(sse_response({events[0], events[1]}, kPause));
   server.push(sse_response(events, 0.01));
-  Reply r = make_provider("gemini:gemini-2.5-pro", stream_options(server, "/v1beta"))->complete(request());
+  Reply r = make_provider("gemini:gemini-2.5-pro", stream_options(server, "/v1beta"))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(server.request_count(), 2);
   EXPECT_EQ(r.broken_streams, 1);
@@ -406,7 +403,7 @@ TEST(Streams, AWholeAnswerIsKeptWhenTheConnectionDropsAfterIt) {
   ScriptedResponse cut = sse_response(events, 0.01);
   cut.cut = true;
   server.push(cut);
-  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I assist you today?");
   EXPECT_EQ(r.finish, FinishReason::stop);
@@ -420,7 +417,7 @@ TEST(Streams, AnthropicOverloadedErrorEventIsRetriedWithItsMessage) {
   std::string overloaded = sse_event("error", json::parse(fx::kAnthropicOverloaded).dump());
   server.push(sse_response({events[0], events[1], overloaded}, kPause));
   server.push(sse_response(events, 0.01));
-  Reply r = make_provider("anthropic:claude-sonnet-4-5", stream_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-sonnet-4-5", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(server.request_count(), 2);
   EXPECT_EQ(r.broken_streams, 1);
@@ -429,7 +426,7 @@ TEST(Streams, AnthropicOverloadedErrorEventIsRetriedWithItsMessage) {
   always.set_fallback(sse_response({events[0], overloaded}, 0.01));
   ProviderOptions opt = stream_options(always);
   opt.retry.max_attempts = 2;
-  Reply failed = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(request());
+  Reply failed = make_provider("anthropic:claude-sonnet-4-5", opt)->complete(stream_request());
   EXPECT_EQ(failed.error, ErrorKind::server);
   EXPECT_EQ(failed.error_message, "stream error event: overloaded_error: Overloaded");
   EXPECT_EQ(always.request_count(), 2);
@@ -441,7 +438,7 @@ TEST(Streams, AnInvalidRequestErrorEventIsNotRetried) {
       "error",
       R"({"type":"error","code":"invalid_prompt","message":"Invalid prompt: flagged.","param":null,"sequence_number":1})");
   server.set_fallback(sse_response({responses_events(json::parse(fx::kResponses))[0], error}, 0.01));
-  Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(request());
+  Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(stream_request());
   EXPECT_EQ(r.error, ErrorKind::bad_request);
   EXPECT_EQ(r.error_message, "stream error event: invalid_prompt: Invalid prompt: flagged.");
   EXPECT_EQ(server.request_count(), 1);
@@ -455,7 +452,7 @@ TEST(Streams, AGeminiErrorChunkIsReportedWithItsStatus) {
   server.set_fallback(sse_response({events[0], error}, 0.01));
   ProviderOptions opt = stream_options(server, "/v1beta");
   opt.retry.max_attempts = 2;
-  Reply r = make_provider("gemini:gemini-2.5-pro", opt)->complete(request());
+  Reply r = make_provider("gemini:gemini-2.5-pro", opt)->complete(stream_request());
   EXPECT_EQ(r.error, ErrorKind::server);
   EXPECT_EQ(r.error_message, "stream error event: UNAVAILABLE: The model is overloaded.");
   EXPECT_EQ(server.request_count(), 2);
@@ -465,7 +462,7 @@ TEST(Streams, AMalformedEventIsABadResponseAndRetried) {
   LoopbackServer server;
   server.push(sse_response({openai_chat_events()[0], "data: {\"choices\": [tru\n\n"}, 0.01));
   server.push(sse_response(openai_chat_events(), 0.01));
-  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(server.request_count(), 2);
 
@@ -473,7 +470,7 @@ TEST(Streams, AMalformedEventIsABadResponseAndRetried) {
   always.set_fallback(sse_response({"data: {\"choices\": [tru\n\n"}, 0.01));
   ProviderOptions opt = stream_options(always);
   opt.retry.max_attempts = 1;
-  Reply failed = make_provider("openai:gpt-5.4", opt)->complete(request());
+  Reply failed = make_provider("openai:gpt-5.4", opt)->complete(stream_request());
   EXPECT_EQ(failed.error, ErrorKind::bad_response);
   EXPECT_EQ(failed.error_message, "malformed stream event: {\"choices\": [tru");
 }
@@ -486,7 +483,7 @@ TEST(Streams, AnHttpErrorBeforeTheStreamIsHandledAsBuffered) {
   server.push(limited);
   server.push(sse_response(anthropic_events(), 0.01));
   auto t0 = std::chrono::steady_clock::now();
-  Reply r = make_provider("anthropic:claude-sonnet-4-5", stream_options(server))->complete(request());
+  Reply r = make_provider("anthropic:claude-sonnet-4-5", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_GE(seconds_since(t0), 0.15);
   EXPECT_EQ(r.attempts, 2);
@@ -495,7 +492,7 @@ TEST(Streams, AnHttpErrorBeforeTheStreamIsHandledAsBuffered) {
   LoopbackServer denied;
   denied.set_fallback(
       json_response(401, R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"));
-  Reply auth = make_provider("anthropic:claude-sonnet-4-5", stream_options(denied))->complete(request());
+  Reply auth = make_provider("anthropic:claude-sonnet-4-5", stream_options(denied))->complete(stream_request());
   EXPECT_EQ(auth.error, ErrorKind::auth);
   EXPECT_EQ(auth.error_message, "HTTP 401 authentication_error: invalid x-api-key");
   EXPECT_EQ(denied.request_count(), 1);
@@ -506,7 +503,7 @@ TEST(Streams, ARefusedConnectionIsATransportFailureAsBuffered) {
   LoopbackServer server;  // only for the options; the URL points elsewhere
   ProviderOptions opt = stream_options(server);
   opt.base_url = "http://127.0.0.1:" + std::to_string(pkb::testing::unused_port()) + "/v1";
-  Reply r = make_provider("openai:gpt-5.4", opt)->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", opt)->complete(stream_request());
   EXPECT_EQ(r.error, ErrorKind::transport);
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(r.broken_streams, 0);
@@ -517,7 +514,7 @@ TEST(Streams, ARefusedConnectionIsATransportFailureAsBuffered) {
 TEST(Streams, AServerThatIgnoresTheStreamFlagStillAnswers) {
   LoopbackServer server;
   server.push(json_response(200, fx::kOpenAIChat));
-  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(request());
+  Reply r = make_provider("openai:gpt-5.4", stream_options(server))->complete(stream_request());
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(r.text, "Hello! How can I assist you today?");
   EXPECT_FALSE(r.streamed);
@@ -536,14 +533,14 @@ TEST(Streams, OnlyACompletedStreamIsCachedAndTheCacheAnswersWithoutARequest) {
     ProviderOptions opt = stream_options(server);
     opt.retry.max_attempts = 1;
     auto p = make_provider("openai:gpt-5.4", opt);
-    Reply broken = complete_cached(*p, &cache, request());
+    Reply broken = complete_cached(*p, &cache, stream_request());
     EXPECT_EQ(broken.error, ErrorKind::transport);
-    EXPECT_FALSE(cache.load(p->name(), request())) << "a broken stream must not be cached";
+    EXPECT_FALSE(cache.load(p->name(), stream_request())) << "a broken stream must not be cached";
 
-    Reply first = complete_cached(*p, &cache, request());
+    Reply first = complete_cached(*p, &cache, stream_request());
     ASSERT_TRUE(first.ok()) << first.error_message;
     EXPECT_EQ(server.request_count(), 2);
-    Reply second = complete_cached(*p, &cache, request());
+    Reply second = complete_cached(*p, &cache, stream_request());
     EXPECT_EQ(server.request_count(), 2) << "the cached stream was sent again";
     EXPECT_TRUE(second.from_cache);
     EXPECT_TRUE(second.streamed);
@@ -569,7 +566,7 @@ TEST(Streams, NoStreamSendsNoStreamField) {
     ProviderOptions opt = stream_options(server, c.path);
     opt.stream = false;
     opt.http.total_timeout_s = 5;
-    Reply r = make_provider(c.spec, opt)->complete(request());
+    Reply r = make_provider(c.spec, opt)->complete(stream_request());
     EXPECT_TRUE(r.ok()) << c.spec << ": " << r.error_message;
     auto req = server.last_request();
     EXPECT_EQ(req.target, c.target) << c.spec;
@@ -602,7 +599,7 @@ TEST(Streams, AFloodIsCutAtTheResponseCapAndNotAskedAgain) {
     opt.stream = stream;
     opt.http.total_timeout_s = 5;
     opt.http.max_response_bytes = 64 << 10;
-    Reply r = make_provider("openai:gpt-4o", opt)->complete(request());
+    Reply r = make_provider("openai:gpt-4o", opt)->complete(stream_request());
     EXPECT_EQ(r.error, ErrorKind::bad_response) << stream;
     EXPECT_NE(r.error_message.find("passed 65536 bytes"), std::string::npos) << r.error_message;
     EXPECT_EQ(server.request_count(), 1) << stream;

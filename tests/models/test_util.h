@@ -1,6 +1,7 @@
 // Small builders shared by the model-client tests.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -9,6 +10,10 @@
 #include "models/provider.h"
 
 namespace pkb::testing {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 /// An OpenAI-style chat completion whose message content is `content`.
 inline std::string chat_body(const std::string& content, const std::string& finish = "stop",
