@@ -149,11 +149,15 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   if (out_fd < 0 || err_fd < 0) throw Error("run_process: cannot open output files for " + argv[0]);
   int info[2] = {-1, -1};
   if (opts.info_fd >= 0 && pipe2(info, O_CLOEXEC) != 0) throw Error("run_process: pipe failed");
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
   if (pid == 0) {
     setpgid(0, group);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // A parent that died before the prctl (killed while forking: too early to have tracked this child, too late
+    // to signal it) leaves an orphan that would go on to start a sandbox nobody waits for.
+    if (getppid() != parent) _exit(127);
     // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, 0);
