@@ -82,14 +82,14 @@ fi
 want unit && step unit "$build/tests/pkb_unit_tests"
 cd "$root"
 selection=${PKB_VALIDATE:-all}
-validate_opts=(); [ "${PKB_TIME:-0}" = 1 ] && validate_opts=(--time --warmup 10 --iters 50)
-[ -n "${PKB_VALIDATE_TRIALS:-}" ] && validate_opts+=(--trials "$PKB_VALIDATE_TRIALS")
+trials=(); [ -n "${PKB_VALIDATE_TRIALS:-}" ] && trials=(--trials "$PKB_VALIDATE_TRIALS")
+validate_opts=("${trials[@]}"); [ "${PKB_TIME:-0}" = 1 ] && validate_opts+=(--time --warmup 10 --iters 50)
 if want validate; then
   for vw in ${PKB_VALIDATE_WORLDS:-$world}; do
     TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "validate_cuda_w${vw}_bf16" "$build/pkb" validate "$selection" -w "$vw" \
       --device cuda --dtype bf16 "${validate_opts[@]}" --out "$out/validate"
     [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step "validate_cuda_w${vw}_fp32" "$build/pkb" validate "$selection" -w "$vw" \
-      --device cuda --dtype fp32 --python off ${PKB_VALIDATE_TRIALS:+--trials "$PKB_VALIDATE_TRIALS"} --out "$out/validate"
+      --device cuda --dtype fp32 --python off "${trials[@]}" --out "$out/validate"
   done
 fi
 # Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work
