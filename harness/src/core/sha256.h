@@ -1,5 +1,6 @@
 // SHA-256 (FIPS 180-4), used for content-addressed cache keys. Own implementation so the harness does not
-// need OpenSSL's development headers; speed is irrelevant at the sizes we hash (prompts, source files).
+// need OpenSSL's development headers. It hashes the pkb binaries once per evaluation (the reference cache's key),
+// so it is compiled optimized in every build type (CMakeLists.txt).
 #pragma once
 
 #include <array>

@@ -605,6 +605,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +
                 " (scripts/setup.sh installs bubblewrap; --no-sandbox runs it unconfined)");
+  // Overlaps the candidate pass's library lookup with compiling and the reference pass.
+  std::future<void> rank_libraries = o.sandbox ? prefetch_rank_job_libraries() : std::future<void>();
   RunShape run = resolve_run(spec, o.world, *dtype, o.params);
   std::string source_text = read_text_file(source);
   std::string source_hash = sha256_hex(source_text);

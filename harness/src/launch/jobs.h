@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct RankJob {
   SandboxLimits limits;                    // with a sandbox
 };
 ProcessResult run_rank_job(const RankJob& job);
+// Resolves in the background what a sandboxed rank job binds of pkb-rank's libraries (ldd: ~0.3 s, since it maps
+// libtorch's ~300 dependencies), so that the work before the first sandboxed launch hides it; the answer is kept
+// for the process. The future's destructor waits for it; a failure is left for the launch itself to report.
+std::future<void> prefetch_rank_job_libraries();
 
 struct PythonRunnerJob {
   int world = 1;
