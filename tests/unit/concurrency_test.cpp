@@ -175,4 +175,47 @@ TEST(ParallelRanges, RethrowsTheFirstFailureAfterEveryThreadEnds) {
   EXPECT_EQ(running, 1) << "only the failed chunk is left counted: every other one finished before the rethrow";
 }
 
+TEST(ParallelForEach, RunsEachItemOnceOnTheWorkersItIsGiven) {
+  HostThreads one(1);  // the worker count is the caller's, not host_threads()
+  constexpr int kItems = 40, kWorkers = 4;
+  std::vector<std::atomic<int>> hits(kItems);
+  std::atomic<int> started{0};
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  pkb::parallel_for_each(kItems, kWorkers, [&](size_t i) {
+    // The first kWorkers items wait until all of them have started: only kWorkers threads at once get past it.
+    if (i < kWorkers) {
+      ++started;
+      auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (started < kWorkers && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    }
+    ++hits[i];
+    std::lock_guard<std::mutex> lock(m);
+    ids.insert(std::this_thread::get_id());
+  });
+  for (int i = 0; i < kItems; ++i) EXPECT_EQ(hits[i], 1) << i;
+  EXPECT_EQ(started, kWorkers);
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kWorkers));
+  pkb::parallel_for_each(0, kWorkers, [&](size_t) { ADD_FAILURE() << "no items, no calls"; });
+  std::set<std::thread::id> serial;
+  pkb::parallel_for_each(5, 0, [&](size_t) { serial.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(serial, std::set<std::thread::id>{std::this_thread::get_id()}) << "workers <= 0: the caller alone";
+}
+
+// Unlike parallel_ranges, a failure does not cancel the rest (a failed compile must not cost the others theirs).
+TEST(ParallelForEach, RunsEveryItemDespiteAFailureThenRethrowsIt) {
+  std::vector<std::atomic<int>> hits(32);
+  try {
+    pkb::parallel_for_each(hits.size(), 4, [&](size_t i) {
+      ++hits[i];
+      if (i == 2) throw std::runtime_error("item 2 failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "item 2 failed");
+  }
+  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << i;
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,17 @@ namespace {
 
 std::atomic<int> configured{0};  // 0: not set, usable_cores()
 thread_local bool inside_chunk = false;
+
+// False when the system refuses another thread: the loop then runs on those it has (the caller's at least).
+template <typename Work>
+bool start_thread(std::vector<std::thread>& pool, Work& work) {
+  try {
+    pool.emplace_back(work);
+    return true;
+  } catch (const std::system_error&) {
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -51,8 +63,31 @@ void parallel_ranges(int64_t n, int64_t grain, const std::function<void(int64_t,
     inside_chunk = false;
   };
   std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (int t = 1; t < threads; ++t)
+    if (!start_thread(pool, work)) break;
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void parallel_for_each(size_t n, int workers, const std::function<void(size_t)>& body) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  size_t threads = std::min(n, static_cast<size_t>(std::max(1, workers)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t)
+    if (!start_thread(pool, work)) break;
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

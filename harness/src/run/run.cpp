@@ -18,6 +18,7 @@
 #include "core/cores.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/parallel.h"
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "generate/output.h"
@@ -229,13 +230,12 @@ void compile_ahead(const std::vector<Task>& tasks, const EvalOptions& eval, int 
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(sources.size())));
   if (progress) std::fprintf(stderr, "compiling %zu candidates, %d at a time\n", sources.size(), jobs);
   CompileOptions co = eval_compile_options(eval);
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int j = 0; j < jobs; ++j)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < sources.size();) compile_candidate(sources[i], co);  // the result lands in the cache
-    });
-  for (auto& th : pool) th.join();
+  try {
+    parallel_for_each(sources.size(), jobs, [&](size_t i) { compile_candidate(sources[i], co); });  // into the cache
+  } catch (const std::exception& e) {
+    // Only a head start: each evaluation compiles (from the cache, or again) and records what fails.
+    std::fprintf(stderr, "pkb run: compiling ahead stopped early: %s\n", e.what());
+  }
 }
 
 // References on CPU ranks when no GPU can evaluate: the run still proves its problems' references sound.
@@ -410,8 +410,8 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
           progress.finished(t, rec.status, rec.speedup.value_or(0.0));
         } catch (const std::exception& err) {
           // The harness, not the candidate, failed (e.g. the reference pass): nothing is recorded, so the next
-          // invocation retries; the problem's other samples would fail the same way. (Any exception: one escaping
-          // this thread would end pkb in std::terminate.)
+          // invocation retries; the problem's other samples would fail the same way. (Any exception: the other
+          // problems' groups go on.)
           harness_errors += static_cast<int>(group.size() - i);
           std::fprintf(stderr, "pkb run: %s: harness error, %zu samples left unrecorded: %s\n",
                        t.spec->folder().c_str(), group.size() - i, err.what());
@@ -420,9 +420,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
       }
     }
   };
-  std::vector<std::thread> threads;
-  for (const auto& s : slots) threads.emplace_back(worker, s);
-  for (auto& th : threads) th.join();
+  parallel_for_each(slots.size(), static_cast<int>(slots.size()), [&](size_t i) { worker(slots[i]); });
   sum.recorded += recorded_count;
   sum.harness_errors += harness_errors;
 }
