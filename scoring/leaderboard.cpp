@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "scoring/format.h"
 #include "scoring/html.h"
 #include "scoring/merge.h"
@@ -330,9 +331,9 @@ std::string leaderboard_html(const Leaderboard& board) {
 
 void write_leaderboard(const Leaderboard& board, const fs::path& json_path) {
   if (json_path.has_parent_path()) fs::create_directories(json_path.parent_path());
-  write_text_file(json_path, leaderboard_json(board).dump(2) + "\n");
+  write_file_atomically(json_path, leaderboard_json(board).dump(2) + "\n");
   fs::path html_path = json_path;
-  write_text_file(html_path.replace_extension(".html"), leaderboard_html(board));
+  write_file_atomically(html_path.replace_extension(".html"), leaderboard_html(board));
 }
 
 }  // namespace pkb::scoring

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "scoring/format.h"
 
 namespace pkb::scoring {
@@ -228,17 +229,12 @@ std::string curves_csv(const Scores& s) {
   return out;
 }
 
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!(out << text)) throw Error(path.string() + ": cannot write");
-}
-
 void write_report(const Scores& s, const LoadedResults& loaded, const std::filesystem::path& out_dir) {
   std::filesystem::create_directories(out_dir);
-  write_text_file(out_dir / "report.json", report_json(s, loaded).dump(2) + "\n");
-  write_text_file(out_dir / "summary.md", summary_md(s, loaded));
-  write_text_file(out_dir / "curves.csv", curves_csv(s));
-  write_text_file(out_dir / "report.html", report_html(s, loaded));
+  write_file_atomically(out_dir / "report.json", report_json(s, loaded).dump(2) + "\n");
+  write_file_atomically(out_dir / "summary.md", summary_md(s, loaded));
+  write_file_atomically(out_dir / "curves.csv", curves_csv(s));
+  write_file_atomically(out_dir / "report.html", report_html(s, loaded));
 }
 
 }  // namespace pkb::scoring

@@ -45,7 +45,4 @@ std::string report_html(const Scores& s, const LoadedResults& loaded);
 // deterministic, so a rerun replaces them rather than suffixing: the records are the run's history.
 void write_report(const Scores& s, const LoadedResults& loaded, const std::filesystem::path& out_dir);
 
-// Writes `text` to `path` or throws pkb::Error naming the path.
-void write_text_file(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace pkb::scoring

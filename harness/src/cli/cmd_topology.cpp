@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "cuda/topology_probe.h"
 #include "spec/catalog.h"
 #include "spec/topology.h"
@@ -83,7 +84,7 @@ int run_detect(const TopologyOptions& o) {
   if (o.output.empty()) {
     std::cout << text;
   } else {
-    std::ofstream(o.output) << text;
+    write_file_atomically(o.output, text);
     std::cerr << "wrote " << o.output << "\n";
   }
   return 0;

@@ -256,7 +256,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   // Compile in a private directory and rename it into place: concurrent compilations of the same source
   // (parallel evaluations, `pkb run`'s pool beside a `pkb eval`) must not write into each other's files.
   fs::path work = private_work_dir(entry);
-  { std::ofstream(work / ("candidate" + ext)) << code; }
+  write_file_atomically(work / ("candidate" + ext), code);
   for (const auto& h : headers) fs::copy_file(h, work / h.filename(), fs::copy_options::overwrite_existing);
   ProcessOptions po;
   po.timeout_s = o.timeout_s;
@@ -286,7 +286,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   }
   json result = {{"status", compile_status_name(r.status)}, {"log", r.log}};
   if (r.status == CompileStatus::ok) result["library_sha256"] = sha256_hex(read_text_file(work / "candidate.so"));
-  std::ofstream(work / "result.json") << result.dump();
+  write_file_atomically(work / "result.json", result.dump());
   place_directory(work, entry, "result.json");
   return r;
 }

@@ -29,14 +29,33 @@ nlohmann::json read_json_or_null(const std::filesystem::path& path) {
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
-void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value) {
-  std::filesystem::path tmp = path.string() + ".tmp";
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  static std::atomic<unsigned> counter{0};  // threads of one process write side by side (pkb run)
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  auto fail = [&](const std::string& what) {
+    std::string why = strerror(errno);
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    return Error(path.string() + ": " + what + " (" + why + ")");
+  };
   {
-    std::ofstream out(tmp);
-    out << value.dump(2) << "\n";
-    if (!out) throw Error(tmp.string() + ": cannot write");
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw fail("cannot create " + tmp.filename().string());
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) throw fail("cannot write " + std::to_string(bytes.size()) + " bytes");
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    errno = ec.value();
+    throw fail("cannot rename " + tmp.filename().string() + " into place");
+  }
+}
+
+void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value) {
+  write_file_atomically(path, value.dump(2) + "\n");
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,12 @@ std::string read_text_file(const std::filesystem::path& path);
 // The file parsed as JSON, or null when it is missing or does not parse (callers treat both as "not there").
 nlohmann::json read_json_or_null(const std::filesystem::path& path);
 
-// Writes `value` (indented) to path.tmp and renames it over path, so readers never see half a file.
+// The one checked writer: `bytes` go to a file beside path named for this process and thread, which is then
+// renamed over path, so readers (and concurrent writers) never see half a file. Throws pkb::Error naming the file
+// when a byte cannot be written, the close included (a full disk shows there), or the rename fails.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+// write_file_atomically of `value`, indented, and a newline.
 void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value);
 
 // Cache entries built by concurrent processes (parallel evaluations, a run beside an eval): each builds in its

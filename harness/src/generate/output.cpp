@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace pkb::generate {
 
@@ -20,14 +21,7 @@ std::string place_file(const fs::path& out, const fs::path& rel, const std::opti
     return "";
   }
   fs::create_directories(file.parent_path());
-  fs::path tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << *content;
-    if (!f.flush()) throw Error(tmp.string() + ": cannot write");
-  }
-  fs::rename(tmp, file);
+  write_file_atomically(file, *content);
   return rel.generic_string();
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "inputs/inputs.h"
 
 namespace pkb {
@@ -48,16 +49,7 @@ std::string safetensors_bytes(const NamedTensors& t) {
 }
 
 void write_safetensors(const std::filesystem::path& path, const NamedTensors& t) {
-  std::string bytes = safetensors_bytes(t);
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(tmp.string() + ": cannot open for writing");
-    out.write(bytes.data(), bytes.size());
-    if (!out) throw Error(tmp.string() + ": write failed");
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, safetensors_bytes(t));
 }
 
 NamedTensors read_safetensors(const std::filesystem::path& path) {

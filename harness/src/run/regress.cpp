@@ -169,7 +169,7 @@ RegressResult regress(const Catalog& catalog, RegressOptions o) {
     res.cases.push_back(skipped);
   }
   fs::create_directories(fs::absolute(res.junit).parent_path());
-  std::ofstream(res.junit) << junit_xml(res);
+  write_file_atomically(res.junit, junit_xml(res));
   return res;
 }
 

@@ -82,7 +82,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   }
   fs::create_directories(batch_dir);
   fs::path file = batch_dir / "batch.json";
-  std::ofstream(file) << entries.dump(2) << "\n";
+  write_json_atomically(file, entries);
   RankJob job{o.world, o.device == "cuda",
               {"--batch", file.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
                trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed)},
@@ -182,8 +182,8 @@ void finish(Planned& p, Verdict v, std::string detail) {
   res.record["python"] = {{"verdict", p.python_verdict}, {"detail", p.python_detail}};
   res.record["wall_s"] = res.wall_s;
   if (!p.dir.empty())
-    std::ofstream(p.dir / "validation.json") << res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                                             << "\n";
+    write_file_atomically(p.dir / "validation.json",
+                          res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   p.done = true;
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/cores.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/parallel.h"
 #include "seal/seal.h"
 #include "worker/timing_cli.h"
@@ -49,9 +50,7 @@ void write_rank_record(const std::string& out_dir, int rank, const nlohmann::jso
     return;
   }
   std::filesystem::create_directories(out_dir);
-  std::string path = out_dir + "/rank" + std::to_string(rank) + ".json";
-  std::ofstream(path + ".tmp") << text << "\n";
-  std::filesystem::rename(path + ".tmp", path);
+  write_file_atomically(out_dir + "/rank" + std::to_string(rank) + ".json", text + "\n");
 }
 
 WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
