@@ -102,7 +102,7 @@ int64_t selection_differences(const pkb::Tensors& r, Router a, Router b, bool hi
 
 TEST(Problem031, PreparedRoutingIsFormulationIndependentRawRoutingIsNot) {
   Case c = make_case(kProblem, 2);
-  // The catalog's measurement: raw PKB draws (no prepare) make fp32 and bf16 routing disagree on some tokens.
+  // Measured: raw PKB draws (no prepare) make fp32 and bf16 routing disagree on some tokens.
   at::manual_seed(31);
   int64_t raw = 0, prepared = 0;
   for (int r = 0; r < 2; ++r) {

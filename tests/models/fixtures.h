@@ -1,10 +1,10 @@
-// Reply bodies from /work/shared/research/llm_apis.md (official doc examples and reported real responses),
+// Reply bodies shaped after the providers' API references (their documented examples) and real responses users reported,
 // some abridged (noted) or adjusted for speed (noted); plus helpers that build variants for specific rules.
 #pragma once
 
 namespace pkb::testing::fixtures {
 
-// §1.7 OpenAI Chat Completions "Default" example response.
+// OpenAI Chat Completions "Default" example response.
 inline constexpr const char* kOpenAIChat = R"({
   "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
   "object": "chat.completion",
@@ -41,7 +41,7 @@ inline constexpr const char* kOpenAIChat = R"({
   "service_tier": "default"
 })";
 
-// §1.8 (a) 429 out of credits.
+// 429 out of credits.
 inline constexpr const char* kOpenAIInsufficientQuota = R"({
     "error": {
         "message": "You exceeded your current quota, please check your plan and billing details.",
@@ -51,7 +51,7 @@ inline constexpr const char* kOpenAIInsufficientQuota = R"({
     }
 })";
 
-// §1.8 (b) 400 temperature on a reasoning model.
+// 400 temperature on a reasoning model.
 inline constexpr const char* kOpenAIUnsupportedValue = R"({
   "error": {
     "message": "Unsupported value: 'temperature' does not support 0.5 with this model. Only the default (1) value is supported.",
@@ -61,11 +61,11 @@ inline constexpr const char* kOpenAIUnsupportedValue = R"({
   }
 })";
 
-// §1.8 (e) Cloudflare 502 with an integer code.
+// Cloudflare 502 with an integer code.
 inline constexpr const char* kCloudflare502 =
     R"({"error":{"code":502,"message":"Bad gateway.","param":null,"type":"cf_bad_gateway"}})";
 
-// §2.4 Responses API "Reasoning" example response.
+// Responses API "Reasoning" example response.
 inline constexpr const char* kResponses = R"({
   "id": "resp_67ccd7eca01881908ff0b5146584e408072912b2993db808",
   "object": "response",
@@ -125,7 +125,7 @@ inline constexpr const char* kResponses = R"({
   "metadata": {}
 })";
 
-// §3.7 Anthropic basic response.
+// Anthropic basic response.
 inline constexpr const char* kAnthropic = R"({
   "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
   "type": "message",
@@ -145,7 +145,7 @@ inline constexpr const char* kAnthropic = R"({
   }
 })";
 
-// §3.7 Anthropic error fixture.
+// Anthropic error fixture.
 inline constexpr const char* kAnthropicInvalidRequest = R"({
   "type": "error",
   "error": {
@@ -155,7 +155,7 @@ inline constexpr const char* kAnthropicInvalidRequest = R"({
   "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"
 })";
 
-// §3.7 529 overloaded.
+// 529 overloaded.
 inline constexpr const char* kAnthropicOverloaded = R"({
 "type": "error",
 "error": {
@@ -164,7 +164,7 @@ inline constexpr const char* kAnthropicOverloaded = R"({
 }
 })";
 
-// §4.6 Gemini cookbook response (two fenced blocks: code, then its output); safetyRatings abridged.
+// Gemini cookbook response (two fenced blocks: code, then its output); safetyRatings abridged.
 inline constexpr const char* kGemini = R"({
   "candidates": [
     {
@@ -193,7 +193,7 @@ inline constexpr const char* kGemini = R"({
   }
 })";
 
-// §4.7 (c) MAX_TOKENS with no parts; Vertex-only usage fields abridged.
+// MAX_TOKENS with no parts; Vertex-only usage fields abridged.
 inline constexpr const char* kGeminiMaxTokensNoParts = R"({
   "candidates": [
     {
@@ -211,7 +211,7 @@ inline constexpr const char* kGeminiMaxTokensNoParts = R"({
   }
 })";
 
-// §4.7 (d) 429 with QuotaFailure/Help/RetryInfo, retryDelay shortened from 26s to keep the test fast.
+// 429 with QuotaFailure/Help/RetryInfo, retryDelay shortened from 26s to keep the test fast.
 // The Help detail is abridged.
 inline constexpr const char* kGemini429RetryInfo = R"({
   "error": {
@@ -238,11 +238,11 @@ inline constexpr const char* kGemini429RetryInfo = R"({
   }
 })";
 
-// §4.7 (e) 400 unknown field.
+// 400 unknown field.
 inline constexpr const char* kGeminiInvalidArgument =
     R"({"error": {"code": 400, "message": "Invalid JSON payload received. Unknown name \"includeThoughts\" at 'generation_config': Cannot find field.", "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": "generation_config", "description": "Invalid JSON payload received. Unknown name \"includeThoughts\" at 'generation_config': Cannot find field."}]}]}})";
 
-// §5.1 DeepSeek thinking-mode response.
+// DeepSeek thinking-mode response.
 inline constexpr const char* kDeepSeekThinking = R"({
 "id": "184b2dc7-08b5-4849-836d-e278efcfc85b",
 "object": "chat.completion",
@@ -276,7 +276,7 @@ inline constexpr const char* kDeepSeekThinking = R"({
 "system_fingerprint": "fp_9954b31ca7_prod0820_fp8_kvcache_20260402"
 })";
 
-// §5.1 vLLM errors, new (nested, integer code) and old (flat) formats.
+// vLLM errors, new (nested, integer code) and old (flat) formats.
 inline constexpr const char* kVllmErrorNew = R"({
   "error": {
     "message": "This model's maximum context length is 32768 tokens. However, you requested 39197 tokens in the messages, Please reduce the length of the messages. None",

@@ -1,4 +1,4 @@
-// Turning a candidate source into a verdict and a speedup (DESIGN.md §2, §6): lint and compile, the reference
+// Turning a candidate source into a verdict and a speedup (docs/architecture.md, "Evaluating candidates"): lint and compile, the reference
 // pass (cached on disk), the PyTorch-eager baseline (reference.py in W Python processes, where Python torch exists),
 // the candidate pass in its own processes, then the comparison in this process. Produces one result record
 // (schema pkb.result/1, docs/result-record.md, through core/result_record.h); the caller stores it (`pkb eval`

@@ -17,7 +17,7 @@ struct Preset {
   bool key_required;
 };
 
-// Base URLs are the providers' documented defaults (research/llm_apis.md §0, §5).
+// Base URLs are the providers' documented defaults.
 constexpr std::array<Preset, 10> kPresets = {{
     {"openai", Api::openai_chat, "https://api.openai.com/v1", {"OPENAI_API_KEY", nullptr}, true},
     {"openai-responses", Api::openai_responses, "https://api.openai.com/v1", {"OPENAI_API_KEY", nullptr}, true},

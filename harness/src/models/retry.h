@@ -1,5 +1,5 @@
 // Deciding what a failed HTTP attempt means and how long to wait before the next one. Pure functions over
-// HttpResponse so every rule is unit-testable without a server. Policy (research/llm_apis.md §6.2):
+// HttpResponse so every rule is unit-testable without a server. Policy (the providers' documented error codes):
 // retry transport failures/timeouts, 408, 409, 429 and 5xx (incl. Anthropic 529); never retry quota/billing
 // exhaustion or other 4xx; wait what the server asks (retry-after-ms, Retry-After, Gemini RetryInfo) capped
 // at max_hint_s, else exponential back-off with jitter.

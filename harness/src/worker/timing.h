@@ -1,4 +1,4 @@
-// The timed loop, the same for references and candidates (DESIGN.md §6). Two methods are measured in every
+// The timed loop, the same for references and candidates. Two methods are measured in every
 // timing, in interleaved repetitions (docs/architecture.md, "Timing"):
 //   pkb    a cross-rank barrier (untimed) before every call, per-call events, the slowest rank per call, the
 //          median over every repetition's calls. One call's latency, host dispatch included.
