@@ -141,7 +141,12 @@ Scores score_view(const LoadedResults& loaded, const ScoreSettings& settings) {
     std::string category = ps.category.empty() ? "unknown" : ps.category;
     add_problem(s.by_category.try_emplace(category, empty_aggregate(settings.ks.size())).first->second, ps);
   }
-  s.curve = curve(loaded, settings);
+  for (const auto& p : loaded.problems)
+    for (const Sample& x : p.samples)
+      if (x.robust_pass && x.speedup && std::isfinite(*x.speedup))
+        s.largest_speedup = std::max(s.largest_speedup.value_or(0.0), *x.speedup);
+  if (settings.extend_thresholds) s.settings.thresholds = threshold_grid(settings.thresholds, s.largest_speedup);
+  s.curve = curve(loaded, s.settings);
   return s;
 }
 
@@ -174,6 +179,21 @@ std::vector<TurnScore> turn_scores(const LoadedResults& loaded, const ScoreSetti
 }
 
 }  // namespace
+
+std::vector<double> threshold_grid(std::vector<double> base, std::optional<double> largest) {
+  std::sort(base.begin(), base.end());
+  base.erase(std::unique(base.begin(), base.end()), base.end());
+  if (base.empty() || !largest || base.back() <= 0) return base;
+  constexpr double kFarthest = 1 << 20;  // a bogus speedup must not make the grid endless
+  double p = base.back();
+  while (p < *largest && p < kFarthest) {
+    // Powers of two step by 1.5 (4 -> 6), the rest to the next power of two (6 -> 8); other values join that ladder.
+    double power = std::exp2(std::ceil(std::log2(p)));
+    p = p == power ? 1.5 * p : power;
+    base.push_back(p);
+  }
+  return base;
+}
 
 std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_speedup); }
 std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }

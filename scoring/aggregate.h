@@ -14,6 +14,9 @@ namespace pkb::scoring {
 struct ScoreSettings {
   std::vector<int> ks = {1, 3};  // pass@k and fast_p@k for each k (clipped to n per problem)
   std::vector<double> thresholds = {0, 0.5, 0.8, 1.0, 1.25, 1.5, 2, 3, 4};  // p grid of the curve (x baseline)
+  // Grow the grid past its last p until it covers the largest speedup scored (threshold_grid), so that a curve of
+  // kernels far faster than the baseline does not end flat at 1. Off when the caller gave the grid (--thresholds).
+  bool extend_thresholds = true;
   double headline_p = 1.0;       // the p of the per-problem fast_p@k columns: fast_1@k
   // Which timing method's speedup is scored (pkb or paper; records carry both). "": each record's own
   // (timing.method), which `pkb eval/run --timing-method` chose. SOL% stays the recorded method's.
@@ -97,7 +100,12 @@ struct Scores {
   std::map<std::string, Aggregate> by_category;
   std::vector<CurvePoint> curve;
   std::vector<TurnScore> turns;  // one per turn when any record is past turn 1; empty for a single-turn run
+  std::optional<double> largest_speedup;  // of the robust-correct samples (their best turn), if any was timed
 };
+
+// `base` (sorted) continued in steps of x1.5 then x4/3 (4, 6, 8, 12, 16, ...) until it reaches `largest`; `base`
+// itself when it already does. Every p stays a short number on the axis.
+std::vector<double> threshold_grid(std::vector<double> base, std::optional<double> largest);
 
 // Problems in `loaded` with no samples (and nothing left unevaluated) count as 0 in every mean and are listed in
 // without_samples; problems with a skipped evaluation are scored on their own but listed in not_fully_evaluated

@@ -1,7 +1,9 @@
 #include "scoring/html.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <sstream>
 
@@ -100,10 +102,29 @@ std::string legend_text(const std::string& label) {
   return label.substr(0, cut) + "\u2026";
 }
 
-void axes(std::ostringstream& o, const std::vector<double>& thresholds, double lo, double hi,
+// Where a threshold p sits on the x axis of the frame: linear over the grid, or by log2 p once the grid spans more
+// than 16x (an extended grid, 0.5 to 16 and beyond, where a linear axis would crowd everything up to 2 into its
+// left eighth); p = 0 then sits one octave left of the smallest positive p.
+std::function<double(double)> x_axis(const std::vector<double>& thresholds) {
+  const ChartFrame& f = kChartFrame;
+  double lo = thresholds.empty() ? 0 : *std::min_element(thresholds.begin(), thresholds.end());
+  double hi = thresholds.empty() ? 1 : *std::max_element(thresholds.begin(), thresholds.end());
+  double smallest_positive = hi;
+  for (double p : thresholds)
+    if (p > 0) smallest_positive = std::min(smallest_positive, p);
+  std::function<double(double)> unit = [](double p) { return p; };
+  if (smallest_positive > 0 && hi / smallest_positive > 16) {
+    double zero_at = std::log2(smallest_positive) - 1;
+    unit = [zero_at](double p) { return p > 0 ? std::log2(p) : zero_at; };
+  }
+  double u_lo = unit(lo), u_hi = unit(hi);
+  if (u_hi <= u_lo) u_lo -= 1, u_hi += 1;  // one threshold: centre it
+  return [=](double p) { return f.left + (unit(p) - u_lo) / (u_hi - u_lo) * (f.right - f.left); };
+}
+
+void axes(std::ostringstream& o, const std::vector<double>& thresholds, const std::function<double(double)>& x_of,
           std::string_view value_name) {
   const ChartFrame& f = kChartFrame;
-  auto x_of = [&](double p) { return f.left + (p - lo) / (hi - lo) * (f.right - f.left); };
   for (double v : {0.0, 0.25, 0.5, 0.75, 1.0}) {
     double y = f.bottom - v * (f.bottom - f.top);
     o << "<line class=\"grid\" x1=\"" << coord(f.left) << "\" x2=\"" << coord(f.right) << "\" y1=\"" << coord(y)
@@ -250,17 +271,14 @@ std::string sortable_table(std::string_view id, const std::vector<Column>& colum
 std::string curve_svg(const std::vector<double>& thresholds, const std::vector<Series>& series,
                       std::string_view value_name) {
   const ChartFrame& f = kChartFrame;
-  double lo = thresholds.empty() ? 0 : *std::min_element(thresholds.begin(), thresholds.end());
-  double hi = thresholds.empty() ? 1 : *std::max_element(thresholds.begin(), thresholds.end());
-  if (hi <= lo) lo -= 1, hi += 1;  // one threshold: centre it
-  auto x_of = [&](double p) { return f.left + (p - lo) / (hi - lo) * (f.right - f.left); };
+  std::function<double(double)> x_of = x_axis(thresholds);
   auto y_of = [&](double v) { return f.bottom - std::clamp(v, 0.0, 1.0) * (f.bottom - f.top); };
 
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"curve\" viewBox=\"0 0 " << coord(f.width) << " "
     << coord(f.height) << "\" width=\"" << coord(f.width) << "\" height=\"" << coord(f.height)
     << "\" role=\"img\" aria-label=\"" << escape(value_name) << " against the speedup threshold p\">\n";
-  axes(o, thresholds, lo, hi, value_name);
+  axes(o, thresholds, x_of, value_name);
   for (size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     const char* color = kPalette[i % std::size(kPalette)];

@@ -62,8 +62,9 @@ struct Series {
   std::vector<double> values;  // one per threshold, each in [0, 1]
 };
 
-// fast_p@k (y, 0..1) against the threshold p (x, linear over the grid): one polyline with point markers per
-// series, each marker's <title> the exact value; axes with tick labels and a legend. `value_name` names y.
+// fast_p@k (y, 0..1) against the threshold p (x: linear over the grid, by log2 p when it spans more than 16x):
+// one polyline with point markers per series, each marker's <title> the exact value; axes with tick labels and a
+// legend. `value_name` names y.
 std::string curve_svg(const std::vector<double>& thresholds, const std::vector<Series>& series,
                       std::string_view value_name);
 

@@ -287,6 +287,15 @@ Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettin
   Leaderboard board;
   board.settings = settings;
   for (const auto& dir : run_dirs) board.entries.push_back(load_entry(dir, settings));
+  if (settings.extend_thresholds) {  // one grid for every entry: the curves share an axis
+    std::optional<double> largest;
+    for (const auto& e : board.entries)
+      if (e.scores.largest_speedup) largest = std::max(largest.value_or(0.0), *e.scores.largest_speedup);
+    board.settings.thresholds = threshold_grid(settings.thresholds, largest);
+    board.settings.extend_thresholds = false;
+    for (auto& e : board.entries)
+      if (e.scores.settings.thresholds != board.settings.thresholds) e.scores = score(e.loaded, board.settings);
+  }
   assign_labels(board.entries);
   board.mixed = differing_settings(board.entries, allow_mixed);
   size_t k1 = at_k1(settings);

@@ -163,6 +163,7 @@ TEST(Aggregate, MeansCountsPoliciesAndEmptyProblems) {
   ScoreSettings st;
   st.ks = {1, 2};
   st.thresholds = {1.0};
+  st.extend_thresholds = false;
   Scores s = score(r, st);
   ASSERT_EQ(s.problems.size(), 3u);
   EXPECT_NEAR(s.problems[0].pass_robust[0].value, 0.5, 1e-12);
@@ -178,6 +179,29 @@ TEST(Aggregate, MeansCountsPoliciesAndEmptyProblems) {
   EXPECT_EQ(s.by_category.at("graph").pass_robust[0], 0.0);
   ASSERT_EQ(s.curve.size(), 2u);
   EXPECT_NEAR(s.curve[0].value, 0.5 / 3, 1e-12);  // fast_1@1 over 3 problems
+}
+
+TEST(Aggregate, TheGridGrowsToTheLargestCorrectSpeedup) {
+  EXPECT_EQ(threshold_grid({0, 1, 4}, 8.6), (std::vector<double>{0, 1, 4, 6, 8, 12}));
+  EXPECT_EQ(threshold_grid({4, 0, 1}, 4.0), (std::vector<double>{0, 1, 4})) << "already covered";
+  EXPECT_EQ(threshold_grid({0, 1, 4}, std::nullopt), (std::vector<double>{0, 1, 4})) << "nothing timed";
+  EXPECT_EQ(threshold_grid({0, 1, 2.5}, 3), (std::vector<double>{0, 1, 2.5, 4})) << "joins the ladder";
+  EXPECT_EQ(threshold_grid({0, 1, 4}, 1e300).back(), 1 << 20) << "capped";
+
+  LoadedResults r;
+  r.problems = {{1, "a", "001_a", "collective", {sample("1", true, true, 8.6), sample("2", false, true, 40.0)}, {}},
+                {2, "b", "002_b", "collective", {sample("3", true, true, 2.0)}, {}}};
+  ScoreSettings st;
+  st.ks = {1};
+  Scores s = score(r, st);
+  EXPECT_EQ(s.largest_speedup, 8.6) << "the incorrect 40x is not a speedup";
+  EXPECT_EQ(s.settings.thresholds, (std::vector<double>{0, 0.5, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 6, 8, 12}));
+  ASSERT_EQ(s.curve.size(), s.settings.thresholds.size());
+  EXPECT_NEAR(s.curve[10].value, 0.25, 1e-12) << "fast_8@1: half of 001_a's samples, none of 002_b's";
+  EXPECT_EQ(s.curve[11].value, 0.0) << "fast_12@1: none";
+
+  st.extend_thresholds = false;  // `--thresholds` given: drawn as given
+  EXPECT_EQ(score(r, st).settings.thresholds, ScoreSettings{}.thresholds);
 }
 
 TEST(Aggregate, RejectsKBelowOne) {

@@ -97,6 +97,23 @@ TEST(Html, ChartHasOnePolylinePerSeriesAtTheValuesCoordinates) {
                                  "fast_p@k"));  // deterministic
 }
 
+// A grid extended to large speedups is drawn by log2 p (each doubling the same width), a narrow one linearly.
+TEST(Html, AWideGridIsDrawnOnALogAxis) {
+  std::vector<double> wide = {0, 0.5, 1, 2, 4, 8, 16};
+  auto line = polylines(html::curve_svg(wide, {{"k = 1", std::vector<double>(wide.size(), 0.5)}}, "fast_p@k"));
+  ASSERT_EQ(line.size(), 1u);
+  ASSERT_EQ(line[0].size(), wide.size());
+  double octave = line[0][2].x - line[0][1].x;
+  EXPECT_GT(octave, 0);
+  for (size_t j = 1; j < wide.size(); ++j)
+    EXPECT_NEAR(line[0][j].x - line[0][j - 1].x, octave, 0.02) << "p = 0 one octave left of 0.5, then doublings";
+
+  std::vector<double> narrow = {0, 1, 4};
+  auto linear = polylines(html::curve_svg(narrow, {{"k = 1", {1, 0.5, 0}}}, "fast_p@k"));
+  ASSERT_EQ(linear[0].size(), 3u);
+  EXPECT_NEAR(linear[0][2].x - linear[0][1].x, 3 * (linear[0][1].x - linear[0][0].x), 0.02);
+}
+
 TEST(Html, ReportChartPlotsTheCurveOfEachK) {
   LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
   ScoreSettings st;
@@ -106,7 +123,7 @@ TEST(Html, ReportChartPlotsTheCurveOfEachK) {
   auto lines = polylines(page);
   ASSERT_EQ(lines.size(), st.ks.size());
   for (size_t i = 0; i < st.ks.size(); ++i) {
-    ASSERT_EQ(lines[i].size(), st.thresholds.size());
+    ASSERT_EQ(lines[i].size(), s.settings.thresholds.size());
     size_t j = 0;
     for (const CurvePoint& c : s.curve)
       if (c.k == st.ks[i]) {

@@ -76,6 +76,23 @@ TEST(Leaderboard, RanksByFastThenPassThenGeomean) {
   EXPECT_TRUE(j["entries"][3]["by_category"].contains("collective"));
 }
 
+// One grid for every entry, extended to the largest speedup of any of them, so the curves share their axis.
+TEST(Leaderboard, EntriesShareOneGridThatCoversTheFastestKernel) {
+  TempDir tmp;
+  auto modest = write_run(tmp, "modest", "modest-model", {{.sha256 = "a", .speedup = 1.5}});
+  auto fast = write_run(tmp, "fast", "fast-model", {{.sha256 = "a", .speedup = 9.0}});
+  Leaderboard b = build_leaderboard({modest, fast}, ScoreSettings{});
+  EXPECT_EQ(b.settings.thresholds.back(), 12) << "4, 6, 8, then 12 covers 9x";
+  for (const auto& e : b.entries) {
+    EXPECT_EQ(e.scores.settings.thresholds, b.settings.thresholds) << e.label;
+    EXPECT_EQ(e.scores.curve.size(), b.settings.thresholds.size() * b.settings.ks.size()) << e.label;
+  }
+  ScoreSettings given;
+  given.thresholds = {0, 1, 2};
+  given.extend_thresholds = false;
+  EXPECT_EQ(build_leaderboard({modest, fast}, given).settings.thresholds, given.thresholds);
+}
+
 TEST(Leaderboard, EntriesSharingAModelKeepItAndAddTheirDirectory) {
   TempDir tmp;
   auto a = write_run(tmp, "run-a", "same", {{.sha256 = "a", .speedup = 2.0}});

@@ -45,12 +45,17 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb or paper; default: as each record chose)")
       ->check(CLI::IsMember({"pkb", "paper"}));
-  cmd->add_option("--thresholds", o->settings.thresholds, "Comma-separated speedup thresholds p of the curve")
+  CLI::Option* thresholds =
+      cmd->add_option("--thresholds", o->settings.thresholds,
+                      "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--allow-mixed", o->allow_mixed,
                 "Rank runs that differ in problems, W, dtype, device, GPU, timing or baseline (refused otherwise)");
-  cmd->callback([o, &action] { action = [o] { return run_leaderboard(*o); }; });
+  cmd->callback([o, thresholds, &action] {
+    o->settings.extend_thresholds = thresholds->count() == 0;  // a grid given is the grid drawn
+    action = [o] { return run_leaderboard(*o); };
+  });
 }
 
 }  // namespace pkb::cli

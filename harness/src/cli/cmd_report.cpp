@@ -77,10 +77,15 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb or paper; default: as each record chose)")
       ->check(CLI::IsMember({"pkb", "paper"}));
-  cmd->add_option("--thresholds", o->settings.thresholds, "Comma-separated speedup thresholds p of the curve")
+  CLI::Option* thresholds =
+      cmd->add_option("--thresholds", o->settings.thresholds,
+                      "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
       ->delimiter(',')->check(CLI::NonNegativeNumber);
   cmd->add_flag("--partial", o->partial, "Score the shards given even when some of the run's shards are missing");
-  cmd->callback([o, &action] { action = [o] { return run_report(*o); }; });
+  cmd->callback([o, thresholds, &action] {
+    o->settings.extend_thresholds = thresholds->count() == 0;  // a grid given is the grid drawn
+    action = [o] { return run_report(*o); };
+  });
 }
 
 }  // namespace pkb::cli
