@@ -1,6 +1,7 @@
 // report.html: the run's header (model, configuration, fingerprint, record counts, warnings), headline numbers,
 // the speedup-threshold curve as inline SVG, and sortable per-problem and per-category tables. One file, no
 // external resources; every inserted text is escaped.
+#include <algorithm>
 #include <sstream>
 
 #include "scoring/format.h"
@@ -23,12 +24,30 @@ std::string mean_and_count(const Aggregate& a, double sum) {
   return fixed(sum, 2) + " out of " + std::to_string(a.problems) + " problems";
 }
 
+// A manifest entry as rows a reader can scan: objects become one row per field under a dotted key
+// ("settings.samples"), arrays of plain values one comma-separated row, arrays of objects (the selection) their
+// count; only what nests deeper than that stays JSON.
+void manifest_items(std::vector<std::pair<std::string, std::string>>& items, const std::string& key,
+                    const nlohmann::json& value, int depth = 0) {
+  auto plain = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  if (value.is_object() && !value.empty() && depth < 3) {
+    for (const auto& [k, v] : value.items()) manifest_items(items, key + "." + k, v, depth + 1);
+  } else if (value.is_array()) {
+    bool records = std::any_of(value.begin(), value.end(), [](const auto& v) { return v.is_structured(); });
+    std::string joined;
+    for (const auto& v : value) joined += (joined.empty() ? "" : ", ") + plain(v);
+    items.emplace_back(key, records ? std::to_string(value.size()) + " entries (manifest.json)" : joined);
+  } else {
+    items.emplace_back(key, plain(value));
+  }
+}
+
 std::string run_items(const LoadedResults& loaded) {
   std::vector<std::pair<std::string, std::string>> items;
   if (loaded.run.is_object()) {  // the model first, then the rest of the manifest as written
     if (loaded.run.contains("model")) items.emplace_back("model", run_label(loaded));
     for (const auto& [key, value] : loaded.run.items())
-      if (key != "model") items.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+      if (key != "model") manifest_items(items, key, value);
   }
   items.emplace_back("results", loaded.source);
   items.emplace_back("configuration", html::configurations_text(loaded.configurations));

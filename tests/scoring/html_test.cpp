@@ -114,6 +114,18 @@ TEST(Html, AWideGridIsDrawnOnALogAxis) {
   EXPECT_NEAR(linear[0][2].x - linear[0][1].x, 3 * (linear[0][1].x - linear[0][0].x), 0.02);
 }
 
+// The Run section shows the manifest as rows (nested settings under dotted keys), never as raw JSON.
+TEST(Html, TheRunSectionShowsTheManifestAsRows) {
+  LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
+  loaded.run["settings"] = {{"samples", 3}, {"timing", {{"method", "pkb"}, {"iters", 100}}}, {"ks", {1, 3}}};
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  for (const char* row : {"<dt>samples</dt><dd>3</dd>", "<dt>settings.timing.method</dt><dd>pkb</dd>",
+                          "<dt>settings.timing.iters</dt><dd>100</dd>", "<dt>settings.ks</dt><dd>1, 3</dd>",
+                          "<dt>selection</dt><dd>6 entries (manifest.json)</dd>"})
+    EXPECT_NE(page.find(row), std::string::npos) << row;
+  EXPECT_EQ(page.find("&quot;method&quot;"), std::string::npos) << "no JSON in the Run section";
+}
+
 TEST(Html, ReportChartPlotsTheCurveOfEachK) {
   LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
   ScoreSettings st;

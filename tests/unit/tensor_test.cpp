@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
+#include "reference/libtorch_version.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
 #include "test_util.h"
@@ -219,6 +220,26 @@ TEST(Compare, CatchesWrongNanShapeAndSystematicBias) {
   at::Tensor ints = at::arange(10, at::kLong);
   EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, ints + 1, ints, loose, at::kLong).pass);
   EXPECT_TRUE(pkb::compare(pkb::Policy::robust, ints.clone(), ints, loose, at::kLong).pass);
+}
+
+// Records name the libtorch in use: pip's version.py beside torch/lib, else the soname's version.
+TEST(LibtorchVersion, ReadFromTheLibraryInUse) {
+  pkb::test::TempDir tmp;
+  auto pip = tmp.path() / "site-packages/torch";
+  pkb::test::write_file(pip / "lib/libtorch_cpu.so", "");
+  pkb::test::write_file(pip / "version.py", "from typing import Optional\n__version__ = '2.11.0+cu130'\ncuda = '13.0'\n");
+  EXPECT_EQ(pkb::libtorch_version_at(pip / "lib/libtorch_cpu.so", "?"), "2.11.0+cu130");
+
+  auto debian = tmp.path() / "usr/lib";
+  pkb::test::write_file(debian / "libtorch_cpu.so.1.13.0", "");
+  std::filesystem::create_symlink("libtorch_cpu.so.1.13.0", debian / "libtorch_cpu.so.1.13");
+  EXPECT_EQ(pkb::libtorch_version_at(debian / "libtorch_cpu.so.1.13", "?"), "1.13.0") << "the real file's name";
+
+  pkb::test::write_file(tmp.path() / "plain/libtorch_cpu.so", "");
+  EXPECT_EQ(pkb::libtorch_version_at(tmp.path() / "plain/libtorch_cpu.so", "built against 9.9"), "built against 9.9");
+
+  std::string here = pkb::loaded_libtorch_version("?");
+  EXPECT_TRUE(!here.empty() && std::isdigit(static_cast<unsigned char>(here[0]))) << here;
 }
 
 TEST(Registry, EveryShippedProblemHasAReferenceAndOracle) {

@@ -23,6 +23,7 @@
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
+#include "reference/libtorch_version.h"
 #include "seal/seal.h"
 #include "runtime/runtime.h"
 #include "spec/catalog.h"
@@ -94,7 +95,7 @@ json provenance(const EvalOptions& o) {
   auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
   return {{"pkb_git", repo_revision()}, {"gpu", gpu}, {"driver", driver},
           {"cuda_driver_api", v.driver}, {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl},
-          {"libtorch", PKB_TORCH_VERSION_STRING}};
+          {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
 }
 
 // What the machine and software are, without pkb's own revision: a new commit keeps cached baselines.
