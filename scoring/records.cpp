@@ -194,8 +194,6 @@ void parse_lines(LoadedResults& r, std::map<std::string, size_t>& problem_at, st
 
 }  // namespace
 
-const char* policy_name(Policy p) { return p == Policy::robust ? "robust" : "pkb"; }
-
 LoadedResults parse_results(std::istream& in, const std::string& name) { return parse_results({{&in, name}}); }
 
 LoadedResults parse_results(const std::vector<std::pair<std::istream*, std::string>>& inputs) {

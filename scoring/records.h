@@ -23,13 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/policy.h"
 #include "core/result_record.h"
 
 namespace pkb::scoring {
 
-// Which check decides that a sample is correct (docs/metrics.md).
-enum class Policy { robust, pkb };
-const char* policy_name(Policy p);
+using pkb::Policy;  // which check decides that a sample is correct (core/policy.h)
 
 struct Sample {
   std::string key;  // ResultRecord::sample_key(): what makes two records the same sample

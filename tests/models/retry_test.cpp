@@ -113,7 +113,7 @@ TEST(ParseErrorBody, AllProviderShapes) {
 
 TEST(ClassifyFailure, RetryableStatuses) {
   for (long s : {408L, 409L, 429L, 500L, 502L, 503L, 504L, 529L}) {
-    Verdict v = classify_failure(response(s, "{}"), kNow);
+    AttemptVerdict v = classify_failure(response(s, "{}"), kNow);
     EXPECT_TRUE(v.retry) << s;
   }
   EXPECT_EQ(classify_failure(response(529, fx::kAnthropicOverloaded), kNow).kind, ErrorKind::server);
@@ -122,7 +122,7 @@ TEST(ClassifyFailure, RetryableStatuses) {
 
 TEST(ClassifyFailure, NonRetryableStatuses) {
   for (long s : {400L, 401L, 403L, 404L, 413L, 422L}) {
-    Verdict v = classify_failure(response(s, "{}"), kNow);
+    AttemptVerdict v = classify_failure(response(s, "{}"), kNow);
     EXPECT_FALSE(v.retry) << s;
   }
   EXPECT_EQ(classify_failure(response(401, "{}"), kNow).kind, ErrorKind::auth);
@@ -142,14 +142,14 @@ TEST(ClassifyFailure, QuotaAndBillingAreNeverRetried) {
        R"({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Quota exceeded","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"5s"}]}})"},
   };
   for (const auto& [status, body] : cases) {
-    Verdict v = classify_failure(response(status, body, {{"x-should-retry", "true"}}), kNow);
+    AttemptVerdict v = classify_failure(response(status, body, {{"x-should-retry", "true"}}), kNow);
     EXPECT_EQ(v.kind, ErrorKind::quota) << body;
     EXPECT_FALSE(v.retry) << body;
   }
 }
 
 TEST(ClassifyFailure, GeminiPerMinuteQuotaIsRetriedWithItsDelay) {
-  Verdict v = classify_failure(response(429, fx::kGemini429RetryInfo), kNow);
+  AttemptVerdict v = classify_failure(response(429, fx::kGemini429RetryInfo), kNow);
   EXPECT_EQ(v.kind, ErrorKind::rate_limited);
   EXPECT_TRUE(v.retry);
   EXPECT_DOUBLE_EQ(*v.hint_s, 0.4);
@@ -161,13 +161,13 @@ TEST(ClassifyFailure, ShouldRetryHeaderOverridesStatus) {
 }
 
 TEST(ClassifyFailure, MessageNamesStatusCodeAndText) {
-  Verdict v = classify_failure(response(502, "<html><title>502 Bad Gateway</title></html>"), kNow);
+  AttemptVerdict v = classify_failure(response(502, "<html><title>502 Bad Gateway</title></html>"), kNow);
   EXPECT_EQ(v.message, "HTTP 502: 502 Bad Gateway");
-  Verdict q = classify_failure(response(429, fx::kOpenAIInsufficientQuota), kNow);
+  AttemptVerdict q = classify_failure(response(429, fx::kOpenAIInsufficientQuota), kNow);
   EXPECT_EQ(
       q.message,
       "HTTP 429 insufficient_quota: You exceeded your current quota, please check your plan and billing details.");
-  Verdict vllm = classify_failure(response(400, fx::kVllmErrorNew), kNow);
+  AttemptVerdict vllm = classify_failure(response(400, fx::kVllmErrorNew), kNow);
   EXPECT_EQ(vllm.message.rfind("HTTP 400 BadRequestError: This model's maximum context length", 0), 0u) << vllm.message;
 }
 
@@ -176,7 +176,7 @@ TEST(ClassifyFailure, TransportFailures) {
   refused.curl_code = 7;
   refused.transport_error = "Failed to connect";
   refused.transient = true;
-  Verdict v = classify_failure(refused, kNow);
+  AttemptVerdict v = classify_failure(refused, kNow);
   EXPECT_EQ(v.kind, ErrorKind::transport);
   EXPECT_TRUE(v.retry);
   HttpResponse slow = refused;

@@ -14,10 +14,10 @@ using nlohmann::json;
 
 json body_of(const HttpRequest& r) { return json::parse(r.body); }
 
-Reply parse(Api api, const std::string& body, Verdict* verdict = nullptr) {
+Reply parse(Api api, const std::string& body, AttemptVerdict* verdict = nullptr) {
   Reply r;
   r.http_status = 200;
-  Verdict v = parse_success(*make_wire_format(api), body, r);
+  AttemptVerdict v = parse_success(*make_wire_format(api), body, r);
   if (verdict) *verdict = v;
   r.error = v.kind;
   return r;
@@ -160,7 +160,7 @@ TEST(ProviderCutOffs, ContentFiltersAndRefusalsAreRefused) {
 
 // A 200 with neither candidates nor a block reason is a broken reply: retried, never cached as "no code".
 TEST(GeminiParse, NoCandidatesWithoutABlockReasonIsABadResponse) {
-  Verdict v;
+  AttemptVerdict v;
   Reply r = parse(Api::gemini, R"({"usageMetadata":{"promptTokenCount":5},"modelVersion":"gemini-2.5-pro"})", &v);
   EXPECT_EQ(r.error, ErrorKind::bad_response);
   EXPECT_TRUE(v.retry);
@@ -218,7 +218,7 @@ TEST(ResponsesParse, IncompleteWithOnlyReasoningIsLength) {
 }
 
 TEST(ResponsesParse, FailedStatusIsAnApiError) {
-  Verdict v;
+  AttemptVerdict v;
   json b = {
       {"status", "failed"}, {"error", {{"code", "server_error"}, {"message", "boom"}}}, {"output", json::array()}};
   Reply r = parse(Api::openai_responses, b.dump(), &v);
@@ -272,7 +272,7 @@ TEST(GeminiParse, BlockedPromptHasNoCandidates) {
 TEST(ParseSuccess, MalformedBodiesAreBadResponses) {
   for (const char* body :
        {"not json at all", "{\"choices\": [", "[]", "{}", R"({"choices":[{"message":"x"}]})", R"({"choices":[]})"}) {
-    Verdict v;
+    AttemptVerdict v;
     Reply r = parse(Api::openai_chat, body, &v);
     EXPECT_EQ(r.error, ErrorKind::bad_response) << body;
     EXPECT_TRUE(v.retry);  // a cut or empty 2xx body is mostly a proxy's or a transient fault

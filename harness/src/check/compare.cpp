@@ -8,8 +8,6 @@
 
 namespace pkb {
 
-const char* policy_name(Policy p) { return p == Policy::pkb ? "pkb" : "robust"; }
-
 Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& expected_in, const Tolerance& tol,
                    at::ScalarType out_dtype) {
   Comparison c;

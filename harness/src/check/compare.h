@@ -11,12 +11,11 @@
 
 #include <ATen/ATen.h>
 
+#include "core/policy.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
 
-enum class Policy { pkb, robust };
-const char* policy_name(Policy p);
 
 struct Comparison {
   bool pass = false;

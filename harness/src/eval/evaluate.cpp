@@ -29,7 +29,6 @@
 #include "spec/catalog.h"
 #include "spec/roofline.h"
 #include "spec/topology.h"
-#include "validate/validate.h"
 #include "worker/worker.h"
 
 #ifndef PKB_TORCH_VERSION_STRING

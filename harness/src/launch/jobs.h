@@ -72,6 +72,8 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const 
 // The Python interpreter that can import torch: $PKB_PYTHON, else `python3` on PATH, else /usr/bin/python3
 // (Debian's python3-torch when PATH's python3 is another one, e.g. pyenv's); "" when none can. Cached.
 const std::string& python_with_torch();
+// Whether some python3 here can import torch (python_with_torch is not empty).
+inline bool python_torch_available() { return !python_with_torch().empty(); }
 
 // dir/PREFIXR.json for every rank R (null where a rank wrote none or it does not parse).
 std::vector<nlohmann::json> read_records(const std::filesystem::path& dir, const std::string& prefix, int world);

@@ -51,7 +51,7 @@ class HttpProvider : public Provider {
     Reply reply;
     int broken = 0;
     for (int attempt = 1;; ++attempt) {
-      Verdict v = opt_.stream ? attempt_streamed(http, reply) : attempt_once(http, reply);
+      AttemptVerdict v = opt_.stream ? attempt_streamed(http, reply) : attempt_once(http, reply);
       reply.attempts = attempt;
       if (v.kind == ErrorKind::none) break;
       reply.error = v.kind;
@@ -75,12 +75,12 @@ class HttpProvider : public Provider {
   // One streamed exchange. An HTTP error status is buffered and classified as in attempt_once; so is a 2xx
   // that is not an event stream (a server that ignored the stream flag sends one JSON body). Events go to the
   // wire format's assembler as they arrive; the transfer stops at the terminal event or at an error event.
-  Verdict attempt_streamed(const HttpRequest& http, Reply& reply) const {
+  AttemptVerdict attempt_streamed(const HttpRequest& http, Reply& reply) const {
     std::unique_ptr<StreamAssembler> assembler = wire_->assembler();
     SseParser sse;
     std::string plain;  // a 2xx body that is not an event stream
     std::optional<bool> is_sse;
-    Verdict stop;
+    AttemptVerdict stop;
     BodySink sink = [&](std::string_view type, std::string_view bytes) {
       if (!is_sse) is_sse = type.find("text/event-stream") != std::string_view::npos;
       if (!*is_sse) {
@@ -107,7 +107,7 @@ class HttpProvider : public Provider {
     return classify_failure(resp, std::time(nullptr));
   }
 
-  Verdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler, Verdict stop,
+  AttemptVerdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler, AttemptVerdict stop,
                         Reply& reply) const {
     if (stop.kind != ErrorKind::none) return stop;  // the provider's error event, or a malformed event
     // A whole answer is kept whatever happened to the connection after it: re-sending it would pay twice.
@@ -116,7 +116,7 @@ class HttpProvider : public Provider {
                       : resp.idle_timed_out ? resp.transport_error + " (--idle-timeout)"
                                             : resp.transport_error;
     if (sse.mid_event()) how += ", mid-event";
-    Verdict v;
+    AttemptVerdict v;
     v.kind = resp.timed_out ? ErrorKind::timeout : ErrorKind::transport;
     v.retry = true;  // cut mid-way: the next attempt starts from scratch
     v.message = "stream broken after " + std::to_string(sse.events()) + " events (" +
@@ -126,8 +126,8 @@ class HttpProvider : public Provider {
 
   // A response past HttpOptions::max_response_bytes: not an answer, and not worth asking again (the same server
   // would flood again, and each attempt may be billed).
-  static Verdict too_large(const HttpResponse& resp) {
-    Verdict v;
+  static AttemptVerdict too_large(const HttpResponse& resp) {
+    AttemptVerdict v;
     v.kind = ErrorKind::bad_response;
     v.retry = false;
     v.message = "HTTP " + std::to_string(resp.status) + ": " + resp.transport_error;
@@ -135,7 +135,7 @@ class HttpProvider : public Provider {
   }
 
   // One HTTP exchange; resets `reply` so a failed attempt leaves nothing behind in a later success.
-  Verdict attempt_once(const HttpRequest& http, Reply& reply) const {
+  AttemptVerdict attempt_once(const HttpRequest& http, Reply& reply) const {
     HttpResponse resp = http_post(http, opt_.http);
     reply = Reply{};
     reply.http_status = resp.status;

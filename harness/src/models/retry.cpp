@@ -230,8 +230,8 @@ ErrorBody parse_error_body(std::string_view body) {
   return e;
 }
 
-Verdict classify_failure(const HttpResponse& resp, std::time_t now) {
-  Verdict v;
+AttemptVerdict classify_failure(const HttpResponse& resp, std::time_t now) {
+  AttemptVerdict v;
   if (!resp.completed()) {
     v.kind = resp.timed_out ? ErrorKind::timeout : ErrorKind::transport;
     v.retry = resp.transient;

@@ -47,7 +47,8 @@ ErrorBody parse_error_body(std::string_view body);
 /// Collapses whitespace, reduces HTML to its <title> (or its text), trims, and cuts at max_len characters.
 std::string clean_text(std::string_view text, size_t max_len = 300);
 
-struct Verdict {
+// What one attempt (an HTTP response, a stream event) means: its error kind, whether to retry, the server's hint.
+struct AttemptVerdict {
   ErrorKind kind = ErrorKind::none;
   bool retry = false;
   std::string message;
@@ -55,6 +56,6 @@ struct Verdict {
 };
 
 /// Classifies a transport failure or a non-2xx response.
-Verdict classify_failure(const HttpResponse& resp, std::time_t now);
+AttemptVerdict classify_failure(const HttpResponse& resp, std::time_t now);
 
 }  // namespace pkb::models

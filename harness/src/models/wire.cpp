@@ -48,9 +48,9 @@ HttpRequest make_json_request(std::string url, json body, const Request& req) {
 }
 
 // Retried: a 2xx whose body is cut or empty is usually a proxy or a transient server fault; never cached.
-Verdict bad_response(const std::string& what) { return {ErrorKind::bad_response, true, what, std::nullopt}; }
+AttemptVerdict bad_response(const std::string& what) { return {ErrorKind::bad_response, true, what, std::nullopt}; }
 
-bool parse_event(const SseEvent& e, json& j, Verdict& bad) {
+bool parse_event(const SseEvent& e, json& j, AttemptVerdict& bad) {
   j = json::parse(e.data, nullptr, false);
   if (j.is_object()) return true;
   bad = bad_response("malformed stream event: " + clean_text(e.data, 200));
@@ -75,7 +75,7 @@ std::unique_ptr<WireFormat> make_wire_format(Api api) {
   return nullptr;
 }
 
-Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& reply) {
+AttemptVerdict parse_success(const WireFormat& wire, std::string_view body, Reply& reply) {
   // Leading blank lines (DeepSeek keep-alive) are JSON whitespace, so they parse fine.
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
@@ -84,8 +84,8 @@ Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& repl
   return parse_assembled(wire, j, reply);
 }
 
-Verdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, Reply& reply) {
-  Verdict v;
+AttemptVerdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, Reply& reply) {
+  AttemptVerdict v;
   try {
     v = wire.parse(j, reply);
   } catch (const nlohmann::json::exception& e) {  // a field of an unexpected type
@@ -100,13 +100,13 @@ Verdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, Reply& 
   return v;
 }
 
-Verdict stream_error_verdict(std::string_view event_data) {
+AttemptVerdict stream_error_verdict(std::string_view event_data) {
   ErrorBody e = parse_error_body(event_data);
   std::string label = !e.type.empty() ? e.type : !e.status.empty() ? e.status : e.code;  // Google: status over 503
   std::string low = label;
   std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
   auto has = [&](const char* s) { return low.find(s) != std::string::npos; };
-  Verdict v{ErrorKind::api_error, true, "stream error event: " + (label.empty() ? "" : label + ": ") + e.message,
+  AttemptVerdict v{ErrorKind::api_error, true, "stream error event: " + (label.empty() ? "" : label + ": ") + e.message,
             std::nullopt};
   if (has("quota") || has("billing") || has("spend_limit") || has("insufficient_balance"))
     v.kind = ErrorKind::quota, v.retry = false;

@@ -25,7 +25,7 @@ class StreamAssembler {
   virtual ~StreamAssembler() = default;
   /// Takes one event. A verdict other than none (the provider's error event, a malformed event) ends the
   /// attempt with that failure.
-  virtual Verdict on_event(const SseEvent& e) = 0;
+  virtual AttemptVerdict on_event(const SseEvent& e) = 0;
   /// The terminal event arrived ([DONE], message_stop, response.completed, ...): nothing more to read.
   virtual bool finished() const = 0;
   /// The answer is whole (its stop reason arrived), even if the connection then breaks before the terminal
@@ -45,20 +45,20 @@ class WireFormat {
   virtual std::unique_ptr<StreamAssembler> assembler() const = 0;
   /// Fills text, reasoning, finish, usage and model_reported from a 2xx body. A body that is not JSON or lacks
   /// the expected structure gives bad_response; a body reporting failure gives api_error (maybe retryable).
-  virtual Verdict parse(const nlohmann::json& body, Reply& reply) const = 0;
+  virtual AttemptVerdict parse(const nlohmann::json& body, Reply& reply) const = 0;
 };
 
 std::unique_ptr<WireFormat> make_wire_format(Api api);
 
 /// Parses a 2xx body for `api`; adds the generic checks (valid JSON, <think> splitting).
-Verdict parse_success(const WireFormat& wire, std::string_view body, Reply& reply);
+AttemptVerdict parse_success(const WireFormat& wire, std::string_view body, Reply& reply);
 /// The same for a body already parsed: the one a StreamAssembler put together.
-Verdict parse_assembled(const WireFormat& wire, const nlohmann::json& body, Reply& reply);
+AttemptVerdict parse_assembled(const WireFormat& wire, const nlohmann::json& body, Reply& reply);
 
 /// A provider's error event inside a stream (Anthropic overloaded_error, a Responses "error", an OpenAI or
 /// Gemini error object), by its type/code/status label: overloaded, server and rate-limit errors are
 /// retried, quota and request errors are not, unknown ones are retried (the stream broke on the server).
-Verdict stream_error_verdict(std::string_view event_data);
+AttemptVerdict stream_error_verdict(std::string_view event_data);
 
 /// o-series and GPT-5 reasoning models: reject non-default temperature and the legacy max_tokens.
 bool openai_is_reasoning_model(std::string_view model);

@@ -20,9 +20,9 @@ FinishReason anthropic_finish(const std::string& raw) {
 // cumulative usage), message_stop; ping keep-alives; an error event (overloaded_error, ...) ends the stream.
 class AnthropicAssembler : public StreamAssembler {
  public:
-  Verdict on_event(const SseEvent& e) override {
+  AttemptVerdict on_event(const SseEvent& e) override {
     json j;
-    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    if (AttemptVerdict bad; !parse_event(e, j, bad)) return bad;
     std::string type = event_type(j, e);
     if (type == "error") return stream_error_verdict(e.data);
     if (type == "message_start") {
@@ -92,7 +92,7 @@ class Anthropic : public WireFormat {
     return http;
   }
 
-  Verdict parse(const json& j, Reply& r) const override {
+  AttemptVerdict parse(const json& j, Reply& r) const override {
     if (str(j, "type") == "error")
       return {ErrorKind::api_error, false, "error in 2xx body: " + clean_text(str(obj(j, "error"), "message")),
               std::nullopt};

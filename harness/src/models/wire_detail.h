@@ -25,10 +25,10 @@ void append_para(std::string& to, const std::string& piece);
 /// Body as JSON with Request::extra merged last; headers start with Content-Type.
 HttpRequest make_json_request(std::string url, json body, const Request& req);
 
-Verdict bad_response(const std::string& what);
+AttemptVerdict bad_response(const std::string& what);
 
 /// A stream event's data parsed into `j`; false with `bad` set (a malformed event) when it is not a JSON object.
-bool parse_event(const SseEvent& e, json& j, Verdict& bad);
+bool parse_event(const SseEvent& e, json& j, AttemptVerdict& bad);
 /// The event's type: the JSON's "type", else the SSE event name (Anthropic and Responses send both).
 std::string event_type(const json& j, const SseEvent& e);
 

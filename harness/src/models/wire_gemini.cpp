@@ -17,9 +17,9 @@ FinishReason gemini_finish(const std::string& raw) {
 // carries finishReason and the final usageMetadata. No terminal event: the stream ends with the connection.
 class GeminiAssembler : public StreamAssembler {
  public:
-  Verdict on_event(const SseEvent& e) override {
+  AttemptVerdict on_event(const SseEvent& e) override {
     json j;
-    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    if (AttemptVerdict bad; !parse_event(e, j, bad)) return bad;
     if (j.contains("error")) return stream_error_verdict(e.data);
     if (j.contains("usageMetadata") && j["usageMetadata"].is_object()) usage_ = j["usageMetadata"];
     if (std::string v = str(j, "modelVersion"); !v.empty()) model_ = v;
@@ -83,7 +83,7 @@ class Gemini : public WireFormat {
     return http;
   }
 
-  Verdict parse(const json& j, Reply& r) const override {
+  AttemptVerdict parse(const json& j, Reply& r) const override {
     if (j.contains("error"))
       return {ErrorKind::api_error, false, "error in 2xx body: " + clean_text(str(obj(j, "error"), "message")),
               std::nullopt};

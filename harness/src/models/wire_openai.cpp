@@ -60,7 +60,7 @@ class OpenAIChat : public WireFormat {
 
   std::unique_ptr<StreamAssembler> assembler() const override;
 
-  Verdict parse(const json& j, Reply& r) const override {
+  AttemptVerdict parse(const json& j, Reply& r) const override {
     if (j.contains("error") && !j.contains("choices"))
       return {ErrorKind::api_error, false, "error in 2xx body: " + clean_text(j["error"].dump()), std::nullopt};
     const json& choices = arr(j, "choices");
@@ -93,13 +93,13 @@ class OpenAIChat : public WireFormat {
 // chunk of its own (stream_options.include_usage), then "data: [DONE]".
 class ChatAssembler : public StreamAssembler {
  public:
-  Verdict on_event(const SseEvent& e) override {
+  AttemptVerdict on_event(const SseEvent& e) override {
     if (e.data == "[DONE]") {
       done_ = true;
       return {};
     }
     json j;
-    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    if (AttemptVerdict bad; !parse_event(e, j, bad)) return bad;
     // OpenAI sends {"error": {...}} mid-stream; vLLM and SGLang a flat {"object": "error", ...}.
     if ((j.contains("error") && !j.contains("choices")) || str(j, "object") == "error")
       return stream_error_verdict(e.data);
@@ -145,9 +145,9 @@ std::unique_ptr<StreamAssembler> OpenAIChat::assembler() const { return std::mak
 // event. The terminal response is what parse() reads; the deltas stand in only where it lacks output[].
 class ResponsesAssembler : public StreamAssembler {
  public:
-  Verdict on_event(const SseEvent& e) override {
+  AttemptVerdict on_event(const SseEvent& e) override {
     json j;
-    if (Verdict bad; !parse_event(e, j, bad)) return bad;
+    if (AttemptVerdict bad; !parse_event(e, j, bad)) return bad;
     std::string type = event_type(j, e);
     if (type == "error") return stream_error_verdict(e.data);
     if (type == "response.output_text.delta") text_ += str(j, "delta");
@@ -219,7 +219,7 @@ class OpenAIResponses : public WireFormat {
     return http;
   }
 
-  Verdict parse(const json& j, Reply& r) const override {
+  AttemptVerdict parse(const json& j, Reply& r) const override {
     std::string status = str(j, "status");
     if (status == "failed") {
       const json& err = obj(j, "error");

@@ -30,7 +30,7 @@ fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, in
 }
 
 // First error any rank recorded, else the process summary with the tail of stderr.
-std::string launch_failure(const ProcessResult& pr, const fs::path& dir, int world) {
+std::string launch_failure_detail(const ProcessResult& pr, const fs::path& dir, int world) {
   if (auto e = first_rank_error(read_rank_records(dir, world))) return "rank " + std::to_string(e->rank) + ": " + e->message;
   std::string tail = stderr_tail(pr, 600);
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
@@ -162,8 +162,6 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
 }  // namespace
 
 const char* verdict_name(Verdict v) { return v == Verdict::pass ? "PASS" : v == Verdict::skip ? "SKIP" : "FAIL"; }
-
-bool python_torch_available() { return !python_with_torch().empty(); }
 
 namespace {
 
@@ -329,7 +327,7 @@ std::vector<ValidationResult> validate_problems(const std::vector<const ProblemS
         p.res.record["reference_launch_problems"] = todo.size();
         if (i < finished) continue;
         p.res.record["reference_launch"] = {{"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
-        finish(p, Verdict::fail, "reference run failed: " + launch_failure(pr, p.dir, options.world));
+        finish(p, Verdict::fail, "reference run failed: " + launch_failure_detail(pr, p.dir, options.world));
       }
       todo.erase(todo.begin(), todo.begin() + static_cast<std::ptrdiff_t>(covered));
     }

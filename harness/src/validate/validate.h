@@ -64,7 +64,4 @@ constexpr size_t kValidateBatch = 16;
 std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs, const ValidateOptions& opts,
                                                 const std::function<void(const ValidationResult&)>& on_result);
 
-// Whether some python3 here can import torch (launch/jobs.h python_with_torch; cached per process).
-bool python_torch_available();
-
 }  // namespace pkb

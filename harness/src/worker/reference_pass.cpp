@@ -15,7 +15,7 @@
 namespace pkb {
 namespace {
 
-void check_outputs(const ProblemSpec& spec, const RunShape& run, int rank, const Tensors& outs) {
+void check_output_shapes(const ProblemSpec& spec, const RunShape& run, int rank, const Tensors& outs) {
   if (outs.size() != spec.outputs.size())
     throw Error("reference returned " + std::to_string(outs.size()) + " outputs, problem.json lists " +
                 std::to_string(spec.outputs.size()));
@@ -98,7 +98,7 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     Tensors outs = impl->reference(ctx, device_inputs);
     world_comm->synchronize();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    check_outputs(spec, env.run, env.rank, outs);
+    check_output_shapes(spec, env.run, env.rank, outs);
     save_outputs(spec, outs, rank_path(o.out_dir, trial, "rank", env.rank));
     if (o.precise_too) {
       Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
@@ -128,7 +128,7 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
       RankInputs in = make_inputs(spec, env.run, env.rank, kTimedTrialBase + k, o.seed);
       Tensors outs = impl->reference(ctx, to_device(in.tensors, ctx.device, o.precise));
       world_comm->synchronize();
-      check_outputs(spec, env.run, env.rank, outs);
+      check_output_shapes(spec, env.run, env.rank, outs);
       save_outputs(spec, outs, dir / ("rank" + std::to_string(env.rank) + ".safetensors"));
       if (o.precise_too) {
         Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
