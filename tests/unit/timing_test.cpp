@@ -10,6 +10,8 @@
 #include "spec/catalog.h"
 #include "test_util.h"
 #include "worker/timing.h"
+#include "worker/worker.h"
+#include "worker/worker_cli.h"
 
 namespace pkb {
 namespace {
@@ -186,3 +188,65 @@ TEST(TimingStats, PythonRunnerSummarizesTheSame) {
 
 }  // namespace
 }  // namespace pkb
+
+namespace {
+
+// What pkb-rank parses from `args` (its own flag definitions).
+pkb::WorkerOptions parse_worker_args(const std::vector<std::string>& args) {
+  CLI::App app;
+  pkb::WorkerOptions o;
+  pkb::add_worker_flags(app, o);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  app.parse(reversed);
+  return o;
+}
+
+}  // namespace
+
+// The driver's to_args and pkb-rank's parser agree on every option, defaults included.
+TEST(WorkerArgs, RoundTripEveryOption) {
+  pkb::WorkerOptions o;
+  o.problem_dir = "/pkb/problems/001_allreduce";
+  o.device = "cuda";
+  o.dtype = "fp32";
+  o.trials = {0, 1, 2};
+  o.seed = 18446744073709551615ull;
+  o.params = {"M=64", "N=48"};
+  o.out_dir = "/tmp/out dir";
+  o.save_inputs = o.precise = o.precise_too = o.time = true;
+  o.timing.iters = 7;
+  o.timing.max_reps = 9;
+  o.timing.ci_target = 0.02;
+  o.post_trial = 3;
+  o.candidate = "/pkb/candidate.so";
+  o.heap_mib = 512;
+  o.seal_dir = "/pkb/seal";
+  o.rotation_copies = 91;
+  o.warmup_copies = 4;
+  o.timed_checks = {1, 18446744073709551615ull};
+  pkb::WorkerOptions p = parse_worker_args(pkb::to_args(o));
+  EXPECT_EQ(p.problem_dir, o.problem_dir);
+  EXPECT_EQ(p.device, o.device);
+  EXPECT_EQ(p.dtype, o.dtype);
+  EXPECT_EQ(p.trials, o.trials);
+  EXPECT_EQ(p.seed, o.seed);
+  EXPECT_EQ(p.params, o.params);
+  EXPECT_EQ(p.out_dir, o.out_dir);
+  EXPECT_TRUE(p.save_inputs && p.precise && p.precise_too && p.time);
+  EXPECT_EQ(p.timing.to_args(), o.timing.to_args());
+  EXPECT_EQ(p.post_trial, o.post_trial);
+  EXPECT_EQ(p.candidate, o.candidate);
+  EXPECT_EQ(p.heap_mib, o.heap_mib);
+  EXPECT_EQ(p.seal_dir, o.seal_dir);
+  EXPECT_EQ(p.rotation_copies, o.rotation_copies);
+  EXPECT_EQ(p.warmup_copies, o.warmup_copies);
+  EXPECT_EQ(p.timed_checks, o.timed_checks);
+
+  pkb::WorkerOptions batch;
+  batch.batch_file = "/tmp/batch.json";
+  pkb::WorkerOptions q = parse_worker_args(pkb::to_args(batch));
+  EXPECT_EQ(q.batch_file, batch.batch_file);
+  EXPECT_TRUE(q.problem_dir.empty() && q.out_dir.empty() && q.candidate.empty() && !q.time && !q.save_inputs);
+  EXPECT_EQ(q.post_trial, batch.post_trial);
+  EXPECT_EQ(q.trials, batch.trials);
+}

@@ -45,13 +45,24 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<std::string> worker_args(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
-  std::vector<std::string> a = {"--problem-dir", spec.dir.string(),
-                                "--device", o.device, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
-                                "--out", dir.string(), "--time"};
-  for (const auto& t : o.timing.to_args()) a.push_back(t);
-  for (const auto& [k, v] : o.params) a.insert(a.end(), {"--param", k + "=" + std::to_string(v)});
-  return a;
+// What both passes of an evaluation give pkb-rank: the problem, the run's shape and seed, timing.
+WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
+  WorkerOptions w;
+  w.problem_dir = spec.dir.string();
+  w.device = o.device;
+  w.dtype = o.dtype;
+  w.seed = o.seed;
+  w.out_dir = dir.string();
+  w.time = true;
+  w.timing = o.timing;
+  for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
+  return w;
+}
+
+std::vector<int> trial_range(int first, int last) {
+  std::vector<int> t;
+  for (int i = first; i <= last; ++i) t.push_back(i);
+  return t;
 }
 
 // How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
@@ -200,16 +211,13 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   }
   info["cached"] = false;
   fs::path work = private_work_dir(dir);
-  auto args = worker_args(spec, o, work);
-  args.insert(args.end(), {"--trials", trial_list(0, post)});
+  WorkerOptions w = worker_options(spec, o, work);
+  w.trials = trial_range(0, post);
   std::random_device entropy;
-  std::string draws;
-  for (int i = 0; i < timed_check_count(o.timing); ++i)
-    draws += (i ? "," : "") + std::to_string((uint64_t{entropy()} << 32) | entropy());
-  args.insert(args.end(), {"--timed-checks", draws});
-  if (python) args.push_back("--save-inputs");
+  for (int i = 0; i < timed_check_count(o.timing); ++i) w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
+  w.save_inputs = python;
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch(o, args, work, "reference");
+  ProcessResult pr = launch(o, to_args(w), work, "reference");
   if (!pr.ok()) {
     std::string why = pr.summary();
     if (auto e = first_rank_error(read_rank_records(work, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
@@ -401,17 +409,16 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   fs::path problem_dir = boxed ? fs::path("/pkb/problems") / spec.folder() : spec.dir;
   fs::path seal_dir = boxed ? fs::path("/pkb/seal") : fifo;
   fs::path lib = boxed ? fs::path("/pkb/candidate.so") : fs::absolute(library);
-  auto args = worker_args(spec, o, scratch);
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--problem-dir") args[i + 1] = problem_dir.string();
-  args.insert(args.end(), {"--trials", trial_list(0, o.trials - 1), "--post-trial", std::to_string(o.trials),
-                           "--candidate", lib.string(), "--seal", seal_dir.string()});
-  if (copies > 0)
-    args.insert(args.end(), {"--rotation-copies", std::to_string(copies), "--warmup-copies",
-                             std::to_string(ref_record.value("candidate_warmup_copies", 1))});
-  if (o.heap_mib) args.insert(args.end(), {"--heap-mib", std::to_string(o.heap_mib)});
+  WorkerOptions w = worker_options(spec, o, scratch);
+  w.problem_dir = problem_dir.string();
+  w.trials = trial_range(0, o.trials - 1);
+  w.post_trial = o.trials;
+  w.candidate = lib.string();
+  w.seal_dir = seal_dir.string();
+  if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
+  w.heap_mib = o.heap_mib;
 
-  RankJob job = rank_job(o, args, cand_dir, "candidate");
+  RankJob job = rank_job(o, to_args(w), cand_dir, "candidate");
   Sandbox box;
   if (boxed) {
     box.gpu = o.device == "cuda";

@@ -18,6 +18,7 @@
 #include "reference/reference.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
+#include "worker/worker.h"
 
 namespace pkb {
 namespace {
@@ -83,17 +84,19 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   fs::create_directories(batch_dir);
   fs::path file = batch_dir / "batch.json";
   write_json_atomically(file, entries);
-  RankJob job{o.world, o.device == "cuda",
-              {"--batch", file.string(), "--device", o.device, "--dtype", o.dtype, "--trials",
-               trial_list(0, o.trials - 1), "--seed", std::to_string(o.seed)},
-              batch_dir, "mpirun", o.timeout_s * static_cast<double>(batch.size()), {}, nullptr, {}};
+  WorkerOptions w;
+  w.batch_file = file.string();
+  w.device = o.device;
+  w.dtype = o.dtype;
+  w.trials.clear();
+  for (int t = 0; t < o.trials; ++t) w.trials.push_back(t);
+  w.seed = o.seed;
+  w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
+  w.time = o.time;
+  w.timing = o.timing;
+  RankJob job{o.world, o.device == "cuda", to_args(w), batch_dir, "mpirun",
+              o.timeout_s * static_cast<double>(batch.size()), {}, nullptr, {}};
   if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
-  bool save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
-  if (save_inputs) job.args.push_back("--save-inputs");
-  if (o.time) {
-    job.args.push_back("--time");
-    for (const auto& t : o.timing.to_args()) job.args.push_back(t);
-  }
   ProcessResult pr = run_rank_job(job);
   size_t finished = 0;
   for (const Planned* p : batch) {

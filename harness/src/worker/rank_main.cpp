@@ -21,8 +21,8 @@
 #include "core/files.h"
 #include "core/parallel.h"
 #include "seal/seal.h"
-#include "worker/timing_cli.h"
 #include "worker/worker.h"
+#include "worker/worker_cli.h"
 
 namespace pkb {
 
@@ -106,34 +106,10 @@ int main(int argc, char** argv) {
   using namespace pkb;
   WorkerOptions o;
   CLI::App app{"pkb-rank: one rank of a pkb job (launched by pkb through mpirun)"};
-  std::string batch_file;
-  auto* problem_opt = app.add_option("--problem-dir", o.problem_dir, "problems/NNN_slug");
-  auto* batch_opt = app.add_option("--batch", batch_file,
-                                   "reference pass for several problems: a JSON array of {problem_dir, out, params}");
-  problem_opt->excludes(batch_opt);
-  app.add_option("--device", o.device, "cpu or cuda");
-  app.add_option("--dtype", o.dtype, "float dtype: bf16 or fp32");
-  app.add_option("--trials", o.trials, "trial indices")->delimiter(',');
-  app.add_option("--seed", o.seed, "base seed");
-  app.add_option("--param", o.params, "NAME=VALUE parameter override");
-  auto* out_opt = app.add_option("--out", o.out_dir, "output directory");
-  out_opt->excludes(batch_opt);
-  app.add_flag("--save-inputs", o.save_inputs, "also write each rank's inputs");
-  app.add_flag("--precise", o.precise, "reference only on fp32-upcast inputs");
-  app.add_flag("--precise-too", o.precise_too, "also write the precise (fp32-upcast) reference outputs");
-  app.add_flag("--time", o.time, "time after the checked trials");
-  add_timing_flags(&app, o.timing);
-  app.add_option("--post-trial", o.post_trial, "trial checked after timing (candidate pass)");
-  app.add_option("--candidate", o.candidate, "candidate shared library: run the candidate pass");
-  app.add_option("--heap-mib", o.heap_mib, "symmetric heap arena for the candidate's symm_alloc, MiB");
-  app.add_option("--seal", o.seal_dir, "directory of the driver's FIFOs: send outputs and records there (sealed)");
-  app.add_option("--rotation-copies", o.rotation_copies, "input copies for timing (candidate pass: the reference's)");
-  app.add_option("--warmup-copies", o.warmup_copies, "of those, the warm-up rotation (candidate pass: the reference's)");
-  app.add_option("--timed-checks", o.timed_checks, "reference pass: random draws naming the copies whose outputs are kept")
-      ->delimiter(',');
+  add_worker_flags(app, o);
   CLI11_PARSE(app, argc, argv);
   std::vector<WorkerOptions> jobs;
-  if (batch_file.empty()) {
+  if (o.batch_file.empty()) {
     if (o.problem_dir.empty() || o.out_dir.empty()) {
       std::cerr << "pkb-rank: --problem-dir and --out are required (or --batch FILE)\n";
       return 2;
@@ -145,9 +121,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      jobs = batch_jobs(o, batch_file);
+      jobs = batch_jobs(o, o.batch_file);
     } catch (const std::exception& e) {
-      std::cerr << "pkb-rank: --batch " << batch_file << ": " << e.what() << "\n";
+      std::cerr << "pkb-rank: --batch " << o.batch_file << ": " << e.what() << "\n";
       return 2;
     }
   }

@@ -15,8 +15,11 @@
 
 namespace pkb {
 
+// pkb-rank's options: the driver fills them and passes to_args(options); pkb-rank parses them back with
+// add_worker_flags (worker/worker_cli.h). A test checks the round trip, so the two cannot drift apart.
 struct WorkerOptions {
   std::string problem_dir;
+  std::string batch_file;  // instead of problem_dir and out_dir: reference passes of several problems (JSON)
   std::string device = "cpu";
   std::string dtype = "bf16";
   std::vector<int> trials = {0};
@@ -45,6 +48,9 @@ struct WorkerEnv {
   bool cuda = false;
   bool shared_gpu = false;  // several ranks on one GPU: no NCCL (the references stage through host memory)
 };
+
+// The command line that gives pkb-rank these options (defaults left out).
+std::vector<std::string> to_args(const WorkerOptions& o);
 
 WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world);
 
