@@ -27,7 +27,7 @@ int report_load_errors(const Catalog& c) {
 
 std::string world_text(const ProblemSpec& p) {
   std::string s = "W>=" + std::to_string(p.world_size.min);
-  if (p.world_size.max < (1 << 20)) s += ",<=" + std::to_string(p.world_size.max);
+  if (p.world_size.max < kUnboundedWorld) s += ",<=" + std::to_string(p.world_size.max);
   for (const auto& c : p.world_size.constraints) s += "," + c.text();
   return s;
 }

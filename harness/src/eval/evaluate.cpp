@@ -233,7 +233,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
     ProcessResult py = run_python_runner(job);
     if (!py.ok())
-      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " + stderr_tail(py, 600));
+      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " + stderr_tail(py, kMessageTailBytes));
   }
   write_json_atomically(work / "complete.json", {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
   place_directory(work, dir, "complete.json");
@@ -254,7 +254,7 @@ std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector
     return Failure{EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
   }
   if (pr.ok()) return std::nullopt;
-  std::string tail = stderr_tail(pr, 2000);
+  std::string tail = stderr_tail(pr, kRecordTailBytes);
   if (pr.timed_out)
     return Failure{EvalStatus::timeout, "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
                                             " s (hang or deadlock); the rank group was killed", {{"stderr_tail", tail}}};
@@ -492,7 +492,7 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
     return finish(EvalStatus::runtime_error, "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
   }
   if (!cr_run.ended.empty()) {
-    rec["failure"] = {{"stderr_tail", stderr_tail(pr, 2000)}};
+    rec["failure"] = {{"stderr_tail", stderr_tail(pr, kRecordTailBytes)}};
     return finish(EvalStatus::crash, cr_run.ended);
   }
 
@@ -699,7 +699,7 @@ std::string format_verdict(const json& r) {
   s << "  " << r.value("message", "") << "\n";
   if (r.contains("failure") && r["failure"].contains("stderr_tail")) {
     std::string tail = r["failure"]["stderr_tail"];
-    if (tail.size() > 600) tail = tail.substr(tail.size() - 600);
+    if (tail.size() > kMessageTailBytes) tail = tail.substr(tail.size() - kMessageTailBytes);
     s << "  stderr (tail):\n" << tail << "\n";
   }
   if (r.contains("checks"))

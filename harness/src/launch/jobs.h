@@ -87,7 +87,9 @@ struct RankError {
 // The first rank record whose status is not "ok".
 std::optional<RankError> first_rank_error(const std::vector<nlohmann::json>& records);
 
-// The end of a process's stderr, for one-line messages.
+// The end of a process's stderr: kMessageTailBytes for a one-line message, kRecordTailBytes for a record's
+// failure detail (what a reader, or a model in its feedback, sees of a crash).
+constexpr size_t kMessageTailBytes = 600, kRecordTailBytes = 2000;
 std::string stderr_tail(const ProcessResult& pr, size_t max_bytes);
 
 }  // namespace pkb

@@ -23,7 +23,7 @@ void* Runtime::alloc(size_t bytes, bool require_equal) {
                   " bytes, rank " + std::to_string(q) + " for " + std::to_string(all[q]));
     biggest = std::max(biggest, all[q]);
   }
-  size_t offset = (used_ + 255) / 256 * 256;
+  size_t offset = align_to_heap(used_);
   if (offset + biggest > heap_size_)
     throw Error("symmetric heap exhausted: " + std::to_string(biggest) + " bytes requested, " +
                 std::to_string(heap_size_ - std::min(offset, heap_size_)) + " left of " + std::to_string(heap_size_));

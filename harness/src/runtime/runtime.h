@@ -5,12 +5,17 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace pkb {
+
+// Every block of the symmetric heap starts at a multiple of this (harness/include/pkb/abi.h promises it).
+constexpr size_t kHeapAlignment = 256;
+constexpr size_t align_to_heap(size_t bytes) { return (bytes + kHeapAlignment - 1) / kHeapAlignment * kHeapAlignment; }
 
 class Runtime {
  public:

@@ -359,13 +359,14 @@ ProblemSpec load_problem(const std::filesystem::path& dir) {
     throw Error(file.string() + ": id/slug: folder name '" + folder + "' must be '" + expected + s.slug + "'");
   // Defaults must describe a runnable problem at the smallest allowed W.
   with_context(file.string(), [&] {
-    for (int w = s.world_size.min; w <= std::min(s.world_size.max, 64); ++w) {
+    for (int w = s.world_size.min; w <= std::min(s.world_size.max, kLargestWorldSearched); ++w) {
       if (!world_size_violation(s, w, s.parameters)) {
         resolve_run(s, w, DType::bf16);
         return;
       }
     }
-    throw Error("world_size: no W in [" + std::to_string(s.world_size.min) + ", 64] satisfies the constraints");
+    throw Error("world_size: no W in [" + std::to_string(s.world_size.min) + ", " + std::to_string(kLargestWorldSearched) +
+                "] satisfies the constraints");
   });
   return s;
 }

@@ -72,8 +72,13 @@ struct Tolerance {
   double max_rel_l2 = 1e-2;         // robust: bound on ||out - precise|| / ||precise||
 };
 
+// world_size.max when problem.json sets none.
+constexpr int kUnboundedWorld = 1 << 20;
+// Where W is searched for one that satisfies the constraints (the smallest valid W, the test shapes' W).
+constexpr int kLargestWorldSearched = 64;
+
 struct WorldSize {
-  int min = 1, max = 1 << 20;
+  int min = 1, max = kUnboundedWorld;
   std::vector<Expr> constraints;  // each must be nonzero for a valid W
 };
 

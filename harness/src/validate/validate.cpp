@@ -33,7 +33,7 @@ fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, in
 // First error any rank recorded, else the process summary with the tail of stderr.
 std::string launch_failure_detail(const ProcessResult& pr, const fs::path& dir, int world) {
   if (auto e = first_rank_error(read_rank_records(dir, world))) return "rank " + std::to_string(e->rank) + ": " + e->message;
-  std::string tail = stderr_tail(pr, 600);
+  std::string tail = stderr_tail(pr, kMessageTailBytes);
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
 }
 

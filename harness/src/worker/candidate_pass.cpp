@@ -128,7 +128,7 @@ size_t total_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs) {
       for (int64_t d : tensor_shape(t, run, r)) b *= d;
       biggest = std::max(biggest, b);
     }
-    total += (biggest + 255) / 256 * 256;
+    total += align_to_heap(biggest);
   };
   if (inputs) {
     for (const auto& in : spec.inputs)
@@ -199,8 +199,11 @@ class CandidateHost {
                                      : timing_copies(in_bytes, env_.cuda ? cuda_l2_bytes() : 0, o_.timing,
                                                      env_.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
     copies_ = plan_.copies;
-    size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? 256 : 16)) << 20;
-    size_t heap = copies_ * in_bytes + out_bytes + arena + (size_t{1} << 20);
+    // The candidate's own symm_alloc space unless --heap-mib says otherwise (docs/abi.md), and room for the
+    // alignment of the harness's blocks.
+    constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
+    size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? kArenaMibCuda : kArenaMibCpu)) << 20;
+    size_t heap = copies_ * in_bytes + out_bytes + arena + kAlignmentSlack;
     rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap)
                     : make_cpu_runtime(MPI_COMM_WORLD, heap, "cand");
     std::vector<const TensorSpec*> ins, outs;
@@ -365,7 +368,7 @@ class CandidateHost {
     std::vector<char*> capture(copies_, nullptr);
     size_t out_total = 0;
     for (const auto& s : outputs_) out_total += s.bytes;
-    const size_t stride = (out_total + 255) / 256 * 256;
+    const size_t stride = align_to_heap(out_total);
     int capturing = 0;
     for (int k = 0; k < copies_; ++k) capturing += !visits[k].empty();
     // One allocation for every capture: hundreds of separate ones cost seconds of allocator time on a GPU.

@@ -305,7 +305,9 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
   }
   s.escape_event_us = median(ev);
   s.escape_device_us = median(dev);
-  int flags[2] = {rt.is_cuda() && s.escape_device_us > 2 * s.escape_event_us + 100, clocks.throttled()}, any[2] = {0, 0};
+  constexpr double kEscapeRatio = 2, kEscapeSlackUs = 100;  // the proportional and the fixed part (above)
+  bool escaped = rt.is_cuda() && s.escape_device_us > kEscapeRatio * s.escape_event_us + kEscapeSlackUs;
+  int flags[2] = {escaped, clocks.throttled()}, any[2] = {0, 0};
   MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   s.stream_escape = any[0] != 0;
   s.throttled = any[1] != 0;
