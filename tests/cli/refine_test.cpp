@@ -15,7 +15,7 @@
 #include "core/files.h"
 #include "loopback_server.h"
 #include "spec/catalog.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb {
 namespace {

@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "launch/process.h"
 #include "loopback_server.h"
-#include "test_util.h"
+#include "model_test_util.h"
 #include "spec/catalog.h"
 #include "../unit/test_util.h"
 

@@ -11,7 +11,7 @@
 #include "loopback_server.h"
 #include "prompt/prompt.h"
 #include "spec/catalog.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "fixtures.h"
 #include "models/dispatch.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {

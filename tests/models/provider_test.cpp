@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "fixtures.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {

@@ -6,7 +6,7 @@
 #include "fixtures.h"
 #include "models/extract.h"
 #include "models/provider.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {

@@ -10,7 +10,7 @@
 #include "fixtures.h"
 #include "models/cache.h"
 #include "models/dispatch.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
-#include "test_util.h"
+#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {
