@@ -1,4 +1,4 @@
-// pkb: the driver. See README.md for the commands and docs/architecture.md for how they fit together.
+// pkb: the driver. See docs/cli.md for the commands and docs/architecture.md for how they fit together.
 #include <iostream>
 
 #include "cli/commands.h"

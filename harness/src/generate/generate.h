@@ -1,6 +1,6 @@
 // pkb generate: prompts for a selection of problems, K samples each, sent to a model (through the reply cache,
 // so a rerun makes no request it already paid for) or taken from an offline source, with the code extracted
-// and written out. Layout under OUT (docs: README.md "Asking models for kernels"):
+// and written out. Layout under OUT (docs/models.md):
 //   candidates/NNN_slug/sample_K.cu   the extracted kernel, only for status ok
 //   raw/NNN_slug/sample_K.txt         the model's answer as received (reasoning in sample_K.reasoning.txt)
 //   prompts/NNN_slug.json             the request sent (system, user, limits)
