@@ -203,7 +203,8 @@ Scores score(const LoadedResults& input, const ScoreSettings& settings) {
     throw Error("--timing-method must be pkb or paper, got '" + settings.timing_method + "'");
   for (int k : settings.ks)
     if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
-  LoadedResults rescored = settings.timing_method.empty() ? LoadedResults{} : with_timing_method(input, settings.timing_method);
+  LoadedResults rescored =
+      settings.timing_method.empty() ? LoadedResults{} : with_timing_method(input, settings.timing_method);
   const LoadedResults& loaded = settings.timing_method.empty() ? input : rescored;
   Scores s = score_view(loaded, settings);
   s.turns = turn_scores(loaded, settings);

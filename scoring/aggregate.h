@@ -17,7 +17,7 @@ struct ScoreSettings {
   // Grow the grid past its last p until it covers the largest speedup scored (threshold_grid), so that a curve of
   // kernels far faster than the baseline does not end flat at 1. Off when the caller gave the grid (--thresholds).
   bool extend_thresholds = true;
-  double headline_p = 1.0;       // the p of the per-problem fast_p@k columns: fast_1@k
+  double headline_p = 1.0;  // the p of the per-problem fast_p@k columns: fast_1@k
   // Which timing method's speedup is scored (pkb or paper; records carry both). "": each record's own
   // (timing.method), which `pkb eval/run --timing-method` chose. SOL% stays the recorded method's.
   std::string timing_method{};
@@ -44,13 +44,13 @@ struct ProblemScore {
   int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
   int generation_failed = 0;                       // of the n samples, those the model never produced
   int not_evaluated = 0;                           // candidates compiled but not run: not in n
-  int contended = 0;  // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
-  bool missing = false;                            // in the run's selection without any record: counts 0
-  std::map<std::string, int> failures;             // failed samples (of n) by bucket: compile, ..., no_code
-  std::vector<AtK> pass_robust, pass_pkb, fast;    // one per ScoreSettings::ks
-  std::optional<double> best_speedup;              // over robust-correct samples (x)
-  Mean log_speedup;                                // ln(speedup) over robust-correct samples
-  Mean sol_candidate, sol_baseline;                // SOL fractions over robust-correct samples
+  int contended = 0;     // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
+  bool missing = false;  // in the run's selection without any record: counts 0
+  std::map<std::string, int> failures;           // failed samples (of n) by bucket: compile, ..., no_code
+  std::vector<AtK> pass_robust, pass_pkb, fast;  // one per ScoreSettings::ks
+  std::optional<double> best_speedup;            // over robust-correct samples (x)
+  Mean log_speedup;                              // ln(speedup) over robust-correct samples
+  Mean sol_candidate, sol_baseline;              // SOL fractions over robust-correct samples
   std::optional<double> geomean_speedup() const;
   // A skipped evaluation leaves the estimates over a biased subset (generation failures are always "evaluated"),
   // so such a problem is listed but kept out of every aggregate.
@@ -59,11 +59,11 @@ struct ProblemScore {
 
 struct Aggregate {
   int problems = 0, without_samples = 0, samples = 0, correct = 0;  // over the problems in the means
-  int generation_failed = 0;     // samples (in `samples`) the model never produced
-  int not_evaluated = 0;         // candidates compiled but not evaluated, over every problem
-  int contended = 0;             // correct samples judged with ranks sharing a GPU (no speedup), in the means
-  int not_fully_evaluated = 0;   // problems left out of the means because some evaluation was skipped
-  int missing = 0;               // problems of the selection without any record (in `problems`, counted 0)
+  int generation_failed = 0;                                        // samples (in `samples`) the model never produced
+  int not_evaluated = 0;                // candidates compiled but not evaluated, over every problem
+  int contended = 0;                    // correct samples judged with ranks sharing a GPU (no speedup), in the means
+  int not_fully_evaluated = 0;          // problems left out of the means because some evaluation was skipped
+  int missing = 0;                      // problems of the selection without any record (in `problems`, counted 0)
   std::map<std::string, int> failures;  // failed samples by bucket, over the problems in the means
   std::vector<double> pass_robust, pass_pkb, fast;  // sums of per-problem estimates: "count out of N problems"
   Mean log_speedup, sol_candidate, sol_baseline;    // pooled over every robust-correct sample
@@ -99,7 +99,7 @@ struct Scores {
   Aggregate overall;
   std::map<std::string, Aggregate> by_category;
   std::vector<CurvePoint> curve;
-  std::vector<TurnScore> turns;  // one per turn when any record is past turn 1; empty for a single-turn run
+  std::vector<TurnScore> turns;           // one per turn when any record is past turn 1; empty for a single-turn run
   std::optional<double> largest_speedup;  // of the robust-correct samples (their best turn), if any was timed
 };
 

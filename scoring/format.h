@@ -52,7 +52,8 @@ inline std::vector<std::pair<std::string, int>> ordered_failures(const std::map<
 // "compile 1, incorrect 2, no_code 1"; "-" without failures.
 inline std::string failures_text(const std::map<std::string, int>& failures) {
   std::string out;
-  for (const auto& [kind, n] : ordered_failures(failures)) out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+  for (const auto& [kind, n] : ordered_failures(failures))
+    out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(n);
   return out.empty() ? "-" : out;
 }
 

@@ -277,7 +277,7 @@ ojson comparable_settings(const LeaderboardEntry& e) {
           {"timing", seen("timing")},
           {"baseline", seen("baseline")},
           {"timing_method", e.scores.settings.timing_method.empty() ? seen("timing_method")
-                                                                     : ojson::array({e.scores.settings.timing_method})},
+                                                                    : ojson::array({e.scores.settings.timing_method})},
           {"turns", ojson::array({turns})}};
 }
 
@@ -305,8 +305,10 @@ Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettin
 }
 
 ojson leaderboard_json(const Leaderboard& board) {
-  ojson j = {{"schema", "pkb.leaderboard/1"}, {"settings", settings_json(board.settings)},
-             {"comparable", board.mixed.empty()}, {"mixed", board.mixed}};
+  ojson j = {{"schema", "pkb.leaderboard/1"},
+             {"settings", settings_json(board.settings)},
+             {"comparable", board.mixed.empty()},
+             {"mixed", board.mixed}};
   j["entries"] = ojson::array();
   for (size_t i = 0; i < board.entries.size(); ++i)
     j["entries"].push_back(entry_json(board.entries[i], static_cast<int>(i + 1), board.settings));

@@ -77,8 +77,7 @@ bool same_sample(const Sample& a, const Sample& b) {
 void add_record(LoadedResults& r, std::map<std::string, size_t>& problem_at, const ResultRecord& rec, Sample s) {
   auto [it, fresh] = problem_at.emplace(rec.problem_folder, r.problems.size());
   if (fresh)
-    r.problems.push_back(
-        {rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
+    r.problems.push_back({rec.problem_id, rec.problem_slug, rec.problem_folder, rec.problem_category, {}, {}, false});
   ProblemSamples& problem = r.problems[it->second];
   const StatusInfo* info = find_status(s.status);
   bool skipped = info && !info->sample;  // not_evaluated: a placeholder until a real evaluation supersedes it

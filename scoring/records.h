@@ -16,12 +16,11 @@
 
 #include <filesystem>
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/policy.h"
 #include "core/result_record.h"
@@ -40,13 +39,13 @@ struct Sample {
   int turns = 1;             // in `samples`: how many turns the sample had up to the view's turn
   bool robust_pass = false;  // status == "correct": every trial and the post-timing check passed
   bool pkb_pass = false;     // checks.pkb_pass: the paper's allclose (atol = rtol = 1e-2)
-  std::optional<double> speedup;        // timing.speedup: baseline median / candidate median (x)
-  std::optional<double> sol_candidate;  // roofline.sol_candidate: floor_us / candidate median (fraction)
-  std::optional<double> sol_baseline;   // the same for the baseline timing.baseline names (fraction)
+  std::optional<double> speedup;                       // timing.speedup: baseline median / candidate median (x)
+  std::optional<double> sol_candidate;                 // roofline.sol_candidate: floor_us / candidate median (fraction)
+  std::optional<double> sol_baseline;                  // the same for the baseline timing.baseline names (fraction)
   std::optional<int64_t> input_tokens, output_tokens;  // generation.*: what this turn's answer used (tokens)
   std::optional<double> cost_usd;                      // generation.cost_usd (USD)
 
-  ResultRecord record;                  // the record as read, for readers beyond scoring (pkb regress)
+  ResultRecord record;  // the record as read, for readers beyond scoring (pkb regress)
 
   bool correct(Policy p) const { return p == Policy::robust ? robust_pass : pkb_pass; }
 };
@@ -57,7 +56,7 @@ struct ProblemSamples {
   std::vector<Sample> samples;        // one per sample, the latest record kept; over turns, the best turn
   std::vector<Sample> not_evaluated;  // status "not_evaluated": compiled, never run; not samples
   bool missing = false;               // in the run's selection (manifest.json) but without any record
-  std::vector<Sample> turns{};  // every turn's record (the latest per (sample, turn)); = samples when single-turn
+  std::vector<Sample> turns{};        // every turn's record (the latest per (sample, turn)); = samples when single-turn
 };
 
 struct LoadedResults {
@@ -68,7 +67,7 @@ struct LoadedResults {
   int records = 0;                       // well-formed records read
   int malformed = 0;                     // lines skipped
   int duplicates = 0;                    // records replaced by a later one for the same sample
-  nlohmann::json fingerprint = nlohmann::json::object();  // provenance field -> distinct values seen
+  nlohmann::json fingerprint = nlohmann::json::object();    // provenance field -> distinct values seen
   nlohmann::json configurations = nlohmann::json::array();  // distinct {world, device, dtype}
   // What two runs must share to be ranked together (leaderboard): distinct values seen per setting
   // (world, dtype, device, gpu, timing {trials, warmup, iters}, baseline).

@@ -37,12 +37,24 @@ ojson sums_json(const Aggregate& a, const std::vector<double>& sums, const std::
 
 ojson problem_json(const ProblemScore& p) {
   bool unknown = p.n == 0 && !p.fully_evaluated();
-  return {{"id", p.id}, {"slug", p.slug}, {"folder", p.folder}, {"category", p.category}, {"n", p.n},
-          {"c", p.c_robust}, {"c_pkb", p.c_pkb}, {"c_fast", p.c_fast}, {"generation_failed", p.generation_failed},
-          {"not_evaluated", p.not_evaluated}, {"contended", p.contended}, {"missing", p.missing},
-          {"failures", failures_json(p.failures)}, {"pass_at_k", at_k_json(p.pass_robust, unknown)},
-          {"pkb_pass_at_k", at_k_json(p.pass_pkb, unknown)}, {"fast_p_at_k", at_k_json(p.fast, unknown)},
-          {"best_speedup", null_or(p.best_speedup)}, {"geomean_speedup", null_or(p.geomean_speedup())},
+  return {{"id", p.id},
+          {"slug", p.slug},
+          {"folder", p.folder},
+          {"category", p.category},
+          {"n", p.n},
+          {"c", p.c_robust},
+          {"c_pkb", p.c_pkb},
+          {"c_fast", p.c_fast},
+          {"generation_failed", p.generation_failed},
+          {"not_evaluated", p.not_evaluated},
+          {"contended", p.contended},
+          {"missing", p.missing},
+          {"failures", failures_json(p.failures)},
+          {"pass_at_k", at_k_json(p.pass_robust, unknown)},
+          {"pkb_pass_at_k", at_k_json(p.pass_pkb, unknown)},
+          {"fast_p_at_k", at_k_json(p.fast, unknown)},
+          {"best_speedup", null_or(p.best_speedup)},
+          {"geomean_speedup", null_or(p.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(p.sol_candidate))},
           {"sol_baseline_pct", null_or(percent(p.sol_baseline))}};
 }
@@ -73,8 +85,8 @@ std::string tail_cells(const std::optional<double>& geomean, const Mean& cand, c
 }
 
 std::string problem_row(const ProblemScore& p, bool with_skipped_column) {
-  std::string row = "| " + p.folder + " | " + p.category + " | " + std::to_string(p.n) + " | " +
-                    std::to_string(p.c_robust) + " |";
+  std::string row =
+      "| " + p.folder + " | " + p.category + " | " + std::to_string(p.n) + " | " + std::to_string(p.c_robust) + " |";
   bool unknown = p.n == 0 && !p.fully_evaluated();
   for (const auto* xs : {&p.pass_robust, &p.pass_pkb, &p.fast})
     for (const AtK& x : *xs) row += " " + estimate_text(x, unknown) + " |";
@@ -121,19 +133,29 @@ std::string timing_method_text(const Scores& s, const LoadedResults& loaded) {
 }
 
 ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
-  return {{"problems", a.problems}, {"without_samples", a.without_samples}, {"samples", a.samples},
-          {"correct", a.correct}, {"generation_failed", a.generation_failed}, {"not_evaluated", a.not_evaluated},
+  return {{"problems", a.problems},
+          {"without_samples", a.without_samples},
+          {"samples", a.samples},
+          {"correct", a.correct},
+          {"generation_failed", a.generation_failed},
+          {"not_evaluated", a.not_evaluated},
           {"contended", a.contended},
-          {"not_fully_evaluated", a.not_fully_evaluated}, {"missing", a.missing},
-          {"failures", failures_json(a.failures)}, {"pass_at_k", sums_json(a, a.pass_robust, ks)},
-          {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)}, {"fast_p_at_k", sums_json(a, a.fast, ks)},
+          {"not_fully_evaluated", a.not_fully_evaluated},
+          {"missing", a.missing},
+          {"failures", failures_json(a.failures)},
+          {"pass_at_k", sums_json(a, a.pass_robust, ks)},
+          {"pkb_pass_at_k", sums_json(a, a.pass_pkb, ks)},
+          {"fast_p_at_k", sums_json(a, a.fast, ks)},
           {"geomean_speedup", null_or(a.geomean_speedup())},
           {"sol_candidate_pct", null_or(percent(a.sol_candidate))},
           {"sol_baseline_pct", null_or(percent(a.sol_baseline))}};
 }
 
 ojson settings_json(const ScoreSettings& st) {
-  return {{"ks", st.ks}, {"thresholds", st.thresholds}, {"headline_p", st.headline_p}, {"policies", {"robust", "pkb"}},
+  return {{"ks", st.ks},
+          {"thresholds", st.thresholds},
+          {"headline_p", st.headline_p},
+          {"policies", {"robust", "pkb"}},
           {"timing_method", st.timing_method.empty() ? "as recorded" : st.timing_method}};
 }
 
@@ -166,9 +188,13 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
              {"run", ojson(loaded.run)},
              {"settings", settings_json(st)},
              {"timing_method", timing_method_text(s, loaded)},
-             {"input", {{"records", loaded.records}, {"malformed", loaded.malformed},
-                        {"duplicates", loaded.duplicates}, {"warnings", loaded.warnings}}},
-             {"fingerprint", loaded.fingerprint}, {"configurations", loaded.configurations}};
+             {"input",
+              {{"records", loaded.records},
+               {"malformed", loaded.malformed},
+               {"duplicates", loaded.duplicates},
+               {"warnings", loaded.warnings}}},
+             {"fingerprint", loaded.fingerprint},
+             {"configurations", loaded.configurations}};
   j["problems"] = ojson::array();
   for (const auto& p : s.problems) j["problems"].push_back(problem_json(p));
   j["without_samples"] = s.without_samples;
@@ -204,8 +230,10 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
     << (skipped ? " not evaluated |" : "") << "\n"
     << separator(2, 2 + metrics + 4) << "---|" << (skipped ? "--:|" : "") << "\n";
   for (const auto& p : s.problems) o << problem_row(p, skipped) << "\n";
-  o << "\n| set | problems | samples | correct |" << metric_headers(st) << " geomean | SOL% cand | SOL% base | failures |\n"
-    << separator(1, 3 + metrics + 3) << "---|\n" << aggregate_row("all", s.overall) << "\n";
+  o << "\n| set | problems | samples | correct |" << metric_headers(st)
+    << " geomean | SOL% cand | SOL% base | failures |\n"
+    << separator(1, 3 + metrics + 3) << "---|\n"
+    << aggregate_row("all", s.overall) << "\n";
   for (const auto& [name, a] : s.by_category) o << aggregate_row(name, a) << "\n";
   o << "\nAggregates: mean over problems (sum of per-problem estimates / problems). "
     << "* estimated at k = n (fewer than k samples): a lower bound.\n";

@@ -4,6 +4,7 @@
 // kernel with two flag barriers (inputs ready; all outputs written).
 #include <cuda_bf16.h>
 #include <pkb/abi.h>
+
 #include <pkb/device.cuh>
 
 namespace {
@@ -15,12 +16,18 @@ struct State {
   uint32_t epoch;
 };
 
-template <typename T> struct Vec;
-template <> struct Vec<__nv_bfloat16> {
+template <typename T>
+struct Vec;
+template <>
+struct Vec<__nv_bfloat16> {
   static constexpr int n = 8;
   __device__ static void unpack(int4 v, float* f) {
     auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-    for (int i = 0; i < 4; ++i) { float2 x = __bfloat1622float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
+    for (int i = 0; i < 4; ++i) {
+      float2 x = __bfloat1622float2(h[i]);
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
   }
   __device__ static int4 pack(const float* f) {
     int4 v;
@@ -28,10 +35,15 @@ template <> struct Vec<__nv_bfloat16> {
     for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
     return v;
   }
-  __device__ static float load(const void* p, size_t i) { return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]); }
-  __device__ static void store(void* p, size_t i, float v) { static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); }
+  __device__ static float load(const void* p, size_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+  __device__ static void store(void* p, size_t i, float v) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
 };
-template <> struct Vec<float> {
+template <>
+struct Vec<float> {
   static constexpr int n = 4;
   __device__ static void unpack(int4 v, float* f) { *reinterpret_cast<int4*>(f) = v; }
   __device__ static int4 pack(const float* f) { return *reinterpret_cast<const int4*>(f); }
@@ -40,9 +52,9 @@ template <> struct Vec<float> {
 };
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) allreduce_two_shot(const void* in, void* out, void* const* bases,
-                                                               uint32_t* flags, int rank, int world, uint32_t epoch,
-                                                               size_t n) {
+__global__ void __launch_bounds__(kThreads)
+    allreduce_two_shot(const void* in, void* out, void* const* bases, uint32_t* flags, int rank, int world,
+                       uint32_t epoch, size_t n) {
   using V = Vec<T>;
   pkb_barrier(flags, bases, rank, world, epoch);  // every rank's input is ready
   size_t vecs = n / V::n, per = (vecs + world - 1) / world;
@@ -82,8 +94,8 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
     allreduce_two_shot<__nv_bfloat16><<<kBlocks, kThreads, 0, stream>>>(
         in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, n);
   else if (in[0].dtype == PKB_F32)
-    allreduce_two_shot<float><<<kBlocks, kThreads, 0, stream>>>(
-        in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, n);
+    allreduce_two_shot<float><<<kBlocks, kThreads, 0, stream>>>(in[0].data, out[0].data, ctx->heap_bases_device,
+                                                                s->flags, ctx->rank, ctx->world_size, s->epoch + 1, n);
   else
     return 2;
   s->epoch += 2;

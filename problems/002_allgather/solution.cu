@@ -2,6 +2,7 @@
 // (peer writes are the fastest path here), between a "buffers ready" and an "all slots written" barrier.
 #include <cuda_bf16.h>
 #include <pkb/abi.h>
+
 #include <pkb/device.cuh>
 
 namespace {
@@ -22,16 +23,16 @@ struct State {
 
 size_t bytes_of(const pkb_tensor& t) {
   size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                     ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                     ? 4
-                                                                            : 1;
+             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
+             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
+                                                                             : 1;
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
 }
 
-__global__ void __launch_bounds__(kThreads) allgather_push(const void* in, void* out, void* const* bases,
-                                                           uint32_t* flags, int rank, int world, uint32_t epoch,
-                                                           size_t bytes) {
+__global__ void __launch_bounds__(kThreads)
+    allgather_push(const void* in, void* out, void* const* bases, uint32_t* flags, int rank, int world, uint32_t epoch,
+                   size_t bytes) {
   pkb_barrier(flags, bases, rank, world, epoch);
   for (int k = 0; k < world; ++k) {
     int q = (rank + k) % world;  // stagger destinations so ranks do not all hit the same peer at once
@@ -52,7 +53,9 @@ extern "C" void pkb_teardown(pkb_context* ctx) { delete static_cast<State*>(ctx-
 
 extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
   auto* s = static_cast<State*>(ctx->user);
-  allgather_push<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(in[0]));
+  allgather_push<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(
+      in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
+      bytes_of(in[0]));
   s->epoch += 2;
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

@@ -1,6 +1,7 @@
 // Expert scatter: rank r pulls slice r of rank 0's (W, M, N) tensor over NVLink into its output.
 #include <cuda_bf16.h>
 #include <pkb/abi.h>
+
 #include <pkb/device.cuh>
 
 namespace {
@@ -21,16 +22,15 @@ struct State {
 
 size_t bytes_of(const pkb_tensor& t) {
   size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                     ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                     ? 4
-                                                                            : 1;
+             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
+             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
+                                                                             : 1;
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
 }
 
-__global__ void __launch_bounds__(kThreads) scatter_pull(const void* in, void* out, void* const* bases,
-                                                         uint32_t* flags, int rank, int world, uint32_t epoch,
-                                                         size_t bytes) {
+__global__ void __launch_bounds__(kThreads) scatter_pull(const void* in, void* out, void* const* bases, uint32_t* flags,
+                                                         int rank, int world, uint32_t epoch, size_t bytes) {
   pkb_barrier(flags, bases, rank, world, epoch);
   copy_bytes(out, static_cast<const char*>(pkb_peer_ptr(bases, rank, 0, in)) + rank * bytes, bytes);
   pkb_barrier(flags, bases, rank, world, epoch + 1);
@@ -48,7 +48,9 @@ extern "C" void pkb_teardown(pkb_context* ctx) { delete static_cast<State*>(ctx-
 
 extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
   auto* s = static_cast<State*>(ctx->user);
-  scatter_pull<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(out[0]));
+  scatter_pull<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(
+      in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
+      bytes_of(out[0]));
   s->epoch += 2;
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

@@ -2,6 +2,7 @@
 // stores; non-root ranks also return a copy of their input.
 #include <cuda_bf16.h>
 #include <pkb/abi.h>
+
 #include <pkb/device.cuh>
 
 namespace {
@@ -22,16 +23,15 @@ struct State {
 
 size_t bytes_of(const pkb_tensor& t) {
   size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                     ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                     ? 4
-                                                                            : 1;
+             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
+             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
+                                                                             : 1;
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
 }
 
-__global__ void __launch_bounds__(kThreads) gather_push(const void* in, void* out, void* const* bases,
-                                                        uint32_t* flags, int rank, int world, uint32_t epoch,
-                                                        size_t bytes) {
+__global__ void __launch_bounds__(kThreads) gather_push(const void* in, void* out, void* const* bases, uint32_t* flags,
+                                                        int rank, int world, uint32_t epoch, size_t bytes) {
   pkb_barrier(flags, bases, rank, world, epoch);
   copy_bytes(static_cast<char*>(pkb_peer_ptr(bases, rank, 0, out)) + rank * bytes, in, bytes);
   if (rank != 0) copy_bytes(out, in, bytes);
@@ -50,7 +50,9 @@ extern "C" void pkb_teardown(pkb_context* ctx) { delete static_cast<State*>(ctx-
 
 extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
   auto* s = static_cast<State*>(ctx->user);
-  gather_push<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(in[0]));
+  gather_push<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(
+      in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
+      bytes_of(in[0]));
   s->epoch += 2;
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

@@ -2,6 +2,7 @@
 // order, one rounding) straight into its output: (W-1)/W of the input crosses the links once.
 #include <cuda_bf16.h>
 #include <pkb/abi.h>
+
 #include <pkb/device.cuh>
 
 namespace {
@@ -22,19 +23,25 @@ struct State {
 
 size_t bytes_of(const pkb_tensor& t) {
   size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                     ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                     ? 4
-                                                                            : 1;
+             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
+             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
+                                                                             : 1;
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
 }
 
-template <typename T> struct Vec;
-template <> struct Vec<__nv_bfloat16> {
+template <typename T>
+struct Vec;
+template <>
+struct Vec<__nv_bfloat16> {
   static constexpr int n = 8;
   __device__ static void unpack(int4 v, float* f) {
     auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-    for (int i = 0; i < 4; ++i) { float2 x = __bfloat1622float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
+    for (int i = 0; i < 4; ++i) {
+      float2 x = __bfloat1622float2(h[i]);
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
   }
   __device__ static int4 pack(const float* f) {
     int4 v;
@@ -42,10 +49,15 @@ template <> struct Vec<__nv_bfloat16> {
     for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
     return v;
   }
-  __device__ static float load(const void* p, size_t i) { return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]); }
-  __device__ static void store(void* p, size_t i, float v) { static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); }
+  __device__ static float load(const void* p, size_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+  __device__ static void store(void* p, size_t i, float v) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
 };
-template <> struct Vec<float> {
+template <>
+struct Vec<float> {
   static constexpr int n = 4;
   __device__ static void unpack(int4 v, float* f) { *reinterpret_cast<int4*>(f) = v; }
   __device__ static int4 pack(const float* f) { return *reinterpret_cast<const int4*>(f); }
@@ -75,9 +87,9 @@ __device__ void sum_over_ranks(void* dst, const void* src, void* const* bases, i
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) reduce_scatter_pull(const void* in, void* out, void* const* bases,
-                                                                uint32_t* flags, int rank, int world, uint32_t epoch,
-                                                                size_t n_out) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_scatter_pull(const void* in, void* out, void* const* bases, uint32_t* flags, int rank, int world,
+                        uint32_t epoch, size_t n_out) {
   pkb_barrier(flags, bases, rank, world, epoch);
   sum_over_ranks<T>(out, static_cast<const T*>(in) + rank * n_out, bases, rank, world, n_out);
   pkb_barrier(flags, bases, rank, world, epoch + 1);  // peers are done reading our input
@@ -97,9 +109,13 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
   auto* s = static_cast<State*>(ctx->user);
   auto stream = static_cast<cudaStream_t>(ctx->stream);
   if (in[0].dtype == PKB_BF16)
-    reduce_scatter_pull<__nv_bfloat16><<<kBlocks, kThreads, 0, stream>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(out[0]) / (out[0].dtype == PKB_BF16 ? 2 : 4));
+    reduce_scatter_pull<__nv_bfloat16><<<kBlocks, kThreads, 0, stream>>>(
+        in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
+        bytes_of(out[0]) / (out[0].dtype == PKB_BF16 ? 2 : 4));
   else if (in[0].dtype == PKB_F32)
-    reduce_scatter_pull<float><<<kBlocks, kThreads, 0, stream>>>(in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1, bytes_of(out[0]) / (out[0].dtype == PKB_BF16 ? 2 : 4));
+    reduce_scatter_pull<float><<<kBlocks, kThreads, 0, stream>>>(in[0].data, out[0].data, ctx->heap_bases_device,
+                                                                 s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
+                                                                 bytes_of(out[0]) / (out[0].dtype == PKB_BF16 ? 2 : 4));
   else
     return 2;
   s->epoch += 2;

@@ -31,8 +31,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   std::vector<int64_t> recv_counts = to_vector(recv_counts_t);
 
   // Send the requests to their owners; serve the requests that arrive from the local shard.
-  at::Tensor requested = at::empty({std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0})},
-                                   indices.options());
+  at::Tensor requested =
+      at::empty({std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0})}, indices.options());
   ctx.comm->all_to_all(at::cat(per_owner), requested, send_counts, recv_counts);
   at::Tensor local_rows = (requested - ctx.rank * rows_per_shard).clamp(0, rows_per_shard - 1);
   at::Tensor served = shard.index_select(0, local_rows);

@@ -19,8 +19,8 @@ at::Tensor fp32_rows(const Case& c, const std::vector<int>& ranks, int block) {
   int64_t rows = c.inputs[0][0].size(0) / static_cast<int64_t>(c.inputs.size());
   at::Tensor sum;
   for (int q : ranks) {
-    at::Tensor p = at::mm(c.inputs[q][0].slice(0, block * rows, (block + 1) * rows).to(at::kFloat),
-                          c.inputs[q][1].to(at::kFloat));
+    at::Tensor p =
+        at::mm(c.inputs[q][0].slice(0, block * rows, (block + 1) * rows).to(at::kFloat), c.inputs[q][1].to(at::kFloat));
     sum = sum.defined() ? sum + p : p;
   }
   return sum.to(at::kBFloat16);

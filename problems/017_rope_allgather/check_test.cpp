@@ -83,9 +83,8 @@ TEST(RopeAllgatherCheck, WrongOutputsFail) {
     return (x * co.unsqueeze(2) + rotate_half(x, /*sign_bug=*/true) * s.unsqueeze(2));
   })) << "rotation with the sign on the wrong half";
   EXPECT_FALSE(c.passes(eager, {1, 0, 2, 3})) << "shards out of rank order";
-  EXPECT_FALSE(c.passes([](const at::Tensor& x, const at::Tensor& co, const at::Tensor& s) {
-    return eager(x, s, co);
-  })) << "cos and sin swapped";
+  EXPECT_FALSE(c.passes([](const at::Tensor& x, const at::Tensor& co, const at::Tensor& s) { return eager(x, s, co); }))
+      << "cos and sin swapped";
 }
 
 }  // namespace check_017

@@ -21,7 +21,8 @@ at::Tensor e4m3fn_bits(const at::Tensor& v) {
   at::Tensor r = at::round(a / step) * step;  // exact scaling by a power of two; round() ties to even
   // Encode r, now exactly representable (it may have carried into the next binade).
   at::Tensor bits = r.view(at::kInt);
-  at::Tensor normal = (at::div(bits, 1 << 23, "floor") - 127 + 7) * 8 + at::remainder(at::div(bits, 1 << 20, "floor"), 8);
+  at::Tensor normal =
+      (at::div(bits, 1 << 23, "floor") - 127 + 7) * 8 + at::remainder(at::div(bits, 1 << 20, "floor"), 8);
   at::Tensor subnormal = (r * 512).to(at::kInt);
   at::Tensor code = at::where(r >= 1.0 / 64, normal, subnormal) + at::signbit(v).to(at::kInt) * 128;
   return code.to(at::kByte);
@@ -98,9 +99,7 @@ bool is_power_of_two(float s) {
 }
 
 // Moves x toward zero by at least one step of its dtype (2^-7 relative is one bf16 ulp or more).
-float nudge(float x, at::ScalarType dtype) {
-  return round_to(static_cast<float>(x * (1.0 - 1.0 / 128)), dtype);
-}
+float nudge(float x, at::ScalarType dtype) { return round_to(static_cast<float>(x * (1.0 - 1.0 / 128)), dtype); }
 
 Tensors prepare(const OracleContext& ctx, int /*rank*/, Tensors raw) {
   int64_t block = ctx.scalar("block_size");

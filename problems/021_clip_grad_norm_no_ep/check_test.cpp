@@ -28,8 +28,7 @@ struct ClipCase {
   }
   bool passes(int r, const pkb::Tensors& outs, const pkb::Tolerance& tol) const {
     for (size_t i = 0; i < outs.size(); ++i)
-      if (!pkb::compare(pkb::Policy::robust, outs[i], expected[r][i], tol,
-                        i == 0 ? at::kFloat : at::kBFloat16).pass)
+      if (!pkb::compare(pkb::Policy::robust, outs[i], expected[r][i], tol, i == 0 ? at::kFloat : at::kBFloat16).pass)
         return false;
     return true;
   }

@@ -39,7 +39,8 @@ struct EpClipCase {
   bool passes(int r, const pkb::Tensors& outs) const {
     for (size_t i = 0; i < outs.size(); ++i)
       if (!pkb::compare(pkb::Policy::robust, outs[i], expected[r][i], spec.tolerance,
-                        i == 0 ? at::kFloat : at::kBFloat16).pass)
+                        i == 0 ? at::kFloat : at::kBFloat16)
+               .pass)
         return false;
     return true;
   }

@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include "reference/reference.h"
+
+#include <cmath>
 
 namespace problem_022 {  // named, not anonymous: the references build as unity batches
 

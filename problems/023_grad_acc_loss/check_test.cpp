@@ -31,8 +31,8 @@ struct LossCase {
       float grad = (drop_grad_term == 1 ? 0 : t1) + (drop_grad_term == 2 ? 0 : t2);
       pkb::Tensors outs = {at::scalar_tensor(loss_sum / divisor), at::scalar_tensor(loss_sum), at::scalar_tensor(grad)};
       for (int i = 0; i < 3; ++i)
-        if (!pkb::compare(pkb::Policy::robust, outs[i].to(at::kBFloat16), expected[r][i], spec.tolerance,
-                          at::kBFloat16).pass)
+        if (!pkb::compare(pkb::Policy::robust, outs[i].to(at::kBFloat16), expected[r][i], spec.tolerance, at::kBFloat16)
+                 .pass)
           return false;
     }
     return true;

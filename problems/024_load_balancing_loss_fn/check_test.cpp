@@ -10,7 +10,6 @@
 
 namespace check_024 {  // named, not anonymous: the references build as unity batches
 
-
 pkb::ProblemSpec spec() { return pkb::load_problem(pkb::repo_root() / "problems/024_load_balancing_loss_fn"); }
 
 // Local loss of one rank in fp32 throughout (top-k from fp32 probabilities, means unrounded).

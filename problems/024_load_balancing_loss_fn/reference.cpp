@@ -9,10 +9,10 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   const int64_t experts = ctx.scalar("num_experts"), top_k = ctx.scalar("top_k");
   // softmax and mean compute in fp32 and round once to the logits' dtype; top-k picks from the rounded p.
   at::Tensor probs = at::softmax(logits, -1);
-  at::Tensor selected = std::get<1>(probs.topk(top_k, -1));                               // (M, K)
+  at::Tensor selected = std::get<1>(probs.topk(top_k, -1));                              // (M, K)
   at::Tensor tokens_per_expert = at::one_hot(selected, experts).to(at::kFloat).mean(0);  // (K, E) fp32
-  at::Tensor prob_per_expert = probs.mean(0);                                             // (E,)
-  at::Tensor loss = (tokens_per_expert * prob_per_expert.unsqueeze(0)).sum() * experts;   // fp32
+  at::Tensor prob_per_expert = probs.mean(0);                                            // (E,)
+  at::Tensor loss = (tokens_per_expert * prob_per_expert.unsqueeze(0)).sum() * experts;  // fp32
   ctx.comm->all_reduce(loss, ReduceOp::sum);
   return {loss / ctx.world};
 }

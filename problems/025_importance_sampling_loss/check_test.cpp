@@ -21,7 +21,10 @@ enum class Mistake { none, local_count, local_pg_sum, unmasked_ignored, zeros };
 // logits[r]: rank r's hidden @ weight^T from a bf16 GEMM (fp32 accumulation, rounded once), as fp32.
 std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, const std::vector<at::Tensor>& logits,
                                     Mistake mistake) {
-  struct Local { at::Tensor lp, pg; double n, pg_sum, ratio_sum, k3_sum, ce_sum, rmin, rmax; };
+  struct Local {
+    at::Tensor lp, pg;
+    double n, pg_sum, ratio_sum, k3_sum, ce_sum, rmin, rmax;
+  };
   std::vector<Local> ranks;
   double n = 0, pg_sum = 0, ratio_sum = 0, k3_sum = 0, ce_sum = 0, rmin = INFINITY, rmax = -INFINITY;
   for (size_t r = 0; r < in.size(); ++r) {
@@ -34,9 +37,15 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, const s
     at::Tensor ratio = delta.exp();
     at::Tensor pg = (-ratio * x[4].to(at::kFloat)).masked_fill(~valid, 0);
     at::Tensor rv = ratio.masked_select(valid);
-    Local l{lp, pg, valid.sum().item<double>(), pg.sum().item<double>(), rv.sum().item<double>(),
-            (ratio - delta - 1).masked_fill(~valid, 0).sum().item<double>(), (-lp).sum().item<double>(),
-            rv.min().item<double>(), rv.max().item<double>()};
+    Local l{lp,
+            pg,
+            valid.sum().item<double>(),
+            pg.sum().item<double>(),
+            rv.sum().item<double>(),
+            (ratio - delta - 1).masked_fill(~valid, 0).sum().item<double>(),
+            (-lp).sum().item<double>(),
+            rv.min().item<double>(),
+            rv.max().item<double>()};
     n += l.n, pg_sum += l.pg_sum, ratio_sum += l.ratio_sum, k3_sum += l.k3_sum, ce_sum += l.ce_sum;
     rmin = std::min(rmin, l.rmin), rmax = std::max(rmax, l.rmax);
     ranks.push_back(l);
@@ -46,7 +55,8 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, const s
     double count = mistake == Mistake::local_count ? l.n : n;
     double pg_total = mistake == Mistake::local_pg_sum ? l.pg_sum : pg_sum;
     at::Tensor loss = at::scalar_tensor(pg_total / count, at::kFloat);
-    at::Tensor metrics = at::tensor(std::vector<double>{ratio_sum / count, rmin, rmax, k3_sum / count, ce_sum / count}).to(at::kFloat);
+    at::Tensor metrics =
+        at::tensor(std::vector<double>{ratio_sum / count, rmin, rmax, k3_sum / count, ce_sum / count}).to(at::kFloat);
     at::Tensor pg = l.pg;
     if (mistake == Mistake::zeros) loss.zero_(), pg = at::zeros_like(pg);
     out.push_back({loss, l.lp.to(at::kBFloat16), pg.to(at::kBFloat16), metrics});

@@ -95,7 +95,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   }
   n = std::max(n, 1.0);
   at::Tensor loss = at::scalar_tensor(pg_sum / n, at::kFloat);
-  at::Tensor metrics = at::tensor(std::vector<double>{ratio_sum / n, ratio_min, ratio_max, k3_sum / n, ce_sum / n}).to(at::kFloat);
+  at::Tensor metrics =
+      at::tensor(std::vector<double>{ratio_sum / n, ratio_min, ratio_max, k3_sum / n, ce_sum / n}).to(at::kFloat);
   std::vector<Tensors> out;
   for (int r = 0; r < W; ++r) out.push_back({loss, new_lp[r].to(ctx.float_dtype), pg[r].to(ctx.float_dtype), metrics});
   return out;

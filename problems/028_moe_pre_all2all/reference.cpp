@@ -13,12 +13,14 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   const at::Tensor &hidden = in[0], &mask = in[1];
   const int64_t experts = ctx.scalar("num_experts"), local = experts / ctx.world;
   at::Tensor routing_map = mask.sum(1);  // (E, M) fp32 0/1
-  at::Tensor token_ids = at::arange(hidden.size(0), routing_map.options().dtype(at::kLong)).unsqueeze(0).expand({experts, -1});
+  at::Tensor token_ids =
+      at::arange(hidden.size(0), routing_map.options().dtype(at::kLong)).unsqueeze(0).expand({experts, -1});
   at::Tensor perm = token_ids.masked_select(routing_map.to(at::kBool));  // expert-major, tokens ascending
   at::Tensor permuted = hidden.index_select(0, perm);
 
   std::vector<int64_t> send = moe_all2all::host_vector(in[2]), recv = moe_all2all::host_vector(in[3]);
-  at::Tensor received = at::empty({std::accumulate(recv.begin(), recv.end(), int64_t{0}), hidden.size(1)}, hidden.options());
+  at::Tensor received =
+      at::empty({std::accumulate(recv.begin(), recv.end(), int64_t{0}), hidden.size(1)}, hidden.options());
   ctx.comm->all_to_all(permuted.contiguous(), received, send, recv);
 
   // Received chunks are in (source s, local expert j) order; emit them in (j, s) order.

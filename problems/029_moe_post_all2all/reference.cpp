@@ -103,7 +103,14 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
       if (m[e][t]) perm.push_back(t);
   auto [send, recv, table] = moe_all2all::splits_of(cnt, rank, W, local);
   at::Tensor weights = at::softmax(raw[1].to(at::kFloat), 1).to(raw[1].scalar_type());
-  return {raw[0], weights, selected, send, recv, table, map, at::tensor(perm, at::kLong),
+  return {raw[0],
+          weights,
+          selected,
+          send,
+          recv,
+          table,
+          map,
+          at::tensor(perm, at::kLong),
           at::tensor(std::vector<int64_t>{M, N}, at::kLong)};
 }
 

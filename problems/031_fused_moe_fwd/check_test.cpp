@@ -31,10 +31,11 @@ struct Variant {
 at::Tensor router_probs(const pkb::Tensors& r, Router router) {
   if (router == Router::fp32)
     return at::softmax(r[0].to(at::kFloat).mm(r[1].to(at::kFloat).t()) + r[2].to(at::kFloat), -1);
-  at::Tensor logits = router == Router::bf16_like_pytorch
-                          ? (r[0].to(at::kFloat).mm(r[1].to(at::kFloat).t()) + r[2].to(at::kFloat)).to(at::kBFloat16)
-                          : (r[0].to(at::kFloat).mm(r[1].to(at::kFloat).t()).to(at::kBFloat16).to(at::kFloat) +
-                             r[2].to(at::kFloat)).to(at::kBFloat16);
+  at::Tensor logits =
+      router == Router::bf16_like_pytorch
+          ? (r[0].to(at::kFloat).mm(r[1].to(at::kFloat).t()) + r[2].to(at::kFloat)).to(at::kBFloat16)
+          : (r[0].to(at::kFloat).mm(r[1].to(at::kFloat).t()).to(at::kBFloat16).to(at::kFloat) + r[2].to(at::kFloat))
+                .to(at::kBFloat16);
   return at::softmax(logits.to(at::kFloat), -1).to(at::kBFloat16).to(at::kFloat);
 }
 

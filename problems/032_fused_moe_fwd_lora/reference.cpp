@@ -8,7 +8,9 @@ using namespace pkb;
 
 // in[3..8]: this rank's gate/up/down projections (weight, bias); in[9..14]: their LoRA factors (A, B) for gate, up,
 // down. Each linear rounds, then each add of a LoRA branch rounds, as PyTorch rounds each op.
-at::Tensor lora(const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) { return at::linear(at::linear(x, a), b); }
+at::Tensor lora(const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+  return at::linear(at::linear(x, a), b);
+}
 
 at::Tensor expert_mlp(const Tensors& in, const at::Tensor& x) {
   at::Tensor g = at::linear(x, in[3], in[4]) + lora(x, in[9], in[10]);
@@ -22,7 +24,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) { return fused_moe:
 // (W + B A) applied as one merged weight, the way a deployed LoRA model folds its adapters.
 at::Tensor mlp_double(const Tensors& w, const at::Tensor& x) {
   auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
-  at::Tensor wg = d(w[3]) + d(w[10]).mm(d(w[9])), wu = d(w[5]) + d(w[12]).mm(d(w[11])), wd = d(w[7]) + d(w[14]).mm(d(w[13]));
+  at::Tensor wg = d(w[3]) + d(w[10]).mm(d(w[9])), wu = d(w[5]) + d(w[12]).mm(d(w[11])),
+             wd = d(w[7]) + d(w[14]).mm(d(w[13]));
   at::Tensor g = x.mm(wg.t()) + d(w[4]), u = x.mm(wu.t()) + d(w[6]);
   return (g / (1 + (-g).exp()) * u).mm(wd.t()) + d(w[8]);
 }

@@ -9,7 +9,8 @@ using namespace pkb;
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   if (ctx.scalar("gather_dim") != 0) throw std::runtime_error("ulysses_all_gather_variable: gather_dim must be 0");
   const at::Tensor& x = in[0];
-  at::Tensor mine = at::full({1}, x.size(0), x.options().dtype(at::kLong)), all = at::empty({ctx.world}, mine.options());
+  at::Tensor mine = at::full({1}, x.size(0), x.options().dtype(at::kLong)),
+             all = at::empty({ctx.world}, mine.options());
   ctx.comm->all_gather(mine, all);
   at::Tensor host = all.to(at::kCPU);
   std::vector<int64_t> recv(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + ctx.world);

@@ -7,7 +7,8 @@ using namespace pkb;
 // Head group q of x goes to rank q; received chunks are concatenated along the sequence.
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   const int64_t seq_dim = ctx.scalar("seq_dim"), head_dim = ctx.scalar("head_dim");
-  if (ctx.scalar("unpadded_dim_size") != 0) throw std::runtime_error("gather_seq_scatter_heads: unpadding not supported");
+  if (ctx.scalar("unpadded_dim_size") != 0)
+    throw std::runtime_error("gather_seq_scatter_heads: unpadding not supported");
   std::vector<at::Tensor> chunks = in[0].chunk(ctx.world, head_dim), flat;
   for (const auto& c : chunks) flat.push_back(c.contiguous().view(-1));
   at::Tensor send = at::cat(flat), recv = at::empty_like(send);
@@ -27,7 +28,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     at::Tensor o = at::empty({B, W * T, G, D}, x0.options());
     for (int q = 0; q < W; ++q)
       for (int64_t t = 0; t < T; ++t)
-        for (int64_t h = 0; h < G; ++h) o.select(1, q * T + t).select(1, h).copy_(in[q][0].select(1, t).select(1, r * G + h));
+        for (int64_t h = 0; h < G; ++h)
+          o.select(1, q * T + t).select(1, h).copy_(in[q][0].select(1, t).select(1, r * G + h));
     out.push_back({o});
   }
   return out;

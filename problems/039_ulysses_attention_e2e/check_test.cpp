@@ -36,7 +36,8 @@ std::vector<pkb::Tensors> kernel(const Case& c, Attention kind) {
   for (int r = 0; r < W; ++r) {
     at::Tensor o;  // (B, S, H, D)
     if (kind == Attention::full_sequence) {
-      at::Tensor Q = at::cat(q, 1).transpose(1, 2), K = at::cat(k, 1).transpose(1, 2), V = at::cat(v, 1).transpose(1, 2);
+      at::Tensor Q = at::cat(q, 1).transpose(1, 2), K = at::cat(k, 1).transpose(1, 2),
+                 V = at::cat(v, 1).transpose(1, 2);
       o = attend(Q, K, V).transpose(1, 2).narrow(1, r * S, S);
     } else if (kind == Attention::local_positions_only) {
       o = attend(q[r].transpose(1, 2), k[r].transpose(1, 2), v[r].transpose(1, 2)).transpose(1, 2);

@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include "reference/reference.h"
+
+#include <cmath>
 
 namespace problem_039 {  // named, not anonymous: the references build as unity batches
 
@@ -40,7 +40,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   for (const auto& r : in) parts.push_back(r[0].to(at::kDouble).matmul(r[1].to(at::kDouble).t()));
   at::Tensor qkv = at::cat(parts, 1).view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
   at::Tensor scores = at::einsum("bhtd,bhsd->bhts", {qkv[0], qkv[1]}) / std::sqrt(static_cast<double>(D));
-  at::Tensor o = at::einsum("bhts,bhsd->bhtd", {at::softmax(scores, -1), qkv[2]}).permute({0, 2, 1, 3});  // (B, T, H, D)
+  at::Tensor o =
+      at::einsum("bhts,bhsd->bhtd", {at::softmax(scores, -1), qkv[2]}).permute({0, 2, 1, 3});  // (B, T, H, D)
   std::vector<Tensors> out;
   for (int r = 0; r < W; ++r)
     out.push_back({o.narrow(1, r * S, S).reshape({B, S, width}).matmul(in[r][2].to(at::kDouble).t())});
@@ -49,7 +50,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
 
 // Projections get nn.Linear-like scale, N(0, 1/(H*D)), from N(0, 1) draws.
 Tensors prepare(const OracleContext&, int, Tensors raw) {
-  for (int i : {1, 2}) raw[i] = (raw[i].to(at::kFloat) / std::sqrt(static_cast<double>(raw[i].size(1)))).to(raw[i].scalar_type());
+  for (int i : {1, 2})
+    raw[i] = (raw[i].to(at::kFloat) / std::sqrt(static_cast<double>(raw[i].size(1)))).to(raw[i].scalar_type());
   return raw;
 }
 

@@ -48,7 +48,8 @@ std::vector<pkb::Tensors> ddp_fp32(const Case& c, const Step& s) {
     std::vector<at::Tensor> updates;
     for (int k = 0; k < 4; ++k) {
       at::Tensor mk = 0.9 * m[k] + 0.1 * g[k], vk = 0.999 * v[k] + 0.001 * g[k] * g[k];
-      double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1, bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
+      double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1,
+             bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
       at::Tensor u = s.update ? -1e-3 * (mk / bc1) / ((vk / bc2).sqrt() + 1e-8) : at::zeros_like(mk);
       o[k] = (p[k] + u).to(at::kBFloat16);
       o[4 + k] = mk.to(at::kBFloat16);
@@ -81,7 +82,8 @@ TEST(Problem040, SkippedUpdateIsInvisibleToPkbsParameterCheck) {
   auto skipped = ddp_fp32(c, {false});
   pkb::Tolerance paper;  // atol = rtol = 1e-2
   for (int k = 0; k < 4; ++k)
-    EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][k], c.expected[0][k], paper, at::kBFloat16).pass) << "parameter " << k;
+    EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, skipped[0][k], c.expected[0][k], paper, at::kBFloat16).pass)
+        << "parameter " << k;
   bool update_fails = false;
   for (const auto& check : checks(c, skipped))
     if (check.output == "update" && !check.result.pass) update_fails = true;

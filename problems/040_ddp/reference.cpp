@@ -43,7 +43,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     at::Tensor gk = g[k].contiguous().view(-1), p = d(in[0][2 + k]).contiguous().view(-1);
     at::Tensor m = d(in[0][6 + k]).contiguous().view(-1), v = d(in[0][10 + k]).contiguous().view(-1);
     at::Tensor u = at::empty_like(gk);
-    double *gp = gk.data_ptr<double>(), *mp = m.data_ptr<double>(), *vp = v.data_ptr<double>(), *up = u.data_ptr<double>();
+    double *gp = gk.data_ptr<double>(), *mp = m.data_ptr<double>(), *vp = v.data_ptr<double>(),
+           *up = u.data_ptr<double>();
     for (int64_t i = 0; i < gk.numel(); ++i) up[i] = adam_update64(gp[i], mp[i], vp[i], bc1, bc2);
     params.push_back((p + u).view(in[0][2 + k].sizes()));
     ms.push_back(m.view(in[0][2 + k].sizes()));

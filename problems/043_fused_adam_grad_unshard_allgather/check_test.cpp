@@ -22,7 +22,8 @@ struct Step {
 
 std::vector<pkb::Tensors> adam_fp32(const Case& c, const Step& s) {
   const int W = c.run.world, step = 3;
-  const double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1, bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
+  const double bc1 = s.bias_correction ? 1 - std::pow(0.9, step) : 1,
+               bc2 = s.bias_correction ? 1 - std::pow(0.999, step) : 1;
   std::vector<at::Tensor> shards, updates;
   for (const auto& r : c.inputs) {
     at::Tensor g = r[0].to(at::kFloat);

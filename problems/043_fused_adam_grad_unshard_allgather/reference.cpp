@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include "reference/reference.h"
+
+#include <cmath>
 
 namespace problem_043 {  // named, not anonymous: the references build as unity batches
 
@@ -30,7 +30,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   for (const auto& r : in) {
     at::Tensor g = r[0].to(at::kDouble), p = r[1].to(at::kDouble), m0 = r[2].to(at::kDouble), v0 = r[3].to(at::kDouble);
     at::Tensor u = at::empty_like(g), out = at::empty_like(g);
-    auto ga = g.accessor<double, 1>(), pa = p.accessor<double, 1>(), ma = m0.accessor<double, 1>(), va = v0.accessor<double, 1>();
+    auto ga = g.accessor<double, 1>(), pa = p.accessor<double, 1>(), ma = m0.accessor<double, 1>(),
+         va = v0.accessor<double, 1>();
     auto ua = u.accessor<double, 1>(), oa = out.accessor<double, 1>();
     for (int64_t i = 0; i < g.numel(); ++i) {
       double m = kBeta1 * ma[i] + (1 - kBeta1) * ga[i], v = kBeta2 * va[i] + (1 - kBeta2) * ga[i] * ga[i];

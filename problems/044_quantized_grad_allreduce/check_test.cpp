@@ -38,7 +38,9 @@ std::vector<float> dequantize(const at::Tensor& grad, Quotient how, Rounding rou
         continue;
       }
       float q = how == Quotient::divide ? v / s : how == Quotient::reciprocal ? v * inv : v * 127.0f / a;
-      float code = rounding == Rounding::half_even ? std::nearbyint(q) : rounding == Rounding::half_away ? std::round(q) : std::trunc(q);
+      float code = rounding == Rounding::half_even   ? std::nearbyint(q)
+                   : rounding == Rounding::half_away ? std::round(q)
+                                                     : std::trunc(q);
       out[b0 + i] = std::min(127.0f, std::max(-127.0f, code)) * s;
     }
   }

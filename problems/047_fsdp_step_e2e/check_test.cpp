@@ -26,7 +26,8 @@ struct StepCase {
 
   bool passes(int rank, int output, const at::Tensor& got) const {
     return pkb::compare(pkb::Policy::robust, got.to(at::kBFloat16), expected[rank][output], spec.tolerance,
-                        at::kBFloat16).pass;
+                        at::kBFloat16)
+        .pass;
   }
 };
 

@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include "reference/reference.h"
+
+#include <cmath>
 
 namespace problem_047 {  // named, not anonymous: the references build as unity batches
 
@@ -42,11 +42,11 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   g = g / static_cast<double>(ctx.world);
 
   double bc1 = 1 - std::pow(kBeta1, step), bc2 = 1 - std::pow(kBeta2, step);
-  at::Tensor m = at::add(m0 * kBeta1, g, 1 - kBeta1);               // fused alpha: one rounding
-  at::Tensor v = at::addcmul(v0 * kBeta2, g, g, 1 - kBeta2);          // fused value: one rounding
+  at::Tensor m = at::add(m0 * kBeta1, g, 1 - kBeta1);         // fused alpha: one rounding
+  at::Tensor v = at::addcmul(v0 * kBeta2, g, g, 1 - kBeta2);  // fused value: one rounding
   at::Tensor u = (m / bc1) / (at::sqrt(v / bc2) + kEps);
   at::Tensor theta = at::add(theta0, u, -kLr);
-  theta = at::add(theta, theta0, -kLr * kWd);                         // decay on the pre-update shard
+  theta = at::add(theta, theta0, -kLr * kWd);  // decay on the pre-update shard
   at::Tensor update = (u.to(at::kFloat) * -kLr - theta0.to(at::kFloat) * (kLr * kWd)).to(theta0.scalar_type());
   return {theta, m, v, update};
 }
@@ -69,7 +69,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   at::Tensor out = at::addmm(p.b2, h, p.w2.t());
   at::Tensor dout = 2 * (out - y) / static_cast<double>(out.numel());
   at::Tensor dpre = at::mm(dout, p.w2).masked_fill(pre <= 0, 0.0);
-  at::Tensor grad = at::cat({at::mm(dpre.t(), x).reshape(-1), dpre.sum(0), at::mm(dout.t(), h).reshape(-1), dout.sum(0)});
+  at::Tensor grad =
+      at::cat({at::mm(dpre.t(), x).reshape(-1), dpre.sum(0), at::mm(dout.t(), h).reshape(-1), dout.sum(0)});
 
   double bc1 = 1 - std::pow(kBeta1, step), bc2 = 1 - std::pow(kBeta2, step);
   int64_t shard = in[0][2].numel();

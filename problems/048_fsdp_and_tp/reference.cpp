@@ -13,9 +13,9 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     fsdp.all_gather(shard.contiguous(), all);
     return all;
   };
-  at::Tensor w1_t = gather(w1).reshape({-1, w1.size(1)});                      // rows stacked
+  at::Tensor w1_t = gather(w1).reshape({-1, w1.size(1)});  // rows stacked
   at::Tensor w2_t = gather(w2).reshape({-1, w2.size(1)});
-  at::Tensor w3_t = gather(w3).permute({1, 0, 2}).reshape({w3.size(0), -1});   // columns stacked
+  at::Tensor w3_t = gather(w3).permute({1, 0, 2}).reshape({w3.size(0), -1});  // columns stacked
   at::Tensor x1 = at::matmul(x, w1_t), x2 = at::matmul(x, w2_t);
   at::Tensor z = at::silu(x1) * x2;  // silu rounded, then the product rounded
   at::Tensor y = at::matmul(z, w3_t);

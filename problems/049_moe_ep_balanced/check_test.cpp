@@ -19,7 +19,8 @@ struct MoeCase {
   std::vector<pkb::Tensors> in, expected;
 
   MoeCase(int world, int trial, bool small) {
-    run = pkb::resolve_run(spec, world, pkb::DType::bf16, small ? spec.test_parameters : std::map<std::string, int64_t>{});
+    run = pkb::resolve_run(spec, world, pkb::DType::bf16,
+                           small ? spec.test_parameters : std::map<std::string, int64_t>{});
     for (int r = 0; r < world; ++r) in.push_back(pkb::make_inputs(spec, run, r, trial, 1).tensors);
     expected = pkb::expected_outputs(spec, run, in);
   }

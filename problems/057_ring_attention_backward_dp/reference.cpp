@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include "reference/reference.h"
+
+#include <cmath>
 
 namespace problem_057 {  // named, not anonymous: the references build as unity batches
 
@@ -17,7 +17,7 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   Communicator &cp = ctx.group("cp"), &dp = ctx.group("dp");
   int c = cp.rank(), size = cp.size();
   at::Tensor dout = heads_first(in[0].to(at::kFloat)), q = heads_first(in[1].to(at::kFloat));
-  at::Tensor lse = in[5].unsqueeze(-1);                                                   // (B, H, S, 1)
+  at::Tensor lse = in[5].unsqueeze(-1);                                                    // (B, H, S, 1)
   at::Tensor dvec = (dout * heads_first(in[4].to(at::kFloat))).sum(-1, /*keepdim=*/true);  // uses the given out
   std::vector<int64_t> shape = in[2].sizes().vec();
   shape.insert(shape.begin(), size);
@@ -26,12 +26,14 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   cp.all_gather(in[3].contiguous(), v_all);
 
   // dQ accumulates over j = c, c-1, ..., c+1 (mod C); the dK/dV partials of every block go to their owners.
-  at::Tensor dq = at::zeros(q.sizes(), q.options()), dk_parts = at::empty({size, q.size(0), q.size(1), q.size(2), q.size(3)}, q.options());
+  at::Tensor dq = at::zeros(q.sizes(), q.options()),
+             dk_parts = at::empty({size, q.size(0), q.size(1), q.size(2), q.size(3)}, q.options());
   at::Tensor dv_parts = at::empty_like(dk_parts);
   for (int step = 0; step < size; ++step) {
     int j = ((c - step) % size + size) % size;
     at::Tensor k = heads_first(k_all[j].to(at::kFloat)), v = heads_first(v_all[j].to(at::kFloat));
-    at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q) - lse);  // local lse: rows may sum past 1
+    at::Tensor p =
+        at::exp(at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q) - lse);  // local lse: rows may sum past 1
     at::Tensor ds = p * (at::matmul(dout, v.transpose(-1, -2)) - dvec);
     dq = dq + at::matmul(ds, k) * softmax_scale(q);
     dk_parts[j] = at::matmul(ds.transpose(-1, -2), q) * softmax_scale(q);
@@ -66,7 +68,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
     at::Tensor v = heads_first(cat(3, 1)), out = heads_first(cat(4, 1)), lse = cat(5, 2).unsqueeze(-1);
     at::Tensor p = at::exp(at::matmul(q, k.transpose(-1, -2)) * softmax_scale(q) - lse);
     at::Tensor ds = p * (at::matmul(dout, v.transpose(-1, -2)) - (dout * out).sum(-1, true));
-    at::Tensor dq = seq_first(at::matmul(ds, k) * softmax_scale(q)), dk = seq_first(at::matmul(ds.transpose(-1, -2), q) * softmax_scale(q));
+    at::Tensor dq = seq_first(at::matmul(ds, k) * softmax_scale(q)),
+               dk = seq_first(at::matmul(ds.transpose(-1, -2), q) * softmax_scale(q));
     at::Tensor dv = seq_first(at::matmul(p.transpose(-1, -2), dout));
     int64_t s = in[r][1].size(1);
     for (size_t i = 0; i < ring.size(); ++i) {

@@ -23,7 +23,8 @@ struct LossCase {
   }
   bool passes(int r, double loss) const {
     return pkb::compare(pkb::Policy::robust, at::scalar_tensor(loss, at::kFloat), expected[r][0], spec.tolerance,
-                        at::kFloat).pass;
+                        at::kFloat)
+        .pass;
   }
   // fp32 logits (from the bf16 features) and fp32 sums; own block only when `foreign` is false.
   double fp32_loss(int r, bool foreign) const {

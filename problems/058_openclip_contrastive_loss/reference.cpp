@@ -10,7 +10,9 @@ constexpr double kLogitScale = 10.0, kLogitBias = -10.0;  // PKB's values (plain
 at::Tensor block_sum(const at::Tensor& image, const at::Tensor& text, bool own) {
   at::Tensor logits = at::matmul(image * kLogitScale, text.t()) + kLogitBias;
   at::Tensor labels = -at::ones_like(logits);
-  if (own) labels = labels + (2 * at::eye(logits.size(0), logits.options().dtype(at::kFloat))).to(logits.scalar_type());  // no bf16 eye in 1.13
+  if (own)
+    labels = labels + (2 * at::eye(logits.size(0), logits.options().dtype(at::kFloat)))
+                          .to(logits.scalar_type());  // no bf16 eye in 1.13
   return at::log_sigmoid(labels * logits).sum(at::kFloat);
 }
 

@@ -19,7 +19,9 @@ at::Tensor rotmat(const at::Tensor& quats) {
   at::Tensor w = q.select(1, 0), x = q.select(1, 1), y = q.select(1, 2), z = q.select(1, 3);
   return at::stack({1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y), 2 * (x * y + w * z),
                     1 - 2 * (x * x + z * z), 2 * (y * z - w * x), 2 * (x * z - w * y), 2 * (y * z + w * x),
-                    1 - 2 * (x * x + y * y)}, -1).view({-1, 3, 3});
+                    1 - 2 * (x * x + y * y)},
+                   -1)
+      .view({-1, 3, 3});
 }
 
 // Rank s's Gaussians in camera (viewmat, K), fp32: ids, radii (int32) and the 8 outputs' float values.
@@ -27,16 +29,19 @@ pkb::Tensors project(const pkb::Tensors& g, const at::Tensor& view, const at::Te
                      double height, Variant v) {
   at::Tensor mu = g[0].to(at::kFloat), R = rotmat(g[1].to(at::kFloat)), s2 = g[2].to(at::kFloat).pow(2);
   at::Tensor Sigma = at::matmul(R * s2.unsqueeze(1), R.transpose(1, 2));  // R S^2 R^T
-  at::Tensor Rc = view.slice(0, 0, 3).slice(1, 0, 3).to(at::kFloat), t = view.slice(0, 0, 3).select(1, 3).to(at::kFloat);
+  at::Tensor Rc = view.slice(0, 0, 3).slice(1, 0, 3).to(at::kFloat),
+             t = view.slice(0, 0, 3).select(1, 3).to(at::kFloat);
   at::Tensor Kf = K.to(at::kFloat);
-  const double fx = Kf[0][0].item<double>(), fy = Kf[1][1].item<double>(), cx = Kf[0][2].item<double>(), cy = Kf[1][2].item<double>();
+  const double fx = Kf[0][0].item<double>(), fy = Kf[1][1].item<double>(), cx = Kf[0][2].item<double>(),
+               cy = Kf[1][2].item<double>();
   at::Tensor p = at::matmul(Rc, mu.t()).t() + t;
   at::Tensor tx = p.select(1, 0), ty = p.select(1, 1), tz = p.select(1, 2);
   const double tfx = 0.5 * width / fx, tfy = 0.5 * height / fy;
   at::Tensor txc = tz * (tx / tz).clamp(-(cx / fx + 0.3 * tfx), (width - cx) / fx + 0.3 * tfx);
   at::Tensor tyc = tz * (ty / tz).clamp(-(cy / fy + 0.3 * tfy), (height - cy) / fy + 0.3 * tfy);
   at::Tensor zeros = at::zeros_like(tz);
-  at::Tensor J = at::stack({fx / tz, zeros, -fx * txc / (tz * tz), zeros, fy / tz, -fy * tyc / (tz * tz)}, -1).view({-1, 2, 3});
+  at::Tensor J =
+      at::stack({fx / tz, zeros, -fx * txc / (tz * tz), zeros, fy / tz, -fy * tyc / (tz * tz)}, -1).view({-1, 2, 3});
   at::Tensor JR = at::matmul(J, Rc);
   at::Tensor cov = at::matmul(at::matmul(JR, Sigma), JR.transpose(1, 2));
   if (v != Variant::no_eps2d) cov = cov + 0.3 * at::eye(2, at::kFloat);

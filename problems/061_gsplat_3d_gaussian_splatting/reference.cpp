@@ -14,9 +14,11 @@ constexpr double kEps2d = 0.3, kNear = 0.01, kFar = 1e10;
 at::Tensor quat_to_rotmat(const at::Tensor& quats) {
   at::Tensor q = quats / quats.norm(2, {-1}, true);
   at::Tensor w = q.select(1, 0), x = q.select(1, 1), y = q.select(1, 2), z = q.select(1, 3);
-  return at::stack({1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                    2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                    2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}, -1).view({-1, 3, 3});
+  return at::stack({1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y), 2 * (x * y + w * z),
+                    1 - 2 * (x * x + z * z), 2 * (y * z - w * x), 2 * (x * z - w * y), 2 * (y * z + w * x),
+                    1 - 2 * (x * x + y * y)},
+                   -1)
+      .view({-1, 3, 3});
 }
 
 // One camera (16 viewmat + 9 K values, fp32): radii (N, 2) int64 and the 6 projected values
@@ -35,7 +37,8 @@ std::pair<at::Tensor, at::Tensor> project(const at::Tensor& mu, const at::Tensor
   at::Tensor txc = tz * at::minimum(at::maximum(tx / tz, -lim_x_neg), lim_x_pos);
   at::Tensor tyc = tz * at::minimum(at::maximum(ty / tz, -lim_y_neg), lim_y_pos);
   at::Tensor zeros = at::zeros_like(tz);
-  at::Tensor J = at::stack({fx / tz, zeros, -fx * txc / (tz * tz), zeros, fy / tz, -fy * tyc / (tz * tz)}, -1).view({-1, 2, 3});
+  at::Tensor J =
+      at::stack({fx / tz, zeros, -fx * txc / (tz * tz), zeros, fy / tz, -fy * tyc / (tz * tz)}, -1).view({-1, 2, 3});
   at::Tensor cov = at::matmul(at::matmul(J, cov_c), J.transpose(1, 2)) + kEps2d * at::eye(2, mu.options());
   at::Tensor u = fx * tx / tz + cx, v = fy * ty / tz + cy;
   at::Tensor a = cov.select(1, 0).select(1, 0), b = cov.select(1, 0).select(1, 1);
@@ -69,7 +72,9 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     at::Tensor ids = at::arange(mu.size(0), i64).masked_select(visible) + offset;
     at::Tensor payload = at::cat({proj, in[3].to(at::kFloat).unsqueeze(-1), in[4].to(at::kFloat)}, -1);
     floats.push_back(payload.index_select(0, visible.nonzero().squeeze(1)).to(dtype));
-    ints.push_back(at::cat({radii.index_select(0, visible.nonzero().squeeze(1)), at::zeros_like(ids).unsqueeze(-1), ids.unsqueeze(-1)}, -1));
+    ints.push_back(at::cat(
+        {radii.index_select(0, visible.nonzero().squeeze(1)), at::zeros_like(ids).unsqueeze(-1), ids.unsqueeze(-1)},
+        -1));
     send[c] = ids.size(0);
   }
   at::Tensor send_counts = at::tensor(send, at::kLong).to(ctx.device), recv_counts = at::empty_like(send_counts);
@@ -82,9 +87,9 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   ctx.comm->all_to_all(at::cat(floats).contiguous(), f, send, recv);
   ctx.comm->all_to_all(at::cat(ints).contiguous(), i, send, recv);
   i = i.to(at::kInt);
-  return {i.select(1, 2).contiguous(), i.select(1, 3).contiguous(), i.slice(1, 0, 2).contiguous(),
-          f.slice(1, 0, 2).contiguous(), f.select(1, 2).contiguous(), f.slice(1, 3, 6).contiguous(),
-          f.select(1, 6).contiguous(), f.slice(1, 7, 10).contiguous()};
+  return {i.select(1, 2).contiguous(),   i.select(1, 3).contiguous(),   i.slice(1, 0, 2).contiguous(),
+          f.slice(1, 0, 2).contiguous(), f.select(1, 2).contiguous(),   f.slice(1, 3, 6).contiguous(),
+          f.select(1, 6).contiguous(),   f.slice(1, 7, 10).contiguous()};
 }
 
 // ---- oracle and prepare: the projection of one Gaussian in one camera, fp64 scalars ----
@@ -168,8 +173,10 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
                                    std::to_string(s) + " is not visible in camera " + std::to_string(c));
         const int64_t k = s * G + n;
         ia[k] = static_cast<int>(k);
-        ra[k][0] = static_cast<int>(std::ceil(g.pre_radius[0])), ra[k][1] = static_cast<int>(std::ceil(g.pre_radius[1]));
-        double row[10] = {g.u, g.v, g.depth, g.conic[0], g.conic[1], g.conic[2], opacity[n], color[3 * n], color[3 * n + 1], color[3 * n + 2]};
+        ra[k][0] = static_cast<int>(std::ceil(g.pre_radius[0])),
+        ra[k][1] = static_cast<int>(std::ceil(g.pre_radius[1]));
+        double row[10] = {g.u,        g.v,        g.depth,      g.conic[0],       g.conic[1],
+                          g.conic[2], opacity[n], color[3 * n], color[3 * n + 1], color[3 * n + 2]};
         for (int j = 0; j < 10; ++j) va[k][j] = row[j];
       }
     }
@@ -213,8 +220,11 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   raw[0] = means.to(dtype);
   std::vector<std::vector<double>> cams;
   for (int c = 0; c < W; ++c) cams.push_back(camera_of(c, W, width, height, dtype));
-  raw[5] = at::tensor(std::vector<double>(cams[rank].begin(), cams[rank].begin() + 16), at::kDouble).view({1, 4, 4}).to(dtype);
-  raw[6] = at::tensor(std::vector<double>(cams[rank].begin() + 16, cams[rank].end()), at::kDouble).view({1, 3, 3}).to(dtype);
+  raw[5] = at::tensor(std::vector<double>(cams[rank].begin(), cams[rank].begin() + 16), at::kDouble)
+               .view({1, 4, 4})
+               .to(dtype);
+  raw[6] =
+      at::tensor(std::vector<double>(cams[rank].begin() + 16, cams[rank].end()), at::kDouble).view({1, 3, 3}).to(dtype);
 
   std::vector<double> mean = doubles(raw[0]), quat = doubles(raw[1]), scale = doubles(raw[2]);
   auto clear = [&](double v) { return std::fabs(v - std::round(v)) >= margin; };
@@ -227,9 +237,13 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
       }
       if (ok) break;
       if (attempt == 200)
-        throw std::runtime_error("gsplat_3d_gaussian_splatting: cannot clear the radii of Gaussian " + std::to_string(n));
+        throw std::runtime_error("gsplat_3d_gaussian_splatting: cannot clear the radii of Gaussian " +
+                                 std::to_string(n));
       at::Tensor grown = at::tensor(std::vector<double>{scale[3 * n] * 1.03 + 1e-4, scale[3 * n + 1] * 1.03 + 1e-4,
-                                                        scale[3 * n + 2] * 1.03 + 1e-4}, at::kDouble).to(dtype).to(at::kDouble);
+                                                        scale[3 * n + 2] * 1.03 + 1e-4},
+                                    at::kDouble)
+                             .to(dtype)
+                             .to(at::kDouble);
       for (int j = 0; j < 3; ++j) scale[3 * n + j] = grown[j].item<double>();
     }
   }

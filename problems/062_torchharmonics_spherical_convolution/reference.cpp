@@ -26,7 +26,8 @@ at::Tensor contract(const at::Tensor& x, const at::Tensor& indices, const at::Te
   const int64_t nnz = values.size(0), step = 256;
   for (int64_t begin = 0; begin < nnz; begin += step) {
     const int64_t end = std::min(nnz, begin + step);
-    at::Tensor k = indices[0].slice(0, begin, end), o = indices[1].slice(0, begin, end), column = indices[2].slice(0, begin, end);
+    at::Tensor k = indices[0].slice(0, begin, end), o = indices[1].slice(0, begin, end),
+               column = indices[2].slice(0, begin, end);
     at::Tensor lat = column.div(nlon, "floor"), lon = column.remainder(nlon);
     at::Tensor source = lat.unsqueeze(1) * nlon + (lon.unsqueeze(1) + shift).remainder(nlon);  // (n, nlon)
     at::Tensor rows = flat.index_select(2, source.reshape(-1)).view({B, C, end - begin, nlon});
@@ -74,7 +75,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   for (int r = 0; r < W; ++r) {
     const int p = r / az, a = r % az;
     at::Tensor y = Y.slice(3, p * nl, (p + 1) * nl).slice(4, a * nw, (a + 1) * nw);
-    at::Tensor o = at::einsum("bckyz,ock->boyz", {y, in[r][3].to(at::kDouble)}) + in[r][4].to(at::kDouble).view({1, -1, 1, 1});
+    at::Tensor o =
+        at::einsum("bckyz,ock->boyz", {y, in[r][3].to(at::kDouble)}) + in[r][4].to(at::kDouble).view({1, -1, 1, 1});
     out.push_back({o.to(at::kFloat)});
   }
   return out;
@@ -92,8 +94,7 @@ Tensors prepare(const OracleContext& ctx, int, Tensors raw) {
   std::sort(entries.begin(), entries.end());
   at::Tensor idx = at::empty({3, static_cast<int64_t>(entries.size())}, at::kLong);
   auto a = idx.accessor<int64_t, 2>();
-  for (size_t n = 0; n < entries.size(); ++n)
-    std::tie(a[0][n], a[1][n], a[2][n]) = entries[n];
+  for (size_t n = 0; n < entries.size(); ++n) std::tie(a[0][n], a[1][n], a[2][n]) = entries[n];
   raw[1] = idx;
   return raw;
 }

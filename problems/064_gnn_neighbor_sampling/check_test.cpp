@@ -45,7 +45,8 @@ pkb::Tensors sample(const pkb::Tensors& x, const std::vector<int64_t>& fanouts, 
     }
     if (v == Variant::sorted_new_nodes) {
       std::sort(next.begin(), next.end());
-      for (size_t i = 0; i < next.size(); ++i) id[next[i]] = static_cast<int64_t>(L.size() - next.size() + i), L[L.size() - next.size() + i] = next[i];
+      for (size_t i = 0; i < next.size(); ++i)
+        id[next[i]] = static_cast<int64_t>(L.size() - next.size() + i), L[L.size() - next.size() + i] = next[i];
     }
     frontier = next;
   }

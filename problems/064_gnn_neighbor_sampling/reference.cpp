@@ -55,7 +55,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     // Requests grouped by owner, stable.
     Ids order(frontier.size());
     std::iota(order.begin(), order.end(), int64_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return owner_of[frontier[a]] < owner_of[frontier[b]]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return owner_of[frontier[a]] < owner_of[frontier[b]]; });
     Ids send_rows(W, 0), sorted;
     for (int64_t i : order) ++send_rows[owner_of[frontier[i]]], sorted.push_back(frontier[i]);
     const Ids ones(W, 1);
@@ -76,7 +77,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
 
     // Sorted position i holds frontier position order[i]; lay the segments out in frontier order.
     Ids start(frontier.size()), count(frontier.size());
-    for (size_t i = 0, at = 0; i < order.size(); at += my_take[i], ++i) start[order[i]] = at, count[order[i]] = my_take[i];
+    for (size_t i = 0, at = 0; i < order.size(); at += my_take[i], ++i)
+      start[order[i]] = at, count[order[i]] = my_take[i];
     Ids next;
     for (size_t p = 0; p < frontier.size(); ++p)
       for (int64_t j = 0; j < count[p]; ++j) {
@@ -87,13 +89,15 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     frontier = next;
   }
   Ids row, dst;
-  for (size_t e = 0; e < all_nodes.size(); ++e) row.push_back(local_id[all_nodes[e]]), dst.push_back(local_id[all_dst[e]]);
+  for (size_t e = 0; e < all_nodes.size(); ++e)
+    row.push_back(local_id[all_nodes[e]]), dst.push_back(local_id[all_dst[e]]);
 
   const int64_t S = ctx.param("S"), K1 = ctx.param("K1"), K2 = ctx.param("K2");
   const int64_t node_cap = std::min<int64_t>(owner_of.size(), S * (1 + K1 + K1 * K2)), edge_cap = S * (K1 + K1 * K2);
-  return {padded(nodes, node_cap, ctx.device), padded(row, edge_cap, ctx.device), padded(dst, edge_cap, ctx.device),
-          padded(all_edges, edge_cap, ctx.device),
-          at::tensor(Ids{static_cast<int64_t>(nodes.size()), static_cast<int64_t>(row.size())}, at::kLong).to(ctx.device)};
+  return {
+      padded(nodes, node_cap, ctx.device), padded(row, edge_cap, ctx.device), padded(dst, edge_cap, ctx.device),
+      padded(all_edges, edge_cap, ctx.device),
+      at::tensor(Ids{static_cast<int64_t>(nodes.size()), static_cast<int64_t>(row.size())}, at::kLong).to(ctx.device)};
 }
 
 // One process, straight from the definition: each hop walks the frontier in order and reads each node's CSC list.
@@ -126,7 +130,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
       return at::tensor(v, at::kLong);
     };
     out.push_back({pad(L, node_cap), pad(row, edge_cap), pad(dst, edge_cap), pad(edge, edge_cap),
-                   at::tensor(std::vector<int64_t>{static_cast<int64_t>(L.size()), static_cast<int64_t>(row.size())}, at::kLong)});
+                   at::tensor(std::vector<int64_t>{static_cast<int64_t>(L.size()), static_cast<int64_t>(row.size())},
+                              at::kLong)});
   }
   return out;
 }

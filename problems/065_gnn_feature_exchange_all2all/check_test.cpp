@@ -33,7 +33,8 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Convent
 
 bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, const std::vector<pkb::Tensors>& want) {
   for (size_t r = 0; r < got.size(); ++r)
-    if (!pkb::compare(pkb::Policy::robust, got[r][0], want[r][0], s.tolerance, got[r][0].scalar_type()).pass) return false;
+    if (!pkb::compare(pkb::Policy::robust, got[r][0], want[r][0], s.tolerance, got[r][0].scalar_type()).pass)
+      return false;
   return true;
 }
 

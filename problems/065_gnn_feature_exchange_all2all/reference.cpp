@@ -1,4 +1,5 @@
 #include "reference/reference.h"
+
 #include "reference/rotated_all_to_all.h"
 
 namespace problem_065 {  // named, not anonymous: the references build as unity batches

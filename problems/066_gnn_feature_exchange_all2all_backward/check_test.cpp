@@ -40,7 +40,8 @@ TEST(Problem066, ReceiverKeyedSegmentSumPassesMistakesFail) {
     auto ctx = pkb::oracle_context(c.spec, c.run);
     const int64_t seeds = ctx.scalar("seed_size");
     EXPECT_TRUE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::none))) << "W=" << W;
-    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::plain_all_to_all))) << "plain all-to-all, W=" << W;
+    EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::plain_all_to_all)))
+        << "plain all-to-all, W=" << W;
     EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::sender_ids))) << "sender's ids, W=" << W;
     EXPECT_FALSE(pkb::check_test::passes(c, candidate(in, seeds, Mistake::last_row_wins))) << "no reduction, W=" << W;
   }

@@ -21,7 +21,8 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Order o
     at::Tensor owner = in[s][0].remainder(W);
     for (int q = 0; q < W; ++q) {
       at::Tensor pos = owner.eq(q).nonzero().squeeze(1);  // ascending = original order
-      if (order == Order::sorted_within_owner) pos = pos.index_select(0, std::get<1>(in[s][0].index_select(0, pos).sort()));
+      if (order == Order::sorted_within_owner)
+        pos = pos.index_select(0, std::get<1>(in[s][0].index_select(0, pos).sort()));
       ids[q].push_back(in[s][0].index_select(0, pos));
       rows[q].push_back(in[s][1].index_select(0, pos));
     }
@@ -34,7 +35,8 @@ std::vector<pkb::Tensors> candidate(const std::vector<pkb::Tensors>& in, Order o
 bool passes(const pkb::ProblemSpec& s, const std::vector<pkb::Tensors>& got, const std::vector<pkb::Tensors>& want) {
   for (size_t r = 0; r < got.size(); ++r)
     for (int i = 0; i < 2; ++i)
-      if (!pkb::compare(pkb::Policy::robust, got[r][i], want[r][i], s.tolerance, got[r][i].scalar_type()).pass) return false;
+      if (!pkb::compare(pkb::Policy::robust, got[r][i], want[r][i], s.tolerance, got[r][i].scalar_type()).pass)
+        return false;
   return true;
 }
 

@@ -18,11 +18,13 @@ enum class Kernel { bf16_sigmoid, fp32_sigmoid, raw_scores, greater_equal, zero_
 
 // Ranks of the rows (positive in column 0) of `scores`, as the kernel computes them.
 at::Tensor ranks_of(const at::Tensor& scores, Kernel k) {
-  at::Tensor s = k == Kernel::bf16_sigmoid ? at::sigmoid(scores) : k == Kernel::raw_scores ? scores.to(at::kFloat)
-                                                                                           : at::sigmoid(scores.to(at::kFloat));
+  at::Tensor s = k == Kernel::bf16_sigmoid ? at::sigmoid(scores)
+                 : k == Kernel::raw_scores ? scores.to(at::kFloat)
+                                           : at::sigmoid(scores.to(at::kFloat));
   at::Tensor neg = s.slice(1, 1), pos = s.slice(1, 0, 1);
-  at::Tensor count = k == Kernel::greater_equal ? neg.ge(pos).sum(1) : k == Kernel::ascending ? neg.lt(pos).sum(1)
-                                                                                              : neg.gt(pos).sum(1);
+  at::Tensor count = k == Kernel::greater_equal ? neg.ge(pos).sum(1)
+                     : k == Kernel::ascending   ? neg.lt(pos).sum(1)
+                                                : neg.gt(pos).sum(1);
   return k == Kernel::zero_based ? count : 1 + count;
 }
 

@@ -29,7 +29,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   ctx.comm->all_to_all(meta, meta_recv);
   meta_recv = meta_recv.to(at::kCPU);
   std::vector<int64_t> recv_len(W), recv_val(W);
-  for (int s = 0; s < W; ++s) recv_len[s] = meta_recv[s][0].item<int64_t>(), recv_val[s] = meta_recv[s][1].item<int64_t>();
+  for (int s = 0; s < W; ++s)
+    recv_len[s] = meta_recv[s][0].item<int64_t>(), recv_val[s] = meta_recv[s][1].item<int64_t>();
 
   const int64_t total = lengths.sum().item<int64_t>();
   at::Tensor len_recv = at::empty({W * keys[r] * B}, lengths.options());
@@ -42,16 +43,16 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   const int64_t k = keys[r];
   at::Tensor blocks = len_recv.view({W, k, B});
   at::Tensor block_sizes = blocks.sum(2).reshape(-1).to(at::kCPU);
-  std::vector<at::Tensor> segments = val_recv.split_with_sizes(
-      c10::IntArrayRef(block_sizes.data_ptr<int64_t>(), block_sizes.numel()));
+  std::vector<at::Tensor> segments =
+      val_recv.split_with_sizes(c10::IntArrayRef(block_sizes.data_ptr<int64_t>(), block_sizes.numel()));
   std::vector<at::Tensor> recat;
   for (int64_t f = 0; f < k; ++f)
     for (int s = 0; s < W; ++s) recat.push_back(segments[s * k + f]);
   at::Tensor values_out = at::zeros({k * W * B * kCapacity}, lengths.options());
   values_out.slice(0, 0, nrecv).copy_(at::cat(recat));
   const auto opts = lengths.options();
-  return {blocks.transpose(0, 1).reshape(-1), values_out, at::scalar_tensor(nrecv, opts), at::scalar_tensor(W * B, opts),
-          at::full({W}, B, opts)};
+  return {blocks.transpose(0, 1).reshape(-1), values_out, at::scalar_tensor(nrecv, opts),
+          at::scalar_tensor(W * B, opts), at::full({W}, B, opts)};
 }
 
 // Element by element from every rank's inputs: for each of rank r's features f, each source s and sample b, the

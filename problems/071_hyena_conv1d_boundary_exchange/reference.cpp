@@ -15,10 +15,12 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   ctx.comm->all_gather(tails, all);
   at::Tensor halo_first = r == 0 ? at::zeros_like(all[0][0]) : all[r - 1][0];
   at::Tensor halo_second = r == W - 1 ? all[r][0] : all[r + 1][1];
-  at::Tensor padded = at::cat({at::cat({halo_first, x.slice(2, 0, L)}, 2), at::cat({halo_second, x.slice(2, L, 2 * L)}, 2)});
+  at::Tensor padded =
+      at::cat({at::cat({halo_first, x.slice(2, 0, L)}, 2), at::cat({halo_second, x.slice(2, L, 2 * L)}, 2)});
   // fp32 accumulation, one rounding (PyTorch's bf16 conv on the GPU).
-  at::Tensor y = at::conv1d(padded.to(at::kFloat), weight.to(at::kFloat), at::Tensor(), at::IntArrayRef{1}, at::IntArrayRef{0},
-                            at::IntArrayRef{1}, x.size(1)).to(x.scalar_type());
+  at::Tensor y = at::conv1d(padded.to(at::kFloat), weight.to(at::kFloat), at::Tensor(), at::IntArrayRef{1},
+                            at::IntArrayRef{0}, at::IntArrayRef{1}, x.size(1))
+                     .to(x.scalar_type());
   return {at::cat({y.slice(0, 0, x.size(0)), y.slice(0, x.size(0), 2 * x.size(0))}, 2)};
 }
 

@@ -50,9 +50,10 @@ std::vector<pkb::Tensors> kernel(const Case& c, Kernel k) {
   if (k == Kernel::zero_low_channels) out.slice(0, 0, 4).zero_();
   std::vector<pkb::Tensors> got;
   for (int r = 0; r < W; ++r) {
-    at::Tensor mine = k == Kernel::zigzag_as_sequence
-                          ? out.slice(1, 2 * r * lc, (2 * r + 2) * lc)
-                          : at::cat({out.slice(1, r * lc, (r + 1) * lc), out.slice(1, (2 * W - 1 - r) * lc, (2 * W - r) * lc)}, 1);
+    at::Tensor mine =
+        k == Kernel::zigzag_as_sequence
+            ? out.slice(1, 2 * r * lc, (2 * r + 2) * lc)
+            : at::cat({out.slice(1, r * lc, (r + 1) * lc), out.slice(1, (2 * W - 1 - r) * lc, (2 * W - r) * lc)}, 1);
     got.push_back({mine.t().unsqueeze(0).contiguous()});
   }
   return got;

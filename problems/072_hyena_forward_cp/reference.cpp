@@ -33,7 +33,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   Communicator& comm = *ctx.comm;
   at::Tensor x1 = seq_to_channels(comm, in[0]), x2 = seq_to_channels(comm, in[1]), v = seq_to_channels(comm, in[2]);
   const int64_t cl = x1.size(0), L = x1.size(1), n = 2 * L;
-  at::Tensor h = in[3].slice(0, ctx.rank * cl, (ctx.rank + 1) * cl), bias = in[4].slice(0, ctx.rank * cl, (ctx.rank + 1) * cl);
+  at::Tensor h = in[3].slice(0, ctx.rank * cl, (ctx.rank + 1) * cl),
+             bias = in[4].slice(0, ctx.rank * cl, (ctx.rank + 1) * cl);
   at::Tensor z = x2 * v;
   at::Tensor spectrum = at::fft_rfft(z.to(at::kFloat), n) * at::fft_rfft(h.to(at::kFloat), n);
   at::Tensor y = at::fft_irfft(spectrum, n).slice(1, 0, L) + z.to(at::kFloat) * bias.to(at::kFloat).unsqueeze(1);
@@ -67,8 +68,11 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   at::Tensor out = (x1 * y).to(dtype);  // (C, L)
   std::vector<Tensors> result;
   for (int r = 0; r < W; ++r)
-    result.push_back({at::cat({out.slice(1, r * lc, (r + 1) * lc), out.slice(1, (2 * W - 1 - r) * lc, (2 * W - r) * lc)}, 1)
-                          .t().unsqueeze(0).contiguous()});
+    result.push_back(
+        {at::cat({out.slice(1, r * lc, (r + 1) * lc), out.slice(1, (2 * W - 1 - r) * lc, (2 * W - r) * lc)}, 1)
+             .t()
+             .unsqueeze(0)
+             .contiguous()});
   return result;
 }
 

@@ -10,7 +10,8 @@
 namespace check_074 {  // named, not anonymous: the references build as unity batches
 
 // fp32 KDA over (T, H, D) tensors, all heads at once: the decay is per head and key channel.
-at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor g, at::Tensor beta, at::Tensor a_log, at::Tensor dt) {
+at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor g, at::Tensor beta, at::Tensor a_log,
+               at::Tensor dt) {
   q = q.to(at::kFloat), k = k.to(at::kFloat), v = v.to(at::kFloat);
   q = q / q.norm(2, {-1}, true).clamp_min(1e-12) / std::sqrt(static_cast<double>(q.size(-1)));
   k = k / k.norm(2, {-1}, true).clamp_min(1e-12);

@@ -25,7 +25,8 @@ at::Tensor kda(at::Tensor q, at::Tensor k, at::Tensor v, const at::Tensor& g, co
   k = unit(k.to(at::kFloat));
   v = v.to(at::kFloat);
   at::Tensor b = at::sigmoid(beta.to(at::kFloat));
-  at::Tensor alpha = at::exp(-5 * at::sigmoid(a_log.to(at::kFloat).exp().unsqueeze(-1) * (g.to(at::kFloat) + dt_bias.to(at::kFloat))));
+  at::Tensor alpha =
+      at::exp(-5 * at::sigmoid(a_log.to(at::kFloat).exp().unsqueeze(-1) * (g.to(at::kFloat) + dt_bias.to(at::kFloat))));
   at::Tensor state = at::zeros({q.size(1), q.size(2), v.size(2)}, q.options());
   std::vector<at::Tensor> out;
   for (int64_t t = 0; t < q.size(0); ++t) {

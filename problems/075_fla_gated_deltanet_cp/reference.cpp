@@ -11,7 +11,7 @@ at::Tensor seq_to_heads(Communicator& comm, const at::Tensor& x) {
   const int W = comm.size();
   std::vector<int64_t> split = x.sizes().vec();  // (1, L, H, ...)
   split[2] /= W;
-  split.insert(split.begin() + 2, W);  // (1, L, W, H/W, ...)
+  split.insert(split.begin() + 2, W);                             // (1, L, W, H/W, ...)
   at::Tensor send = x.reshape(split).movedim(2, 0).contiguous();  // (W, 1, L, H/W, ...)
   at::Tensor recv = at::empty_like(send);
   comm.all_to_all(send, recv);
@@ -84,7 +84,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   }
   const int64_t L = in[0][0].size(1);
   std::vector<Tensors> result;
-  for (int r = 0; r < W; ++r) result.push_back({out.slice(0, r * L, (r + 1) * L).unsqueeze(0).to(in[0][2].scalar_type())});
+  for (int r = 0; r < W; ++r)
+    result.push_back({out.slice(0, r * L, (r + 1) * L).unsqueeze(0).to(in[0][2].scalar_type())});
   return result;
 }
 

@@ -26,7 +26,8 @@ at::Tensor to_tokens(Communicator& comm, const at::Tensor& x) {
 
 // fp32 softmax attention, q (S, Hl, D) against k, v (T, Hl, D), in blocks of queries.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  at::Tensor qh = q.to(at::kFloat).transpose(0, 1), kh = k.to(at::kFloat).transpose(0, 1), vh = v.to(at::kFloat).transpose(0, 1);
+  at::Tensor qh = q.to(at::kFloat).transpose(0, 1), kh = k.to(at::kFloat).transpose(0, 1),
+             vh = v.to(at::kFloat).transpose(0, 1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
   std::vector<at::Tensor> out;
   for (int64_t i = 0; i < qh.size(1); i += 4096) {

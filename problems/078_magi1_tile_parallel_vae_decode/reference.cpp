@@ -21,8 +21,15 @@ Tiling tiling(const RankContext& ctx, const at::Tensor& z) {
   const int64_t tt = ctx.scalar("tile_latent_min_length"), ts = ctx.scalar("tile_latent_min_size");
   const int64_t ss = ctx.scalar("tile_latent_stride");
   const int64_t T = z.size(2), H = z.size(3), W = z.size(4);
-  Tiling g{(T + tt - 1) / tt, (H + ss - 1) / ss, (W + ss - 1) / ss, ctx.scalar("temporal_upsample"),
-           ctx.scalar("spatial_upsample"), 0, 0, {}, {}};
+  Tiling g{(T + tt - 1) / tt,
+           (H + ss - 1) / ss,
+           (W + ss - 1) / ss,
+           ctx.scalar("temporal_upsample"),
+           ctx.scalar("spatial_upsample"),
+           0,
+           0,
+           {},
+           {}};
   g.extent = (ts - ss) * g.su, g.limit = ss * g.su;
   for (int64_t t = 0; t < T; t += tt)
     for (int64_t h = 0; h < H; h += ss)
@@ -42,7 +49,9 @@ Tiling tiling(const RankContext& ctx, const at::Tensor& z) {
 std::vector<at::Tensor> gather_tiles(Communicator& comm, const Tiling& g, const std::vector<at::Tensor>& own,
                                      const std::vector<std::vector<int64_t>>& shapes, const at::TensorOptions& opts) {
   const int W = comm.size();
-  auto numel = [](const std::vector<int64_t>& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); };
+  auto numel = [](const std::vector<int64_t>& s) {
+    return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+  };
   std::vector<int64_t> share(W, 0);
   for (size_t i = 0; i < shapes.size(); ++i) share[g.owner[i]] += numel(shapes[i]);
   at::Tensor buffer = at::zeros({*std::max_element(share.begin(), share.end())}, opts);
@@ -111,8 +120,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
   for (int64_t t = 0; t < g.nt; ++t) {
     std::vector<at::Tensor> rows;
     for (int64_t h = 0; h < g.nh; ++h)
-      rows.push_back(at::cat(std::vector<at::Tensor>(done.begin() + (t * g.nh + h) * g.nw,
-                                                     done.begin() + (t * g.nh + h + 1) * g.nw), 4));
+      rows.push_back(at::cat(
+          std::vector<at::Tensor>(done.begin() + (t * g.nh + h) * g.nw, done.begin() + (t * g.nh + h + 1) * g.nw), 4));
     frames.push_back(at::cat(rows, 3));
   }
   return {at::cat(frames, 2)};
@@ -136,7 +145,8 @@ at::Tensor upsample_matrix(int64_t in, int64_t s) {
 // the decoded tiles), fp64 blending from those, one rounding; the mosaic written into place tile by tile.
 std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>& in) {
   const int64_t tt = ctx.scalar("tile_latent_min_length"), ts = ctx.scalar("tile_latent_min_size");
-  const int64_t ss = ctx.scalar("tile_latent_stride"), tu = ctx.scalar("temporal_upsample"), su = ctx.scalar("spatial_upsample");
+  const int64_t ss = ctx.scalar("tile_latent_stride"), tu = ctx.scalar("temporal_upsample"),
+                su = ctx.scalar("spatial_upsample");
   const at::ScalarType dtype = in[0][0].scalar_type();
   const int64_t T = in[0][0].size(2), H = in[0][0].size(3), Wd = in[0][0].size(4);
   const int64_t nt = (T + tt - 1) / tt, nh = (H + ss - 1) / ss, nw = (Wd + ss - 1) / ss, E = (ts - ss) * su;
@@ -154,8 +164,12 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
   auto decode = [&](int64_t i) {  // (3, lt tu, lh su, lw su) in fp64, values rounded to the dtype
     const int64_t t = i / (nh * nw), h = (i / nw) % nh, w = i % nw;
     const int64_t lt = len(T, t * tt, tt), lh = len(H, h * ss, ts), lw = len(Wd, w * ss, ts);
-    at::Tensor x = in[owner[i]][0][0].slice(0, 0, 3).slice(1, t * tt, t * tt + lt).slice(2, h * ss, h * ss + lh)
-                       .slice(3, w * ss, w * ss + lw).to(at::kDouble);
+    at::Tensor x = in[owner[i]][0][0]
+                       .slice(0, 0, 3)
+                       .slice(1, t * tt, t * tt + lt)
+                       .slice(2, h * ss, h * ss + lh)
+                       .slice(3, w * ss, w * ss + lw)
+                       .to(at::kDouble);
     x = at::einsum("ot,cthw->cohw", {upsample_matrix(lt, tu), x});
     x = at::einsum("oh,cthw->ctow", {upsample_matrix(lh, su), x});
     x = at::einsum("ow,cthw->ctho", {upsample_matrix(lw, su), x});
@@ -178,8 +192,11 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
       tile.slice(3, 0, e) = prev.slice(3, prev.size(3) - e) * (1 - f) + tile.slice(3, 0, e) * f;
     }
     const int64_t rows = std::min(tile.size(2), ss * su), cols = std::min(tile.size(3), ss * su);
-    video[0].slice(1, t * tt * tu, t * tt * tu + tile.size(1)).slice(2, h * ss * su, h * ss * su + rows)
-        .slice(3, w * ss * su, w * ss * su + cols).copy_(tile.slice(2, 0, rows).slice(3, 0, cols));
+    video[0]
+        .slice(1, t * tt * tu, t * tt * tu + tile.size(1))
+        .slice(2, h * ss * su, h * ss * su + rows)
+        .slice(3, w * ss * su, w * ss * su + cols)
+        .copy_(tile.slice(2, 0, rows).slice(3, 0, cols));
   }
   return std::vector<Tensors>(ctx.world, Tensors{video.to(dtype)});
 }

@@ -29,7 +29,8 @@ std::vector<pkb::Tensors> run_kernel(const Case& c, Kernel kernel) {
   at::Tensor pair = (inter * 10).ge(uni * 7) & ~at::eye(all.size(0), at::kBool);  // IoU >= 0.7 in integers
   if (kernel == Kernel::own_rank_pairs) pair &= rank_of.unsqueeze(1).eq(rank_of.unsqueeze(0));
   const at::Tensor& last = c.inputs[0][3];
-  at::Tensor newer = kernel == Kernel::reversed ? last.unsqueeze(1).lt(last.unsqueeze(0)) : last.unsqueeze(1).gt(last.unsqueeze(0));
+  at::Tensor newer =
+      kernel == Kernel::reversed ? last.unsqueeze(1).lt(last.unsqueeze(0)) : last.unsqueeze(1).gt(last.unsqueeze(0));
   at::Tensor suppress = (pair & newer & last.unsqueeze(0).gt(-1)).any(1);
   if (kernel == Kernel::no_suppression) suppress.zero_();
   all = all.masked_fill(suppress.view({-1, 1, 1}), -10.0);
@@ -59,8 +60,8 @@ TEST(Problem081, PkbInputsSuppressNothing) {
   for (int r = 0; r < 8; ++r) {
     std::vector<at::Tensor> objects;
     for (int i = 0; i < 1 + r % 3; ++i)
-      objects.push_back(((at::randn({256, 256}).to(at::kBFloat16) +
-                          (diagonal + i + r).remainder(5).eq(0).to(at::kBFloat16) * 4) - 1));
+      objects.push_back((
+          (at::randn({256, 256}).to(at::kBFloat16) + (diagonal + i + r).remainder(5).eq(0).to(at::kBFloat16) * 4) - 1));
     pkb_in.push_back({at::stack(objects), at::linspace(-5, 5, 1 + r % 3).to(at::kBFloat16),
                       at::arange(8, at::kLong).remainder(3) + 1, last});
   }

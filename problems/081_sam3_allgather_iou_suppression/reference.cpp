@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include "reference/reference.h"
+
+#include <algorithm>
 
 namespace problem_081 {  // named, not anonymous: the references build as unity batches
 
@@ -83,8 +83,7 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
   const int64_t objects = raw[0].size(0), h = raw[0].size(1), w = raw[0].size(2);
   at::Tensor diagonal = at::arange(h, at::kLong).unsqueeze(1) + at::arange(w, at::kLong).unsqueeze(0);
   std::vector<at::Tensor> patterns;
-  for (int64_t i = 0; i < objects; ++i)
-    patterns.push_back((diagonal + (i + rank) % 2).remainder(5).eq(0).to(dtype));
+  for (int64_t i = 0; i < objects; ++i) patterns.push_back((diagonal + (i + rank) % 2).remainder(5).eq(0).to(dtype));
   raw[0] = (raw[0] * 0.5 + at::stack(patterns) * 4) - 1;
   raw[1] = at::linspace(-5, 5, objects, at::TensorOptions().dtype(at::kFloat)).to(dtype);
   raw[2] = at::arange(ctx.world, at::kLong).remainder(3) + 1;

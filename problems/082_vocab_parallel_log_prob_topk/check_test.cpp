@@ -93,8 +93,8 @@ TEST(Problem082, OursIsNotVacuousPkbsIs) {
     tokens += out.numel();
     largest = std::max(largest, out.abs().max().item<double>());
   }
-  std::printf("PKB's regime: %lld of %lld outputs exactly 0, largest |log-prob| %.4f\n", static_cast<long long>(exact_zero),
-              static_cast<long long>(tokens), largest);
+  std::printf("PKB's regime: %lld of %lld outputs exactly 0, largest |log-prob| %.4f\n",
+              static_cast<long long>(exact_zero), static_cast<long long>(tokens), largest);
   EXPECT_GT(exact_zero, tokens * 9 / 10) << "PKB's outputs are nearly all exactly 0";
 }
 

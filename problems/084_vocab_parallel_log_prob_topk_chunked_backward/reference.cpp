@@ -18,7 +18,8 @@ Tensors reference(const RankContext& ctx, const Tensors& in) {
     at::Tensor filtered = filter_like_pytorch(gather_rows(*ctx.comm, chunk), ctx.scalar("top_k"));
     at::Tensor kept = at::isfinite(filtered);
     at::Tensor probs = at::softmax(filtered.to(at::kFloat), -1);
-    at::Tensor onehot = at::zeros_like(probs).scatter_(-1, flat_target.slice(0, mine, mine + per_rank).unsqueeze(-1), 1.0);
+    at::Tensor onehot =
+        at::zeros_like(probs).scatter_(-1, flat_target.slice(0, mine, mine + per_rank).unsqueeze(-1), 1.0);
     at::Tensor grad = flat_grad.slice(0, mine, mine + per_rank).unsqueeze(-1) * kept * (onehot - probs);
     out.slice(0, start, start + chunk.size(0)).copy_(scatter_rows(*ctx.comm, grad));
   }

@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include "reference/reference.h"
+
+#include <algorithm>
 
 namespace problem_085 {  // named, not anonymous: the references build as unity batches
 

@@ -1,7 +1,7 @@
+#include "reference/reference.h"
+
 #include <array>
 #include <cmath>
-
-#include "reference/reference.h"
 
 namespace problem_086 {  // named, not anonymous: the references build as unity batches
 

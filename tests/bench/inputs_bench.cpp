@@ -19,10 +19,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--world" && i + 1 < argc) world = std::atoi(argv[++i]);
-    else if (a == "--copies" && i + 1 < argc) copies = std::atoi(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else dirs.push_back(a);
+    if (a == "--world" && i + 1 < argc)
+      world = std::atoi(argv[++i]);
+    else if (a == "--copies" && i + 1 < argc)
+      copies = std::atoi(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else
+      dirs.push_back(a);
   }
   at::set_num_threads(threads);
   pkb::set_host_threads(threads);

@@ -4,12 +4,11 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
+#include "../unit/test_util.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
-#include "../unit/test_util.h"
 
 using pkb::test::TempDir;
 using pkb::test::write_file;
@@ -45,7 +44,8 @@ class ToyRoot {
     std::filesystem::copy(pkb::repo_root() / "harness/python", tmp_.path() / "harness/python");  // reference.py runner
     add(folder, edit);
   }
-  void add(const std::string& folder, const std::function<void(nlohmann::json&)>& edit = [](nlohmann::json&) {}) {
+  void add(
+      const std::string& folder, const std::function<void(nlohmann::json&)>& edit = [](nlohmann::json&) {}) {
     auto src = pkb::repo_root() / "problems" / folder;
     std::filesystem::create_directories(tmp_.path() / "problems");
     std::filesystem::copy(src, tmp_.path() / "problems" / folder, std::filesystem::copy_options::recursive);
@@ -65,7 +65,8 @@ class ToyRoot {
 TEST(Cli, ProblemsListShowsTheShippedProblems) {
   CliRun r = pkb_cli({"problems", "list"});
   EXPECT_EQ(r.result.exit_code, 0) << r.err;
-  for (const char* slug : {"allreduce", "allgather", "broadcast", "reduce", "scatter", "gather", "reducescatter", "alltoall"})
+  for (const char* slug :
+       {"allreduce", "allgather", "broadcast", "reduce", "scatter", "gather", "reducescatter", "alltoall"})
     EXPECT_NE(r.out.find(slug), std::string::npos) << slug;
   CliRun j = pkb_cli({"problems", "list", "--json"});
   auto arr = nlohmann::json::parse(j.out);
@@ -85,7 +86,8 @@ TEST(Cli, MalformedProblemGivesOneLineErrorNamingFileAndField) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["inputs"][0]["dtype"] = "bfloat17"; });
   CliRun r = pkb_cli({"problems", "list"}, root.path());
   EXPECT_EQ(r.result.exit_code, 2);
-  EXPECT_NE(r.err.find("001_allreduce/problem.json: inputs[0].dtype: unknown dtype 'bfloat17'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("001_allreduce/problem.json: inputs[0].dtype: unknown dtype 'bfloat17'"), std::string::npos)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "exactly one line: " << r.err;
 }
 
@@ -99,7 +101,8 @@ TEST(Cli, UnknownSelectionIsAUsageError) {
 
 TEST(Cli, ForbiddenWorldSizeIsSkippedAndSaysWhy) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["world_size"]["constraints"] = {"W % 2 == 0"}; });
-  CliRun r = pkb_cli({"validate", "1", "-w", "3", "--device", "cpu", "--out", (root.path() / "out").string()}, root.path());
+  CliRun r =
+      pkb_cli({"validate", "1", "-w", "3", "--device", "cpu", "--out", (root.path() / "out").string()}, root.path());
   EXPECT_EQ(r.result.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("SKIP 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("violates world_size constraint 'W % 2 == 0'"), std::string::npos) << r.out;
@@ -110,8 +113,9 @@ TEST(Cli, ValidateFailsWhenReferenceAndOracleDisagree) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) {
     j["tolerance"] = {{"atol", 0}, {"rtol", 0}, {"gamma", 0}, {"max_rel_l2", 0}};
   });
-  CliRun r = pkb_cli({"validate", "1", "-w", "4", "--device", "cpu", "--trials", "1", "--out", (root.path() / "out").string()},
-                  root.path());
+  CliRun r =
+      pkb_cli({"validate", "1", "-w", "4", "--device", "cpu", "--trials", "1", "--out", (root.path() / "out").string()},
+              root.path());
   EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("FAIL 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mismatched"), std::string::npos) << r.out;
@@ -120,7 +124,8 @@ TEST(Cli, ValidateFailsWhenReferenceAndOracleDisagree) {
 TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
   ToyRoot root("007_reducescatter", [](nlohmann::json& j) { j["outputs"][0]["shape"] = {"M", "2 * N"}; });
   CliRun r = pkb_cli({"validate", "reducescatter", "-w", "2", "--device", "cpu", "--trials", "1", "--out",
-                   (root.path() / "out").string()}, root.path());
+                      (root.path() / "out").string()},
+                     root.path());
   EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
 }

@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <thread>
 
+#include "../unit/test_util.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
-#include "../unit/test_util.h"
 
 namespace {
 
@@ -25,10 +24,33 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s) {
   o.stdout_path = tmp.path() / "out";
   o.stderr_path = tmp.path() / "err";
   auto src = pkb::repo_root() / "tests/fixtures/cpu" / (fixture + ".cpp");
-  auto r = pkb::run_process({PKB_BINARY, "eval", src.string(), "--problem", "1", "-w", "2", "--device", "cpu",
-                             "--param", "M=64", "--param", "N=48", "--trials", "2", "--warmup", "1", "--iters", "5",
-                             "--timeout", std::to_string(timeout_s), "--out", (tmp.path() / "eval").string(),
-                             "--cache", PKB_TEST_CACHE, "--json"}, o);
+  auto r = pkb::run_process({PKB_BINARY,
+                             "eval",
+                             src.string(),
+                             "--problem",
+                             "1",
+                             "-w",
+                             "2",
+                             "--device",
+                             "cpu",
+                             "--param",
+                             "M=64",
+                             "--param",
+                             "N=48",
+                             "--trials",
+                             "2",
+                             "--warmup",
+                             "1",
+                             "--iters",
+                             "5",
+                             "--timeout",
+                             std::to_string(timeout_s),
+                             "--out",
+                             (tmp.path() / "eval").string(),
+                             "--cache",
+                             PKB_TEST_CACHE,
+                             "--json"},
+                            o);
   EXPECT_TRUE(r.exited) << r.summary();
   EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
   std::string out = pkb::file_tail(tmp.path() / "out", 1 << 24);
@@ -52,23 +74,22 @@ TEST_P(Fixture, LandsInItsStatus) {
   EXPECT_NE(j.value("message", "").find(c.message), std::string::npos) << j.value("message", "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    CpuFixtures, Fixture,
-    testing::Values(Case{"correct", "correct", "correct"},
-                    Case{"wrong_value", "incorrect", "1 of 3072 mismatched"},
-                    Case{"partial_write", "incorrect", "1536 NaN"},
-                    Case{"nan_output", "incorrect", "1 NaN"},
-                    Case{"mutate_input", "incorrect", "modified input 'tensor'"},
-                    Case{"segfault", "crash", "rank 1 killed by signal 11"},
-                    Case{"spin_forever", "timeout", "hang or deadlock"},
-                    Case{"barrier_deadlock", "timeout", "hang or deadlock"},
-                    Case{"missing_run", "load_error", "does not export pkb_run"},
-                    Case{"compile_error", "compile_error", "error"},
-                    Case{"error_code", "runtime_error", "pkb_run returned 7"},
-                    Case{"first_call_only", "incorrect", "trial 1"},
-                    Case{"spawns_process", "lint_violation", "[process]"},
-                    Case{"symm_alloc_mismatch", "runtime_error", "needs equal sizes"}),
-    [](const testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
+INSTANTIATE_TEST_SUITE_P(CpuFixtures, Fixture,
+                         testing::Values(Case{"correct", "correct", "correct"},
+                                         Case{"wrong_value", "incorrect", "1 of 3072 mismatched"},
+                                         Case{"partial_write", "incorrect", "1536 NaN"},
+                                         Case{"nan_output", "incorrect", "1 NaN"},
+                                         Case{"mutate_input", "incorrect", "modified input 'tensor'"},
+                                         Case{"segfault", "crash", "rank 1 killed by signal 11"},
+                                         Case{"spin_forever", "timeout", "hang or deadlock"},
+                                         Case{"barrier_deadlock", "timeout", "hang or deadlock"},
+                                         Case{"missing_run", "load_error", "does not export pkb_run"},
+                                         Case{"compile_error", "compile_error", "error"},
+                                         Case{"error_code", "runtime_error", "pkb_run returned 7"},
+                                         Case{"first_call_only", "incorrect", "trial 1"},
+                                         Case{"spawns_process", "lint_violation", "[process]"},
+                                         Case{"symm_alloc_mismatch", "runtime_error", "needs equal sizes"}),
+                         [](const testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
 
 TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   auto j = eval_fixture("correct", 60);
@@ -86,7 +107,8 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_EQ(j["timing_settings"]["method"], "pkb");
   EXPECT_NEAR(t["by_method"]["paper"]["speedup"].get<double>(),
               t["baseline_libtorch_nccl"]["paper"]["median_us"].get<double>() /
-                  t["candidate"]["paper"]["median_us"].get<double>(), 1e-9);
+                  t["candidate"]["paper"]["median_us"].get<double>(),
+              1e-9);
   EXPECT_EQ(t["candidate"]["clocks"]["available"], false);  // CPU ranks
   EXPECT_FALSE(t["throttled"].get<bool>());
   EXPECT_GT(t["baseline_libtorch_nccl"]["median_us"].get<double>(), 0);
@@ -110,10 +132,37 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
 TEST(Eval, TimingMethodPicksTheSpeedup) {
   pkb::test::TempDir tmp;
   auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
-  std::vector<std::string> args = {"eval", src, "--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64",
-                                   "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "5",
-                                   "--paper-warmup", "5", "--paper-iters", "5", "--min-reps", "1", "--max-reps", "2", "--out",
-                                   (tmp.path() / "eval").string(), "--cache", PKB_TEST_CACHE, "--json"};
+  std::vector<std::string> args = {"eval",
+                                   src,
+                                   "--problem",
+                                   "1",
+                                   "-w",
+                                   "2",
+                                   "--device",
+                                   "cpu",
+                                   "--param",
+                                   "M=64",
+                                   "--param",
+                                   "N=48",
+                                   "--trials",
+                                   "1",
+                                   "--warmup",
+                                   "1",
+                                   "--iters",
+                                   "5",
+                                   "--paper-warmup",
+                                   "5",
+                                   "--paper-iters",
+                                   "5",
+                                   "--min-reps",
+                                   "1",
+                                   "--max-reps",
+                                   "2",
+                                   "--out",
+                                   (tmp.path() / "eval").string(),
+                                   "--cache",
+                                   PKB_TEST_CACHE,
+                                   "--json"};
   auto paper = args;
   paper.insert(paper.end(), {"--timing-method", "paper"});
   pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, paper);
@@ -140,10 +189,36 @@ TEST(Eval, TimingMethodPicksTheSpeedup) {
 // --timing-repeats times them again, for the spread of their medians.
 TEST(Validate, TimesBothBaselinesWithBothMethods) {
   pkb::test::TempDir tmp;
-  pkb::test::CliRun r = pkb::test::run_cli(
-      PKB_BINARY, {"validate", "1", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--python", "on",
-                   "--trials", "1", "--time", "--warmup", "1", "--iters", "5", "--paper-warmup", "5", "--paper-iters",
-                   "5", "--min-reps", "1", "--max-reps", "2", "--timing-repeats", "2", "--out", tmp.path().string()});
+  pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, {"validate",
+                                                        "1",
+                                                        "--small",
+                                                        "-w",
+                                                        "2",
+                                                        "--device",
+                                                        "cpu",
+                                                        "--dtype",
+                                                        "fp32",
+                                                        "--python",
+                                                        "on",
+                                                        "--trials",
+                                                        "1",
+                                                        "--time",
+                                                        "--warmup",
+                                                        "1",
+                                                        "--iters",
+                                                        "5",
+                                                        "--paper-warmup",
+                                                        "5",
+                                                        "--paper-iters",
+                                                        "5",
+                                                        "--min-reps",
+                                                        "1",
+                                                        "--max-reps",
+                                                        "2",
+                                                        "--timing-repeats",
+                                                        "2",
+                                                        "--out",
+                                                        tmp.path().string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paper method"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(pkb::file_tail(tmp.path() / "001_allreduce/w2_cpu_fp32/validation.json", 1 << 24));
@@ -169,9 +244,17 @@ TEST(Eval, ConcurrentEvaluationsShareOneReferencePass) {
   pkb::test::TempDir tmp;
   auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
   auto eval = [&](const std::string& out) {
-    return pkb::test::run_cli(PKB_BINARY, {"eval", src, "--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64",
-                                           "--param", "N=40", "--trials", "3", "--warmup", "1", "--iters", "5",
-                                           "--out", (tmp.path() / out).string(), "--cache", (tmp.path() / "cache").string()});
+    return pkb::test::run_cli(PKB_BINARY, {"eval",      src,
+                                           "--problem", "1",
+                                           "-w",        "2",
+                                           "--device",  "cpu",
+                                           "--param",   "M=64",
+                                           "--param",   "N=40",
+                                           "--trials",  "3",
+                                           "--warmup",  "1",
+                                           "--iters",   "5",
+                                           "--out",     (tmp.path() / out).string(),
+                                           "--cache",   (tmp.path() / "cache").string()});
   };
   pkb::test::CliRun a, b;
   std::thread first([&] { a = eval("a"); });

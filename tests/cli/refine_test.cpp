@@ -14,8 +14,8 @@
 #include "../unit/test_util.h"
 #include "core/files.h"
 #include "loopback_server.h"
-#include "spec/catalog.h"
 #include "model_test_util.h"
+#include "spec/catalog.h"
 
 namespace pkb {
 namespace {

@@ -6,16 +6,15 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 
-#include <nlohmann/json.hpp>
-
+#include "../unit/test_util.h"
 #include "core/files.h"
 #include "launch/process.h"
 #include "loopback_server.h"
 #include "model_test_util.h"
 #include "spec/catalog.h"
-#include "../unit/test_util.h"
 
 namespace pkb {
 namespace {
@@ -55,9 +54,41 @@ json report(const fs::path& run) { return json::parse(read_text_file(run / "repo
 
 // Problem 1 at a small size on two CPU ranks, quick timing: the run's own settings, not the defaults.
 std::vector<std::string> cpu_run_args(const std::string& model, const fs::path& out, int samples) {
-  return {"run", "--model", model, "--problems", "1", "--samples", std::to_string(samples), "--device", "cpu",
-          "-w", "2", "--param", "M=64", "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "3",
-          "--paper-warmup", "1", "--paper-iters", "3", "--min-reps", "1", "--max-reps", "2", "--timeout", "8", "--out", out.string(), "--cache", PKB_TEST_CACHE};
+  return {"run",
+          "--model",
+          model,
+          "--problems",
+          "1",
+          "--samples",
+          std::to_string(samples),
+          "--device",
+          "cpu",
+          "-w",
+          "2",
+          "--param",
+          "M=64",
+          "--param",
+          "N=48",
+          "--trials",
+          "1",
+          "--warmup",
+          "1",
+          "--iters",
+          "3",
+          "--paper-warmup",
+          "1",
+          "--paper-iters",
+          "3",
+          "--min-reps",
+          "1",
+          "--max-reps",
+          "2",
+          "--timeout",
+          "8",
+          "--out",
+          out.string(),
+          "--cache",
+          PKB_TEST_CACHE};
 }
 
 TEST(Run, ReplayedMixLandsInTheRightCountsAndASecondRunRedoesNothing) {
@@ -151,7 +182,8 @@ TEST(Run, IdenticalKernelsInTwoSamplesAreTwoSamples) {
 TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   testing::LoopbackServer server;
   server.set_fallback(testing::json_response(
-      401, R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
+      401,
+      R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
   TempDir tmp;
   fs::path run = tmp.path() / "run";
   auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 3);
@@ -165,7 +197,8 @@ TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   EXPECT_EQ(result_lines(run).size(), 0u);
   EXPECT_EQ(report(run)["missing"], json::array({"001_allreduce"}));  // counts 0, named, not vanished
 
-  server.set_fallback(testing::json_response(200, testing::chat_body("```cuda\n" + cpu_fixture("correct") + "\n```\n")));
+  server.set_fallback(
+      testing::json_response(200, testing::chat_body("```cuda\n" + cpu_fixture("correct") + "\n```\n")));
   CliRun fixed = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
   ASSERT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
   EXPECT_EQ(server.request_count(), 4);
@@ -244,7 +277,8 @@ TEST(Run, RefusesToResumeWithAnotherPromptVariant) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("manifest.json was written with variant = \"one-shot\""), std::string::npos) << r.err;
   json settings = json::parse(read_text_file(run / "manifest.json"))["settings"];
-  for (const char* key : {"temperature", "max_tokens", "arch", "prompts_sha256"}) EXPECT_TRUE(settings.contains(key)) << key;
+  for (const char* key : {"temperature", "max_tokens", "arch", "prompts_sha256"})
+    EXPECT_TRUE(settings.contains(key)) << key;
   EXPECT_EQ(settings["arch"], "sm_90a");  // from the chosen topology's GPU
 }
 
@@ -289,16 +323,17 @@ namespace {
 // A baseline report.json as `pkb report` writes it, reduced to what regress reads.
 void write_baseline(const fs::path& path, double best_speedup) {
   json base = {{"schema", "pkb.report/1"},
-               {"problems", {{{"folder", "001_allreduce"}, {"c", 1}, {"best_speedup", best_speedup}},
-                             {{"folder", "002_allgather"}, {"c", 1}, {"best_speedup", 2.0}}}}};
+               {"problems",
+                {{{"folder", "001_allreduce"}, {"c", 1}, {"best_speedup", best_speedup}},
+                 {{"folder", "002_allgather"}, {"c", 1}, {"best_speedup", 2.0}}}}};
   write_file(path, base.dump(2));
 }
 
 CliRun regress(const fs::path& baseline, const fs::path& candidates, const fs::path& out) {
   auto args = cpu_run_args("unused", out, 1);
   args.erase(args.begin(), args.begin() + 7);  // drop run --model M --problems 1 --samples K
-  args.insert(args.begin(), {"regress", "--baseline", baseline.string(), "--candidates", candidates.string(),
-                             "--slowdown", "10%"});
+  args.insert(args.begin(),
+              {"regress", "--baseline", baseline.string(), "--candidates", candidates.string(), "--slowdown", "10%"});
   return pkb_cli(args);
 }
 
@@ -314,7 +349,8 @@ TEST(Regress, PassesAKeptKernelAndFailsAWrongOrSlowerOneInJUnit) {
   std::string junit = read_text_file(tmp.path() / "run_ok/junit.xml");
   EXPECT_NE(junit.find("tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"1\""), std::string::npos) << junit;
   EXPECT_NE(junit.find("name=\"002_allgather\" time=\"0.000\"><skipped message=\"no candidate submitted\"/>"),
-            std::string::npos) << junit;
+            std::string::npos)
+      << junit;
   auto lines = result_lines(tmp.path() / "run_ok");
   ASSERT_EQ(lines.size(), 1u);
   double speedup = lines[0]["timing"]["speedup"].get<double>();

@@ -50,7 +50,8 @@ void test_world(Communicator& c, at::ScalarType dt, const std::string& tag) {
 
   at::Tensor gathered = at::empty({W * n}, contribution(0, 1, dt).options());
   c.all_gather(contribution(r, n, dt), gathered);
-  for (int q = 0; q < W; ++q) expect_equal(gathered.slice(0, q * n, (q + 1) * n), contribution(q, n, dt), tag + " all_gather");
+  for (int q = 0; q < W; ++q)
+    expect_equal(gathered.slice(0, q * n, (q + 1) * n), contribution(q, n, dt), tag + " all_gather");
 
   at::Tensor rs_out = at::empty({n / W}, gathered.options());
   c.reduce_scatter(contribution(r, n, dt), rs_out, ReduceOp::sum);
@@ -68,7 +69,8 @@ void test_world(Communicator& c, at::ScalarType dt, const std::string& tag) {
   at::Tensor g_out = r == root ? at::empty({W * n}, gathered.options()) : at::Tensor();
   c.gather(contribution(r, n, dt), g_out, root);
   if (r == root)
-    for (int q = 0; q < W; ++q) expect_equal(g_out.slice(0, q * n, (q + 1) * n), contribution(q, n, dt), tag + " gather");
+    for (int q = 0; q < W; ++q)
+      expect_equal(g_out.slice(0, q * n, (q + 1) * n), contribution(q, n, dt), tag + " gather");
 
   at::Tensor s_in;  // only the root's is read
   if (r == root) {
@@ -85,7 +87,8 @@ void test_world(Communicator& c, at::ScalarType dt, const std::string& tag) {
   for (int d = 0; d < W; ++d) blocks.push_back(contribution(10 * r + d, 6, dt));
   at::Tensor a2a_out = at::empty({W * 6}, gathered.options());
   c.all_to_all(at::cat(blocks), a2a_out);
-  for (int q = 0; q < W; ++q) expect_equal(a2a_out.slice(0, q * 6, (q + 1) * 6), contribution(10 * q + r, 6, dt), tag + " all_to_all");
+  for (int q = 0; q < W; ++q)
+    expect_equal(a2a_out.slice(0, q * 6, (q + 1) * 6), contribution(10 * q + r, 6, dt), tag + " all_to_all");
   // The same exchange between differently shaped tensors ((W * 6) in, (W, 2, 3) out): equal chunks of numel / W.
   at::Tensor a2a_shaped = at::empty({W, 2, 3}, gathered.options());
   c.all_to_all(at::cat(blocks), a2a_shaped);
@@ -105,7 +108,8 @@ void test_world(Communicator& c, at::ScalarType dt, const std::string& tag) {
   c.all_to_all(at::cat(send_parts), uneven_out, send_rows, recv_rows);
   int64_t off = 0;
   for (int q = 0; q < W; ++q) {
-    expect_equal(uneven_out.slice(0, off, off + recv_rows[q]), contribution(10 * q + r, recv_rows[q] * 3, dt).view({-1, 3}),
+    expect_equal(uneven_out.slice(0, off, off + recv_rows[q]),
+                 contribution(10 * q + r, recv_rows[q] * 3, dt).view({-1, 3}),
                  tag + " all_to_all uneven from " + std::to_string(q));
     off += recv_rows[q];
   }

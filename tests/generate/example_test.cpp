@@ -35,7 +35,8 @@ TEST(PromptExample, SolutionCompilesAgainstTheAbi) {
   if (std::system("nvcc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "nvcc is not on PATH";
   CompileOptions o;
   o.cuda = true;
-  o.cache_dir = std::filesystem::path(PKB_TEST_CACHE) / "compile";  // shared with the CLI tests: keyed by source and flags
+  o.cache_dir =
+      std::filesystem::path(PKB_TEST_CACHE) / "compile";  // shared with the CLI tests: keyed by source and flags
   o.include_dir = repo_root() / "harness" / "include";
   o.timeout_s = 600;
   CompileResult r = compile_candidate(example_dir() / "solution.cu", o);

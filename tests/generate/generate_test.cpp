@@ -9,9 +9,9 @@
 #include "../unit/test_util.h"
 #include "launch/process.h"
 #include "loopback_server.h"
+#include "model_test_util.h"
 #include "prompt/prompt.h"
 #include "spec/catalog.h"
-#include "model_test_util.h"
 
 namespace pkb {
 namespace {
@@ -137,8 +137,8 @@ TEST(Generate, CachedRerunSpendsNothingAndRecordsWhatWasSent) {
   server.set_fallback(json_response(200, chat_body(kAnswer)));
   TempDir tmp;
   fs::path out = tmp.path() / "gen";
-  std::vector<std::string> args = {"generate", "--model", "openai:gpt-5.4", "--problems", "1", "--out", out.string(),
-                                   "--temperature", "0.5"};
+  std::vector<std::string> args = {"generate", "--model",    "openai:gpt-5.4", "--problems", "1",
+                                   "--out",    out.string(), "--temperature",  "0.5"};
   std::map<std::string, std::string> env = {{"OPENAI_API_KEY", "sk-test-0123456789"},
                                             {"PKB_OPENAI_BASE_URL", server.url() + "/v1"}};
   CliRun first = pkb_cli(args, env);

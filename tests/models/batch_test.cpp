@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "fixtures.h"
-#include "models/dispatch.h"
 #include "model_test_util.h"
+#include "models/dispatch.h"
 
 namespace pkb::models {
 namespace {
@@ -106,7 +106,8 @@ std::string read_all_files(const std::filesystem::path& dir) {
 TEST(Dispatch, ANonRetryableFailureStopsTheBatch) {
   LoopbackServer server;
   server.set_fallback(json_response(
-      401, R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
+      401,
+      R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}})"));
   auto provider = make_provider("openai:gpt-4o", fast_options(server));
   DispatchOptions opt;
   opt.max_in_flight = 1;

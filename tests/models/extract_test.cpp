@@ -47,7 +47,8 @@ TEST(ExtractCode, PrefersTheBlockDefiningPkbRunOverALargerOne) {
 TEST(ExtractCode, PrefersTheLastCompleteBlockDefiningPkbRun) {
   std::string draft = "// draft with a long comment explaining a slow first attempt at length\n" + std::string(kKernel);
   std::string final_kernel = "extern \"C\" int pkb_run(void** b, int n) { return 1; }\n";
-  auto e = extract_code("First:\n" + fence("cuda", draft) + "Final:\n" + fence("cuda", final_kernel), FinishReason::stop);
+  auto e =
+      extract_code("First:\n" + fence("cuda", draft) + "Final:\n" + fence("cuda", final_kernel), FinishReason::stop);
   EXPECT_EQ(e.code, final_kernel);
   // A last block left open (the text ends inside it) is not the final kernel when a complete one exists.
   auto open = extract_code(fence("cuda", final_kernel) + "Variant:\n```cuda\n" + kKernel, FinishReason::stop);

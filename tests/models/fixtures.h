@@ -1,5 +1,5 @@
-// Reply bodies shaped after the providers' API references (their documented examples) and real responses users reported,
-// some abridged (noted) or adjusted for speed (noted); plus helpers that build variants for specific rules.
+// Reply bodies shaped after the providers' API references (their documented examples) and real responses users
+// reported, some abridged (noted) or adjusted for speed (noted); plus helpers that build variants for specific rules.
 #pragma once
 
 namespace pkb::testing::fixtures {

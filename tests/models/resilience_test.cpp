@@ -4,9 +4,9 @@
 #include <chrono>
 
 #include "fixtures.h"
+#include "model_test_util.h"
 #include "models/extract.h"
 #include "models/provider.h"
-#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {
@@ -14,10 +14,10 @@ namespace {
 namespace fx = pkb::testing::fixtures;
 using pkb::testing::chat_body;
 using pkb::testing::fast_options;
-using pkb::testing::seconds_since;
 using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 using pkb::testing::ScriptedResponse;
+using pkb::testing::seconds_since;
 
 Request minimal_request() {
   Request r;

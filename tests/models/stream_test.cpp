@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "fixtures.h"
+#include "model_test_util.h"
 #include "models/cache.h"
 #include "models/dispatch.h"
-#include "model_test_util.h"
 
 namespace pkb::models {
 namespace {
@@ -18,10 +18,10 @@ namespace {
 namespace fx = pkb::testing::fixtures;
 using json = nlohmann::json;
 using pkb::testing::fast_options;
-using pkb::testing::seconds_since;
 using pkb::testing::json_response;
 using pkb::testing::LoopbackServer;
 using pkb::testing::ScriptedResponse;
+using pkb::testing::seconds_since;
 using pkb::testing::sse_event;
 using pkb::testing::sse_response;
 

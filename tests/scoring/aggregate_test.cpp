@@ -1,4 +1,6 @@
 // Loading results.jsonl (malformed lines, duplicates) and aggregating over problems.
+#include "scoring/aggregate.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +8,6 @@
 
 #include "core/error.h"
 #include "record_util.h"
-#include "scoring/aggregate.h"
 
 using namespace pkb::scoring;
 using pkb::test::record_line;
@@ -83,7 +84,8 @@ TEST(Load, ReEvaluatingASampleSupersedesItsRecord) {
 // Records written before records carried `sample` are identified by sha256; the same bytes recorded again with
 // an index (a resumed older run) replace them instead of counting twice.
 TEST(Load, AnIndexedRecordSupersedesAnUnindexedOneOfTheSameBytes) {
-  LoadedResults r = parse(record_line({.sha256 = "A", .status = "incorrect"}) + record_line({.sha256 = "A", .sample = 0}));
+  LoadedResults r =
+      parse(record_line({.sha256 = "A", .status = "incorrect"}) + record_line({.sha256 = "A", .sample = 0}));
   EXPECT_EQ(r.duplicates, 1);
   ASSERT_EQ(r.problems[0].samples.size(), 1u);
   EXPECT_EQ(r.problems[0].samples[0].status, "correct");
@@ -102,8 +104,12 @@ TEST(Score, FailureBreakdownPerProblemCategoryAndOverall) {
   LoadedResults r = parse(record_line({.sha256 = "a", .status = "compile_error", .sample = 0}) +
                           record_line({.sha256 = "b", .status = "incorrect", .sample = 1}) +
                           record_line({.sha256 = "g:1", .status = "generation_failed", .sample = 2}) +
-                          record_line({.id = 11, .folder = "011_tp", .category = "tensor_parallel", .sha256 = "c",
-                                       .status = "timeout", .sample = 0}));
+                          record_line({.id = 11,
+                                       .folder = "011_tp",
+                                       .category = "tensor_parallel",
+                                       .sha256 = "c",
+                                       .status = "timeout",
+                                       .sample = 0}));
   Scores s = score(r, ScoreSettings{});
   EXPECT_EQ(s.problems[0].failures, (std::map<std::string, int>{{"compile", 1}, {"incorrect", 1}, {"no_code", 1}}));
   EXPECT_EQ(s.by_category.at("tensor_parallel").failures, (std::map<std::string, int>{{"timeout", 1}}));
@@ -167,13 +173,13 @@ TEST(Aggregate, MeansCountsPoliciesAndEmptyProblems) {
   Scores s = score(r, st);
   ASSERT_EQ(s.problems.size(), 3u);
   EXPECT_NEAR(s.problems[0].pass_robust[0].value, 0.5, 1e-12);
-  EXPECT_EQ(s.problems[0].pass_pkb[0].value, 1.0);  // the pkb policy accepts sample 2
+  EXPECT_EQ(s.problems[0].pass_pkb[0].value, 1.0);    // the pkb policy accepts sample 2
   EXPECT_EQ(s.problems[1].pass_robust[1].k_used, 1);  // one sample: k = 2 clipped to n
   EXPECT_EQ(s.without_samples, std::vector<std::string>{"003_c"});
   EXPECT_EQ(s.overall.problems, 3);
   EXPECT_NEAR(s.overall.pass_robust[0], 1.5, 1e-12);  // 0.5 + 1 + 0: "1.5 out of 3"
   EXPECT_NEAR(s.overall.mean(s.overall.pass_robust[0]), 0.5, 1e-12);
-  EXPECT_NEAR(s.overall.fast[0], 0.5, 1e-12);  // only 001_a's 2.0x is correct and > 1
+  EXPECT_NEAR(s.overall.fast[0], 0.5, 1e-12);             // only 001_a's 2.0x is correct and > 1
   EXPECT_NEAR(*s.overall.geomean_speedup(), 1.0, 1e-12);  // sqrt(2.0 * 0.5): the incorrect 4.0x is left out
   EXPECT_EQ(s.by_category.at("graph").problems, 1);
   EXPECT_EQ(s.by_category.at("graph").pass_robust[0], 0.0);
@@ -211,10 +217,10 @@ TEST(Aggregate, RejectsKBelowOne) {
 }
 
 TEST(Runs, AFailedGenerationIsAFailedSample) {
-  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
-                          record_line({.sha256 = "b", .speedup = 0.5, .sample = 1}) +
-                          record_line({.sha256 = "generation:001_allreduce:2", .status = "generation_failed",
-                                       .sample = 2}));
+  LoadedResults r =
+      parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
+            record_line({.sha256 = "b", .speedup = 0.5, .sample = 1}) +
+            record_line({.sha256 = "generation:001_allreduce:2", .status = "generation_failed", .sample = 2}));
   ASSERT_EQ(r.malformed, 0) << r.warnings[0];
   ASSERT_EQ(r.problems.size(), 1u);
   ASSERT_EQ(r.problems[0].samples.size(), 3u);
@@ -235,11 +241,10 @@ TEST(Runs, AFailedGenerationIsAFailedSample) {
 }
 
 TEST(Runs, NotEvaluatedIsCountedButIsNoSample) {
-  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0}) +
-                          record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b0",
-                                       .status = "not_evaluated"}) +
-                          record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b1",
-                                       .status = "not_evaluated"}));
+  LoadedResults r =
+      parse(record_line({.sha256 = "a", .speedup = 2.0}) +
+            record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b0", .status = "not_evaluated"}) +
+            record_line({.id = 2, .folder = "002_b", .category = "graph", .sha256 = "b1", .status = "not_evaluated"}));
   ASSERT_EQ(r.problems.size(), 2u);
   EXPECT_EQ(r.problems[1].samples.size(), 0u);
   EXPECT_EQ(r.problems[1].not_evaluated.size(), 2u);
@@ -266,8 +271,8 @@ TEST(Runs, NotEvaluatedIsCountedButIsNoSample) {
 }
 
 TEST(Runs, AnEvaluationAppendedLaterSupersedesNotEvaluated) {
-  LoadedResults r = parse(record_line({.sha256 = "x", .status = "not_evaluated"}) +
-                          record_line({.sha256 = "x", .speedup = 1.5}));
+  LoadedResults r =
+      parse(record_line({.sha256 = "x", .status = "not_evaluated"}) + record_line({.sha256 = "x", .speedup = 1.5}));
   EXPECT_EQ(r.duplicates, 1);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_TRUE(r.problems[0].not_evaluated.empty());
@@ -280,10 +285,10 @@ TEST(Runs, AnEvaluationAppendedLaterSupersedesNotEvaluated) {
 
 TEST(Runs, AKernelGeneratedOnARetrySupersedesTheFailedGeneration) {
   // Invocation 1: sample 1's request failed after its retries; invocation 2 got a kernel for it.
-  LoadedResults r = parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
-                          record_line({.sha256 = "generation:001_allreduce:1", .status = "generation_failed",
-                                       .sample = 1}) +
-                          record_line({.sha256 = "b", .speedup = 1.5, .sample = 1}));
+  LoadedResults r =
+      parse(record_line({.sha256 = "a", .speedup = 2.0, .sample = 0}) +
+            record_line({.sha256 = "generation:001_allreduce:1", .status = "generation_failed", .sample = 1}) +
+            record_line({.sha256 = "b", .speedup = 1.5, .sample = 1}));
   EXPECT_EQ(r.duplicates, 1);
   ASSERT_EQ(r.problems[0].samples.size(), 2u);
   Scores s = score(r, ScoreSettings{});
@@ -298,7 +303,7 @@ TEST(Runs, FixtureRunCountsEveryKind) {
   EXPECT_EQ(r.records, 9);
   Scores s = score(r, ScoreSettings{});
   EXPECT_EQ(s.overall.problems, 5);  // 013 is in the manifest's selection without any record: counts 0
-  EXPECT_EQ(s.overall.samples, 7);  // 9 records less the 2 not evaluated
+  EXPECT_EQ(s.overall.samples, 7);   // 9 records less the 2 not evaluated
   EXPECT_EQ(s.overall.generation_failed, 2);
   EXPECT_EQ(s.overall.not_evaluated, 2);
   EXPECT_EQ(s.not_fully_evaluated, std::vector<std::string>{"012_ring_attention"});

@@ -1,8 +1,9 @@
 // pass@k and fast_p@k against hand-computed values.
+#include "scoring/estimators.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "scoring/estimators.h"
 
 using namespace pkb::scoring;
 

@@ -178,7 +178,7 @@ TEST(Leaderboard, RefusesRunsThatAreNotComparable) {
   auto j = leaderboard_json(mixed);
   EXPECT_EQ(j["comparable"], false);
   EXPECT_EQ(j["entries"][0]["settings"]["baseline"], nlohmann::json::array({"pytorch_eager"}));
-  Leaderboard same = build_leaderboard({h200, write_run(tmp, "h200b", "m", {{.sha256 = "a", .speedup = 1.0}})},
-                                       ScoreSettings{});
+  Leaderboard same =
+      build_leaderboard({h200, write_run(tmp, "h200b", "m", {{.sha256 = "a", .speedup = 1.0}})}, ScoreSettings{});
   EXPECT_TRUE(same.mixed.empty());
 }

@@ -58,8 +58,12 @@ TEST(Shard, ParsesIOverNAndNamesWhatIsWrong) {
   EXPECT_EQ(s.count, 5);
   EXPECT_EQ(s.dir_name(), "shard-2-of-5");
   EXPECT_FALSE(parse_shard("0/1").sharded());
-  for (auto [text, why] : {std::pair{"2/2", "below the count"}, {"1", "no '/'"}, {"a/3", "index 'a'"},
-                           {"-1/2", "index '-1'"}, {"0/0", "at least 1"}, {"1/x", "count 'x'"}}) {
+  for (auto [text, why] : {std::pair{"2/2", "below the count"},
+                           {"1", "no '/'"},
+                           {"a/3", "index 'a'"},
+                           {"-1/2", "index '-1'"},
+                           {"0/0", "at least 1"},
+                           {"1/x", "count 'x'"}}) {
     try {
       parse_shard(text);
       ADD_FAILURE() << text << " was accepted";
@@ -74,26 +78,36 @@ struct Problem {
   int id;
   std::string folder, slug;
 };
-const std::vector<Problem> kProblems = {{1, "001_allreduce", "allreduce"}, {2, "002_gather", "gather"},
-                                        {3, "003_broadcast", "broadcast"}, {4, "004_reduce", "reduce"}};
+const std::vector<Problem> kProblems = {{1, "001_allreduce", "allreduce"},
+                                        {2, "002_gather", "gather"},
+                                        {3, "003_broadcast", "broadcast"},
+                                        {4, "004_reduce", "reduce"}};
 constexpr int kSamples = 5;
 
 json settings(const json& shard) {
-  return {{"model", "anthropic:m"}, {"problems", "1-4"}, {"world", 2}, {"dtype", "bf16"}, {"trials", 5},
-          {"shard", shard}};
+  return {{"model", "anthropic:m"}, {"problems", "1-4"}, {"world", 2},
+          {"dtype", "bf16"},        {"trials", 5},       {"shard", shard}};
 }
 
 json selection(const std::vector<size_t>& positions) {
   json out = json::array();
   for (size_t p : positions)
-    out.push_back({{"id", kProblems[p].id}, {"slug", kProblems[p].slug}, {"folder", kProblems[p].folder},
+    out.push_back({{"id", kProblems[p].id},
+                   {"slug", kProblems[p].slug},
+                   {"folder", kProblems[p].folder},
                    {"category", "collective"}});
   return out;
 }
 
 json manifest(const json& shard, const std::vector<size_t>& positions) {
-  return {{"schema", "pkb.run/1"}, {"model", "anthropic:m"}, {"samples", kSamples}, {"settings", settings(shard)},
-          {"selection", selection(positions)}, {"host", "node"}, {"invocations", 1}, {"gpu_evaluation", true}};
+  return {{"schema", "pkb.run/1"},
+          {"model", "anthropic:m"},
+          {"samples", kSamples},
+          {"settings", settings(shard)},
+          {"selection", selection(positions)},
+          {"host", "node"},
+          {"invocations", 1},
+          {"gpu_evaluation", true}};
 }
 
 // One record per (problem, sample) of problems 1-3 (problem 4 has none: missing), varied statuses and speedups
@@ -108,7 +122,7 @@ std::vector<std::pair<long, std::string>> records() {
       r.sample = k;
       r.status = statuses[(k + p) % kSamples];
       r.sha256 = r.status == "generation_failed" ? "generation:" + r.folder + ":" + std::to_string(k)
-                                                  : std::string(64, static_cast<char>('a' + p * kSamples + k));
+                                                 : std::string(64, static_cast<char>('a' + p * kSamples + k));
       if (r.status == "correct") r.speedup = 0.1 + 1.0 / (3 + 7 * p + k);
       long item = static_cast<long>(p) * kSamples + k;
       if (p == 1 && k == 2) {  // first recorded as a timeout, then re-evaluated

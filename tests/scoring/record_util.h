@@ -14,8 +14,8 @@ struct RecordSpec {
   std::string sha256 = "";
   std::string status = "correct";
   std::optional<double> speedup = std::nullopt;
-  int sample = -1;  // the record's "sample" field; -1: none
-  int turn = 0;     // the record's "turn" field (pkb run --turns); 0: none
+  int sample = -1;                                // the record's "sample" field; -1: none
+  int turn = 0;                                   // the record's "turn" field (pkb run --turns); 0: none
   std::optional<double> cost_usd = std::nullopt;  // generation.cost_usd; output_tokens 100 alongside
 };
 

@@ -2,11 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
-#include "launch/process.h"
 #include "../unit/test_util.h"
+#include "launch/process.h"
 
 using pkb::test::TempDir;
 
@@ -39,11 +38,12 @@ std::filesystem::path run_dir(const TempDir& tmp, const std::string& name, const
   auto dir = tmp.path() / name;
   std::string lines;
   for (size_t i = 0; i < statuses.size(); ++i) {
-    nlohmann::json j = {{"schema", "pkb.result/1"},
-                        {"problem", {{"id", 1}, {"slug", "allreduce"}, {"folder", "001_allreduce"},
-                                     {"category", "collective"}}},
-                        {"candidate", {{"path", "/c/" + std::to_string(i) + ".cu"}, {"sha256", std::to_string(i)}}},
-                        {"status", statuses[i]}, {"timing", {{"speedup", 2.0}}}};
+    nlohmann::json j = {
+        {"schema", "pkb.result/1"},
+        {"problem", {{"id", 1}, {"slug", "allreduce"}, {"folder", "001_allreduce"}, {"category", "collective"}}},
+        {"candidate", {{"path", "/c/" + std::to_string(i) + ".cu"}, {"sha256", std::to_string(i)}}},
+        {"status", statuses[i]},
+        {"timing", {{"speedup", 2.0}}}};
     lines += j.dump() + "\n";
   }
   pkb::test::write_file(dir / "results.jsonl", lines);
@@ -62,7 +62,8 @@ TEST(ReportCli, WritesItsFourFiles) {
   TempDir out;
   CliRun r = pkb_report({kResults, "-o", out.path().string(), "--k", "1,2"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("2 malformed lines skipped"), std::string::npos) << r.err;  // the unknown status counts as a failure
+  EXPECT_NE(r.err.find("2 malformed lines skipped"), std::string::npos)
+      << r.err;  // the unknown status counts as a failure
   EXPECT_NE(r.err.find("results.jsonl:3: skipped: not valid JSON"), std::string::npos) << r.err;
   std::ifstream in(out.path() / "report.json");
   auto j = nlohmann::json::parse(in);
@@ -105,7 +106,8 @@ TEST(LeaderboardCli, RunsOverOtherProblemsAreRefusedUnlessAllowMixed) {
   auto b = run_dir(tmp, "b", "m-b", {"correct"});
   nlohmann::json gather = {{"schema", "pkb.result/1"},
                            {"problem", {{"id", 2}, {"slug", "gather"}, {"folder", "002_gather"}}},
-                           {"candidate", {{"path", "/c/g.cu"}, {"sha256", "g"}}}, {"status", "correct"}};
+                           {"candidate", {{"path", "/c/g.cu"}, {"sha256", "g"}}},
+                           {"status", "correct"}};
   std::ofstream(b / "results.jsonl", std::ios::app) << gather.dump() << "\n";  // b covers one problem more
   auto out = tmp.path() / "lb.json";
   CliRun refused = pkb_command("leaderboard", {a.string(), b.string(), "-o", out.string()});

@@ -1,5 +1,7 @@
 // Golden tests of summary.md and curves.csv from tests/scoring/fixtures/results.jsonl, plus report.json's shape.
 // To accept a deliberate format change: PKB_UPDATE_GOLDEN=1 ./pkb_scoring_tests, then review the diff.
+#include "scoring/report.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 
 #include "../unit/test_util.h"
 #include "record_util.h"
-#include "scoring/report.h"
 
 using namespace pkb::scoring;
 using pkb::test::record_line;
@@ -101,8 +102,12 @@ TEST(Report, WithoutAManifestTheResultsFileNamesTheReport) {
 
 TEST(Report, ManifestIsCopiedIntoReportJsonAndNamesTheModel) {
   TempDir dir;
-  nlohmann::json manifest = {{"model", "claude-x"}, {"problems", "all"}, {"samples", 3}, {"world", 2},
-                             {"topology", "h200_nvlink"}, {"created", "2026-02-01T00:00:00Z"},
+  nlohmann::json manifest = {{"model", "claude-x"},
+                             {"problems", "all"},
+                             {"samples", 3},
+                             {"world", 2},
+                             {"topology", "h200_nvlink"},
+                             {"created", "2026-02-01T00:00:00Z"},
                              {"extra", {{"nested", true}}}};
   pkb::test::write_file(dir.path() / "manifest.json", manifest.dump());
   pkb::test::write_file(dir.path() / "results.jsonl", record_line({.sha256 = "a", .speedup = 2.0}));
@@ -148,6 +153,7 @@ TEST(Report, SkippedEvaluationsAreCountedAndAnnouncedFirst) {
   EXPECT_LT(md.find(notice), md.find("| problem |")) << md;
   EXPECT_NE(md.find("| 012_ring_attention | context_parallel | 0 | 0 | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("Problems with skipped evaluations (left out of the aggregates): 012_ring_attention"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_EQ(summary_md(fixture_scores(loaded), loaded).find("skipped"), std::string::npos);  // none in eval runs
 }

@@ -3,26 +3,25 @@
 // in the record, no process left running, the reference cache intact.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
+#include "../unit/test_util.h"
 #include "core/files.h"
 #include "core/sha256.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
-#include "../unit/test_util.h"
 
 namespace {
 
@@ -52,17 +51,41 @@ Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, doubl
           std::map<std::string, std::string> env = {}) {
   // A paper warm-up budget no run reaches: its 500 calls always run, so fixtures that count calls from the
   // command line (skip_when_unchecked) know where the timed calls start, the strongest position to attack from.
-  auto r = pkb::test::run_cli(PKB_BINARY, {"eval", src.string(), "--problem", "1", "-w", "2", "--device", "cpu",
-                                           "--param", "M=64", "--param", "N=48", "--trials", "2", "--warmup", "1",
-                                           "--iters", "5", "--paper-warmup-budget", "600", "--timeout",
-                                           std::to_string(timeout_s), "--out", out.string(), "--cache", cache.string(),
-                                           "--json"},
+  auto r = pkb::test::run_cli(PKB_BINARY,
+                              {"eval",
+                               src.string(),
+                               "--problem",
+                               "1",
+                               "-w",
+                               "2",
+                               "--device",
+                               "cpu",
+                               "--param",
+                               "M=64",
+                               "--param",
+                               "N=48",
+                               "--trials",
+                               "2",
+                               "--warmup",
+                               "1",
+                               "--iters",
+                               "5",
+                               "--paper-warmup-budget",
+                               "600",
+                               "--timeout",
+                               std::to_string(timeout_s),
+                               "--out",
+                               out.string(),
+                               "--cache",
+                               cache.string(),
+                               "--json"},
                               env, 300);
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "pkb eval printed no JSON record:\n" << r.out << r.err;
   // Every record appended to results.jsonl is valid JSON, whatever bytes the candidate produced.
   std::ifstream lines(out / "results.jsonl");
-  for (std::string line; std::getline(lines, line);) EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
   return {r.exit_code, j.is_discarded() ? json() : j, r.out, r.err};
 }
 
@@ -271,7 +294,8 @@ TEST(Security, DamagedCachesAreRebuilt) {
   auto again = eval(src, tmp.path() / "eval", tmp.path() / "cache");
   EXPECT_EQ(again.record.value("status", ""), "correct") << again.out << again.err;
   EXPECT_FALSE(again.record["reference"].value("cached", true));
-  EXPECT_NE(again.record["reference"].value("cache_damage", "").find("trial0/oracle.rank0.safetensors"), std::string::npos);
+  EXPECT_NE(again.record["reference"].value("cache_damage", "").find("trial0/oracle.rank0.safetensors"),
+            std::string::npos);
   EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
 }
 

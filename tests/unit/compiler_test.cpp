@@ -1,10 +1,11 @@
 // The compile stage with the real compilers: nvcc for .cu (GPU candidates build here even without a GPU) and
 // the host compiler for CPU-mode .cpp; plus the lint rules.
+#include "compile/compiler.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "compile/compiler.h"
 #include "spec/catalog.h"
 #include "test_util.h"
 
@@ -46,7 +47,8 @@ TEST(Compiler, CompileErrorsAreKeptAndCached) {
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.log, r.log);
   // The fixture's shared header beside it is found (-I of the candidate's folder).
-  EXPECT_EQ(pkb::compile_candidate(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", o).status, pkb::CompileStatus::ok);
+  EXPECT_EQ(pkb::compile_candidate(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", o).status,
+            pkb::CompileStatus::ok);
 }
 
 // Parallel evaluations compile the same source at once: each compiles privately and one entry is kept.
@@ -72,7 +74,8 @@ TEST(Compiler, ConcurrentCompilationsOfOneSourceShareOneEntry) {
 
 TEST(Compiler, CudaCompileErrorIsReported) {
   pkb::test::TempDir tmp;
-  pkb::test::write_file(tmp.path() / "bad.cu", "#include <pkb/abi.h>\nextern \"C\" int pkb_run(pkb_context* c) { return undefined_name; }\n");
+  pkb::test::write_file(tmp.path() / "bad.cu",
+                        "#include <pkb/abi.h>\nextern \"C\" int pkb_run(pkb_context* c) { return undefined_name; }\n");
   auto r = pkb::compile_candidate(tmp.path() / "bad.cu", options(tmp, true));
   EXPECT_EQ(r.status, pkb::CompileStatus::compile_error);
   EXPECT_NE(r.log.find("undefined_name"), std::string::npos) << r.log;

@@ -34,7 +34,8 @@ void on_threads(F f) {
 TEST(Concurrency, CapturedOutputsNeverMix) {
   std::vector<std::string> got(kThreads);
   on_threads([&](int i) {
-    for (int round = 0; round < 4; ++round) got[i] += pkb::capture_stdout({"sh", "-c", "echo thread" + std::to_string(i)});
+    for (int round = 0; round < 4; ++round)
+      got[i] += pkb::capture_stdout({"sh", "-c", "echo thread" + std::to_string(i)});
   });
   for (int i = 0; i < kThreads; ++i) {
     std::string one = "thread" + std::to_string(i) + "\n";

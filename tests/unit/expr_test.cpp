@@ -1,7 +1,8 @@
+#include "core/expr.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "core/expr.h"
 
 using pkb::Error;
 using pkb::eval_expr;

@@ -1,6 +1,7 @@
 // core/files: the one checked writer, JSONL appends and their tail repair, cache entries placed by rename.
-#include <gtest/gtest.h>
+#include "core/files.h"
 
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <csignal>
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/files.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

@@ -1,12 +1,12 @@
+#include "spec/problem_spec.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "spec/catalog.h"
-#include "spec/problem_spec.h"
 #include "test_util.h"
 
 using json = nlohmann::json;
@@ -111,7 +111,8 @@ TEST(ProblemSpec, UnknownDtypeAndCategory) {
   expect_error([](json& j) { j["inputs"][0]["dtype"] = "bfloat17"; }, "inputs[0].dtype", "unknown dtype 'bfloat17'");
   expect_error([](json& j) { j["outputs"][0]["dtype"] = "f8"; }, "outputs[0].dtype", "unknown dtype");
   expect_error([](json& j) { j["category"] = "magic"; }, "category", "unknown category");
-  expect_error([](json& j) { j["inputs"][0]["init"]["dist"] = "constant"; }, "inputs[0].init.dist", "unknown distribution");
+  expect_error([](json& j) { j["inputs"][0]["init"]["dist"] = "constant"; }, "inputs[0].init.dist",
+               "unknown distribution");
 }
 
 TEST(ProblemSpec, BadShapeExpressions) {

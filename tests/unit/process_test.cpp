@@ -1,14 +1,14 @@
+#include "launch/process.h"
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "core/cores.h"
 #include "core/files.h"
-#include "launch/process.h"
 #include "test_util.h"
 
 TEST(Process, ExitCodeAndOutputTails) {

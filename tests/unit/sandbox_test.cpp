@@ -1,10 +1,11 @@
 // The sandbox itself, probed with a shell inside it: what it can see, write, reach and inherit.
+#include "launch/sandbox.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "core/files.h"
-#include "launch/sandbox.h"
 #include "test_util.h"
 
 namespace {
@@ -41,7 +42,8 @@ TEST_F(Sandbox, SeesOnlyItsScratchAndTheSystem) {
   pkb::Sandbox box;
   box.writable = {scratch.path()};
   auto in = run_inside(box, "echo hi > " + scratch.path().string() + "/ok; echo x > " + outside.path().string() +
-                                "/leak; cat " + outside.path().string() + "/secret; ls /root /work 2>&1; "
+                                "/leak; cat " + outside.path().string() +
+                                "/secret; ls /root /work 2>&1; "
                                 "echo x > /usr/leak; id -u; test -e /etc/shadow && echo SHADOW; exit 0");
   EXPECT_TRUE(in.result.ok()) << in.out;
   EXPECT_EQ(pkb::read_text_file(scratch.path() / "ok"), "hi\n");
@@ -59,7 +61,8 @@ TEST_F(Sandbox, HasNoEnvironmentNetworkOrStdinOfItsCaller) {
   unsetenv("PKB_TEST_API_KEY");
   EXPECT_EQ(in.out.find("sk-must-not-leak"), std::string::npos) << in.out;
   EXPECT_NE(in.out.find("lo:"), std::string::npos) << in.out;
-  for (const char* dev : {"eth", "ens", "enp", "wlan", "veth"}) EXPECT_EQ(in.out.find(std::string(dev)), std::string::npos) << in.out;
+  for (const char* dev : {"eth", "ens", "enp", "wlan", "veth"})
+    EXPECT_EQ(in.out.find(std::string(dev)), std::string::npos) << in.out;
   EXPECT_EQ(in.out.find("STDIN:"), std::string::npos);
 }
 
@@ -81,7 +84,8 @@ TEST_F(Sandbox, ItsProcessesDieWithIt) {
   po.clear_env = true;
   auto r = pkb::run_sandboxed(box, {"/bin/sh", "-c", "(setsid sleep 3000.424242 &); sleep 100"}, po);
   EXPECT_TRUE(r.timed_out);
-  std::string found = pkb::capture_stdout({"sh", "-c", "sleep 0.3; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"});
+  std::string found =
+      pkb::capture_stdout({"sh", "-c", "sleep 0.3; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"});
   EXPECT_EQ(found.find("sleep 3000.424242"), std::string::npos) << "a process outlived its sandbox";
 }
 

@@ -1,12 +1,12 @@
 // The sealed channel: frames written by a rank arrive whole; extra, repeated, oversized or cut-off frames make
 // the stream one the driver does not believe.
+#include "seal/seal.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include "core/files.h"
-#include "seal/seal.h"
 #include "test_util.h"
 
 namespace {
@@ -24,7 +24,8 @@ void write_raw(const fs::path& fifo, const std::string& bytes) {
 
 TEST(Seal, FramesArriveAndOnlyKeptOutputsAreStored) {
   pkb::test::TempDir tmp;
-  SealCollector c(tmp.path() / "fifo", tmp.path() / "sealed", 2, 1 << 20, [](const std::string& l) { return l != "copy3"; });
+  SealCollector c(tmp.path() / "fifo", tmp.path() / "sealed", 2, 1 << 20,
+                  [](const std::string& l) { return l != "copy3"; });
   for (int r = 0; r < 2; ++r) {
     SealWriter w((tmp.path() / "fifo" / ("rank" + std::to_string(r))).string());
     w.send("outputs", "trial0", "payload-" + std::to_string(r));
@@ -69,19 +70,25 @@ TEST(Seal, RepeatedOutputsDataAfterEndOversizeAndCutOffAreCorrupt) {
   EXPECT_NE(run([](SealWriter& w, const fs::path&) {
               w.send("outputs", "trial0", "a");
               w.send("outputs", "trial0", "b");
-            }).find("sent twice"), std::string::npos);
+            }).find("sent twice"),
+            std::string::npos);
   EXPECT_NE(run([](SealWriter& w, const fs::path&) {
               w.send("end", "end", "");
               w.send("record", "record", "{}");
-            }).find("after the end"), std::string::npos);
+            }).find("after the end"),
+            std::string::npos);
   EXPECT_NE(run([](SealWriter& w, const fs::path&) { w.send("outputs", "trial0", std::string(5000, 'x')); }, 1000)
-                .find("more than 1000 bytes"), std::string::npos);
-  EXPECT_NE(run([](SealWriter&, const fs::path& p) { write_raw(p, "PKBSEAL1 0 outputs trial0 100\nshort"); })
-                .find("cut off"), std::string::npos);
-  EXPECT_NE(run([](SealWriter&, const fs::path& p) { write_raw(p, "garbage that is no frame\n"); })
-                .find("malformed"), std::string::npos);
-  EXPECT_NE(run([](SealWriter&, const fs::path& p) { write_raw(p, "PKBSEAL1 0 outputs ../../etc 1\nx"); })
-                .find("unknown frame"), std::string::npos);
+                .find("more than 1000 bytes"),
+            std::string::npos);
+  EXPECT_NE(
+      run([](SealWriter&, const fs::path& p) { write_raw(p, "PKBSEAL1 0 outputs trial0 100\nshort"); }).find("cut off"),
+      std::string::npos);
+  EXPECT_NE(run([](SealWriter&, const fs::path& p) { write_raw(p, "garbage that is no frame\n"); }).find("malformed"),
+            std::string::npos);
+  EXPECT_NE(run([](SealWriter&, const fs::path& p) {
+              write_raw(p, "PKBSEAL1 0 outputs ../../etc 1\nx");
+            }).find("unknown frame"),
+            std::string::npos);
   EXPECT_EQ(run([](SealWriter& w, const fs::path&) { w.send("end", "end", ""); }), "");
 }
 

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "check/compare.h"
@@ -124,8 +123,8 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   TempDir tmp;
   pkb::NamedTensors t;
   t.names = {"bf", "f32", "i64", "b", "scalar"};
-  t.tensors = {at::randn({3, 5}).to(at::kBFloat16), at::randn({2, 2, 2}), at::arange(7, at::kLong),
-               at::rand({4}) > 0.5, at::ones({}, at::kFloat)};
+  t.tensors = {at::randn({3, 5}).to(at::kBFloat16), at::randn({2, 2, 2}), at::arange(7, at::kLong), at::rand({4}) > 0.5,
+               at::ones({}, at::kFloat)};
   t.metadata["scalar.dst"] = "0";
   pkb::write_safetensors(tmp.path() / "a.safetensors", t);
   auto r = pkb::read_safetensors(tmp.path() / "a.safetensors");
@@ -209,7 +208,8 @@ TEST(Compare, CatchesWrongNanShapeAndSystematicBias) {
   EXPECT_FALSE(c.pass);
   EXPECT_EQ(c.nan_count, 1);
   EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).pass);
-  EXPECT_NE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).error.find("shape"), std::string::npos);
+  EXPECT_NE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).error.find("shape"),
+            std::string::npos);
   // Every element within the elementwise bound but biased: the relative L2 bound catches it under robust.
   pkb::Tolerance loose = tol;
   loose.atol = 1.0;
@@ -227,7 +227,8 @@ TEST(LibtorchVersion, ReadFromTheLibraryInUse) {
   pkb::test::TempDir tmp;
   auto pip = tmp.path() / "site-packages/torch";
   pkb::test::write_file(pip / "lib/libtorch_cpu.so", "");
-  pkb::test::write_file(pip / "version.py", "from typing import Optional\n__version__ = '2.11.0+cu130'\ncuda = '13.0'\n");
+  pkb::test::write_file(pip / "version.py",
+                        "from typing import Optional\n__version__ = '2.11.0+cu130'\ncuda = '13.0'\n");
   EXPECT_EQ(pkb::libtorch_version_at(pip / "lib/libtorch_cpu.so", "?"), "2.11.0+cu130");
 
   auto debian = tmp.path() / "usr/lib";

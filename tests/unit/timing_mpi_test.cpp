@@ -5,13 +5,13 @@
 // decision's broadcast are MPI's. One more timing on the real CPU runtime with busy-waits checks lower bounds.
 // Exits non-zero if any check failed.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "worker/timing.h"
@@ -62,8 +62,8 @@ void spin_us(double us) {
 // One timing: rank 1 alternates 300/500 µs, rank 0 spins 200 µs; records which copies every call used.
 struct Run {
   pkb::TimingStats stats;
-  std::vector<int> before_copies;                // every call's copy, in order
-  std::vector<std::pair<int, int>> timed;        // (ordinal, copy) of every timed call
+  std::vector<int> before_copies;          // every call's copy, in order
+  std::vector<std::pair<int, int>> timed;  // (ordinal, copy) of every timed call
 };
 
 Run timed_run(VirtualClockRuntime& rt, const pkb::CopyPlan& plan, const pkb::TimingOptions& o) {
@@ -72,8 +72,8 @@ Run timed_run(VirtualClockRuntime& rt, const pkb::CopyPlan& plan, const pkb::Tim
   pkb::TimingHooks hooks;
   hooks.before = [&](int k) { r.before_copies.push_back(k); };
   hooks.after_timed = [&](int j, int k) { r.timed.push_back({j, k}); };
-  r.stats = pkb::time_iterations(rt, plan, [&](int) { rt.now_us += rank == 0 ? 200 : (calls++ % 2 ? 500 : 300); }, o,
-                                 &hooks);
+  r.stats = pkb::time_iterations(
+      rt, plan, [&](int) { rt.now_us += rank == 0 ? 200 : (calls++ % 2 ? 500 : 300); }, o, &hooks);
   return r;
 }
 
@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
     Run a = timed_run(*rt, plan, o);
     if (rank == 0) {
       const TimingStats& s = a.stats;
-      check(s.reps == 3 && s.stopped_by == "max_reps", "expected 3 repetitions stopped by max_reps, got " +
-                                                           std::to_string(s.reps) + " " + s.stopped_by);
+      check(s.reps == 3 && s.stopped_by == "max_reps",
+            "expected 3 repetitions stopped by max_reps, got " + std::to_string(s.reps) + " " + s.stopped_by);
       check(s.pkb.values_us.size() == 30, "pkb: 10 calls x 3 repetitions");
       check(s.paper.values_us.size() == 3, "paper: one value per repetition");
       check(s.pkb.stats.min == 300 && s.pkb.stats.max == 500 && s.pkb.stats.median == 400,
@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
     // hold on a loaded machine.
     auto cpu = make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "timing-test-" + std::to_string(tag));
     o.budget_s = 60, o.max_reps = 2, o.min_reps = 2, o.paper_warmup = 2;
-    TimingStats real = time_iterations(*cpu, plan, [&](int) { spin_us(rank == 0 ? 100 : 200); }, o);
+    TimingStats real = time_iterations(
+        *cpu, plan, [&](int) { spin_us(rank == 0 ? 100 : 200); }, o);
     if (rank == 0) {
       check(real.pkb.stats.min >= 200, "real runtime, pkb: the slowest rank's 200 us at least");
       for (double v : real.paper.values_us) check(v >= 200, "real runtime, paper: rank 1's mean at least");

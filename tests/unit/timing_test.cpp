@@ -1,5 +1,7 @@
 // The timing method's arithmetic (harness/src/worker/timing.h): statistics, the stop rule, the L2 rotation and
 // the copy plan that keeps timed calls checked. The loop itself runs under MPI in timing_mpi_test.cpp.
+#include "worker/timing.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "launch/jobs.h"
 #include "spec/catalog.h"
 #include "test_util.h"
-#include "worker/timing.h"
 #include "worker/worker.h"
 #include "worker/worker_cli.h"
 
@@ -100,7 +101,8 @@ TEST(TimingCopies, EveryTimedCallHasFreshContentsApartFromWarmUps) {
   EXPECT_EQ(p.copies, 91 + o.max_timed_calls() + kEscapeProbeCalls);
   std::set<int> warm, timed;
   for (int i = 0; i < o.warmup_calls(); ++i) warm.insert(p.warmup_copy(i));
-  for (int j = 0; j < o.max_timed_calls() + kEscapeProbeCalls; ++j) EXPECT_TRUE(timed.insert(p.timed_copy(j)).second) << j;
+  for (int j = 0; j < o.max_timed_calls() + kEscapeProbeCalls; ++j)
+    EXPECT_TRUE(timed.insert(p.timed_copy(j)).second) << j;
   for (int k : timed) EXPECT_FALSE(warm.count(k)) << k;
   // Memory-bound: timed calls wrap over the copies that fit, never into the warm-up rotation.
   CopyPlan tight = timing_copies(16 * kMiB, 60 * kMiB, o, 256 * kMiB);
@@ -143,11 +145,12 @@ TEST(TimingOptions, PaperWarmupRunsInChunksUntilItsCountOrBudget) {
   const std::string& python = python_with_torch();
   ASSERT_FALSE(python.empty()) << "no python3 here can import torch";
   test::TempDir tmp;
-  test::write_file(tmp.path() / "w.py",
-                   "import sys, types\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
-                   "o = types.SimpleNamespace(paper_warmup=500, paper_warmup_budget=1.0)\n"
-                   "print(*[r.next_paper_warmup_chunk(o, d, s) for d, s in ((0, 0), (450, 0.5), (480, 0.5), (500, 0.1), "
-                   "(50, 1.0))])\n");
+  test::write_file(
+      tmp.path() / "w.py",
+      "import sys, types\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
+      "o = types.SimpleNamespace(paper_warmup=500, paper_warmup_budget=1.0)\n"
+      "print(*[r.next_paper_warmup_chunk(o, d, s) for d, s in ((0, 0), (450, 0.5), (480, 0.5), (500, 0.1), "
+      "(50, 1.0))])\n");
   test::CliRun run = test::run_cli(python, {(tmp.path() / "w.py").string(), (repo_root() / "harness/python").string()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "50 50 20 0 0\n");
@@ -167,8 +170,9 @@ TEST(TimingClocks, UnavailableWithoutNvml) {
 TEST(TimingStats, PythonRunnerSummarizesTheSame) {
   test::TempDir tmp;
   std::vector<double> v = {31.5, 29.25, 30, 45, 28.75, 30.5, 29.5, 33, 30.25, 29};
-  std::string script = "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
-                       "print(json.dumps(r.summarize(json.loads(sys.argv[2]))))\n";
+  std::string script =
+      "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport run_reference as r\n"
+      "print(json.dumps(r.summarize(json.loads(sys.argv[2]))))\n";
   test::write_file(tmp.path() / "s.py", script);
   std::vector<std::string> args = {(tmp.path() / "s.py").string(), (repo_root() / "harness/python").string(),
                                    nlohmann::json(v).dump()};

@@ -1,13 +1,13 @@
+#include "spec/topology.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
-#include "spec/topology.h"
 #include "test_util.h"
 
 TEST(Topology, ShippedFilesLoadWithSources) {
@@ -48,14 +48,15 @@ TEST(Topology, RooflineUsesTheRateOfTheRunsDtype) {
   pkb::Catalog c = pkb::load_catalog(pkb::repo_root() / "problems");
   const pkb::ProblemSpec* gemm = nullptr;
   for (const auto& p : c.problems)
-    if (!pkb::world_size_violation(p, 2, p.parameters) && p.roofline.count("flops") &&  p.roofline.at("flops").eval(pkb::resolve_run(p, 2, pkb::DType::bf16).vars()) > 0)
+    if (!pkb::world_size_violation(p, 2, p.parameters) && p.roofline.count("flops") &&
+        p.roofline.at("flops").eval(pkb::resolve_run(p, 2, pkb::DType::bf16).vars()) > 0)
       gemm = &p;
   ASSERT_NE(gemm, nullptr);
   auto bf16 = pkb::roofline_floor(*gemm, pkb::resolve_run(*gemm, 2, pkb::DType::bf16), "h200_2");
   auto fp32 = pkb::roofline_floor(*gemm, pkb::resolve_run(*gemm, 2, pkb::DType::f32), "h200_2");
   EXPECT_EQ(fp32["math_TFLOPs"], 67);
-  EXPECT_NEAR(fp32["math_us"].get<double>() / bf16["math_us"].get<double>(), 790.0 / 67 * fp32["flops"].get<double>() /
-                                                                                 bf16["flops"].get<double>(), 1e-9);
+  EXPECT_NEAR(fp32["math_us"].get<double>() / bf16["math_us"].get<double>(),
+              790.0 / 67 * fp32["flops"].get<double>() / bf16["flops"].get<double>(), 1e-9);
 }
 
 TEST(Topology, RoundTripsThroughJson) {

@@ -35,37 +35,45 @@ extern "C" {
 #define PKB_MAX_DIMS 8
 
 typedef enum {
-  PKB_BF16 = 0, PKB_F16 = 1, PKB_F32 = 2, PKB_F64 = 3,
-  PKB_I8 = 4, PKB_U8 = 5, PKB_I16 = 6, PKB_I32 = 7, PKB_I64 = 8, PKB_BOOL = 9
+  PKB_BF16 = 0,
+  PKB_F16 = 1,
+  PKB_F32 = 2,
+  PKB_F64 = 3,
+  PKB_I8 = 4,
+  PKB_U8 = 5,
+  PKB_I16 = 6,
+  PKB_I32 = 7,
+  PKB_I64 = 8,
+  PKB_BOOL = 9
 } pkb_dtype;
 
 typedef struct {
-  void* data;                       /* device pointer (host pointer in CPU mode), inside the symmetric heap */
+  void* data; /* device pointer (host pointer in CPU mode), inside the symmetric heap */
   pkb_dtype dtype;
   int ndim;
   int64_t shape[PKB_MAX_DIMS];
-  int64_t strides[PKB_MAX_DIMS];    /* in elements; tensors are contiguous (row-major) */
-  const char* name;                 /* the problem's name for this input/output */
+  int64_t strides[PKB_MAX_DIMS]; /* in elements; tensors are contiguous (row-major) */
+  const char* name;              /* the problem's name for this input/output */
 } pkb_tensor;
 
 typedef struct {
-  const char* name;                 /* as in the problem ("tp", "cp", ...) */
-  int size;                         /* ranks in this rank's group */
-  int rank;                         /* this rank's index inside the group */
-  const int* members;               /* world ranks of the group, in group-rank order */
+  const char* name;   /* as in the problem ("tp", "cp", ...) */
+  int size;           /* ranks in this rank's group */
+  int rank;           /* this rank's index inside the group */
+  const int* members; /* world ranks of the group, in group-rank order */
 } pkb_group;
 
 typedef struct pkb_context pkb_context;
 struct pkb_context {
-  int abi_version;                  /* PKB_ABI_VERSION */
+  int abi_version; /* PKB_ABI_VERSION */
   int rank, world_size, local_rank;
-  int device;                       /* CUDA device of this rank (-1 in CPU mode) */
-  void* stream;                     /* cudaStream_t all work must be ordered on (NULL in CPU mode) */
+  int device;   /* CUDA device of this rank (-1 in CPU mode) */
+  void* stream; /* cudaStream_t all work must be ordered on (NULL in CPU mode) */
 
-  int n_params;                     /* problem parameters and scalar arguments (M, N, dst, ...) */
+  int n_params; /* problem parameters and scalar arguments (M, N, dst, ...) */
   const char* const* param_names;
   const int64_t* param_values;
-  int n_groups;                     /* named process groups of the problem */
+  int n_groups; /* named process groups of the problem */
   const pkb_group* groups;
 
   /* Symmetric heap. heap_bases[q] is rank q's heap as mapped in this process (heap_bases[rank] is our own).
@@ -84,7 +92,7 @@ struct pkb_context {
   /* A parameter's value by name; -1 if there is none. */
   int64_t (*param)(pkb_context* ctx, const char* name);
 
-  void* user;                       /* the candidate's own state, e.g. set in pkb_setup */
+  void* user; /* the candidate's own state, e.g. set in pkb_setup */
 };
 
 int pkb_setup(pkb_context* ctx, const pkb_tensor* in, int n_in, const pkb_tensor* out, int n_out);

@@ -7,7 +7,8 @@
 
 // The address of `ptr` (in our own heap) inside rank `peer`'s heap. heap_bases is ctx->heap_bases_device.
 __device__ __forceinline__ void* pkb_peer_ptr(void* const* heap_bases, int rank, int peer, const void* ptr) {
-  return static_cast<char*>(heap_bases[peer]) + (static_cast<const char*>(ptr) - static_cast<const char*>(heap_bases[rank]));
+  return static_cast<char*>(heap_bases[peer]) +
+         (static_cast<const char*>(ptr) - static_cast<const char*>(heap_bases[rank]));
 }
 
 __device__ __forceinline__ void pkb_store_release_sys(uint32_t* p, uint32_t v) {
@@ -33,8 +34,9 @@ __device__ __forceinline__ void pkb_barrier(uint32_t* flags, void* const* heap_b
     uint32_t* row = flags + blockIdx.x * world;
     uint32_t* remote = static_cast<uint32_t*>(pkb_peer_ptr(heap_bases, rank, peer, row)) + rank;
     __threadfence_system();
-    pkb_store_release_sys(remote, epoch);                  // "rank has arrived", in the peer's flags
-    while (pkb_load_acquire_sys(row + peer) < epoch) {}     // wait for the peer's arrival in ours
+    pkb_store_release_sys(remote, epoch);  // "rank has arrived", in the peer's flags
+    while (pkb_load_acquire_sys(row + peer) < epoch) {
+    }  // wait for the peer's arrival in ours
   }
   __syncthreads();
 }
@@ -43,5 +45,6 @@ __device__ __forceinline__ void pkb_barrier(uint32_t* flags, void* const* heap_b
 __device__ __forceinline__ void pkb_copy16(void* dst, const void* src, size_t n) {
   const int4* s = static_cast<const int4*>(src);
   int4* d = static_cast<int4*>(dst);
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) d[i] = s[i];
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    d[i] = s[i];
 }

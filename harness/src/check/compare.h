@@ -1,5 +1,5 @@
-// Output comparison under two tolerance policies (docs/architecture.md, "Checking"). Both are computed for every tensor and
-// recorded; which one decides pass/fail is the caller's choice (robust by default).
+// Output comparison under two tolerance policies (docs/architecture.md, "Checking"). Both are computed for every tensor
+// and recorded; which one decides pass/fail is the caller's choice (robust by default).
 //  - pkb:    elementwise allclose against the expected tensor: |out - exp| <= atol + rtol * |out| (PyTorch's
 //            allclose with the candidate as `input`, as ParallelKernelBench calls it). NaN never passes.
 //  - robust: against a precise expected tensor: |out - exp| <= atol + rtol * |exp| + gamma * eps(dtype) * rms(exp)
@@ -7,26 +7,25 @@
 //            exactly under both policies.
 #pragma once
 
-#include <string>
-
 #include <ATen/ATen.h>
+
+#include <string>
 
 #include "core/policy.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
 
-
 struct Comparison {
   bool pass = false;
-  std::string error;          // shape/dtype problem, or empty
+  std::string error;  // shape/dtype problem, or empty
   int64_t numel = 0;
-  int64_t mismatches = 0;     // elements outside the tolerance (NaN included)
-  int64_t nan_count = 0;      // NaN elements in the output
-  int64_t first_bad = -1;     // flat index of the first failing element, -1 if none
-  double max_abs_err = 0;     // over finite elements
-  double max_rel_err = 0;     // |out - exp| / max(|exp|, tiny)
-  double rel_l2 = 0;          // ||out - exp|| / ||exp||
+  int64_t mismatches = 0;  // elements outside the tolerance (NaN included)
+  int64_t nan_count = 0;   // NaN elements in the output
+  int64_t first_bad = -1;  // flat index of the first failing element, -1 if none
+  double max_abs_err = 0;  // over finite elements
+  double max_rel_err = 0;  // |out - exp| / max(|exp|, tiny)
+  double rel_l2 = 0;       // ||out - exp|| / ||exp||
 };
 
 // out_dtype: the dtype the output was produced in (its eps sets the robust slack).

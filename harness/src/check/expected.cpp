@@ -11,13 +11,14 @@ std::vector<Tensors> all_rank_inputs(const ProblemSpec& spec, const RunShape& ru
   return inputs;
 }
 
-std::vector<Tensors> expected_outputs(const ProblemSpec& spec, const RunShape& run, const std::vector<Tensors>& inputs) {
+std::vector<Tensors> expected_outputs(const ProblemSpec& spec, const RunShape& run,
+                                      const std::vector<Tensors>& inputs) {
   const ReferenceImpl* impl = find_reference(spec.slug);
   if (!impl) throw Error(spec.folder() + ": no reference.cpp registered for '" + spec.slug + "'");
   std::vector<Tensors> expected = impl->oracle(oracle_context(spec, run), inputs);
   if (static_cast<int>(expected.size()) != run.world)
-    throw Error(spec.folder() + ": oracle returned outputs for " + std::to_string(expected.size()) + " ranks, W = " +
-                std::to_string(run.world));
+    throw Error(spec.folder() + ": oracle returned outputs for " + std::to_string(expected.size()) +
+                " ranks, W = " + std::to_string(run.world));
   for (int r = 0; r < run.world; ++r) {
     if (expected[r].size() != spec.outputs.size())
       throw Error(spec.folder() + ": oracle returned " + std::to_string(expected[r].size()) + " outputs for rank " +

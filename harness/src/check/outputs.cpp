@@ -32,7 +32,8 @@ std::vector<OutputCheck> check_outputs(const ProblemSpec& spec, const RunShape& 
       c.result = compare(policy, got[r][i], expected[r][i], policy == Policy::pkb ? Tolerance{} : spec.tolerance, want);
       checks.push_back(c);
       if (check_replication && out.replicated && r > 0) {
-        OutputCheck rep{static_cast<int>(r), out.name, true, compare(Policy::robust, got[r][i], got[0][i], spec.tolerance, want)};
+        OutputCheck rep{static_cast<int>(r), out.name, true,
+                        compare(Policy::robust, got[r][i], got[0][i], spec.tolerance, want)};
         checks.push_back(rep);
       }
     }

@@ -3,10 +3,10 @@
 // candidate against the reference pass), so both apply the same dtype and replication rules.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "check/compare.h"
 #include "io/safetensors.h"

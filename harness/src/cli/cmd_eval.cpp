@@ -33,7 +33,8 @@ int run_eval(EvalCliOptions& o) {
   if (o.json)
     std::cout << r.record.dump(2) << "\n";
   else
-    std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string() << "\n";
+    std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string()
+              << "\n";
   return r.status == EvalStatus::correct ? 0 : 1;
 }
 
@@ -47,7 +48,8 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(CLI::PositiveNumber);
   cmd->add_option("--device", o->e.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
-  cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")->check(CLI::PositiveNumber);
+  cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->e.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   add_timing_flags(cmd, o->e.timing);
@@ -55,13 +57,18 @@ void add_eval_command(CLI::App& app, Action& action) {
                   "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
       ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
-  cmd->add_option("--ranks-per-gpu", o->e.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")->check(CLI::Range(1, 64));
+  cmd->add_option(
+         "--ranks-per-gpu", o->e.ranks_per_gpu,
+         "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
-  cmd->add_flag("--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
-                "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
-                "this user's files, environment and network (trusted code only; the record says so)");
-  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")->check(CLI::IsMember({"auto", "cpp"}));
+  cmd->add_flag(
+      "--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
+      "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
+      "this user's files, environment and network (trusted code only; the record says so)");
+  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
+      ->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB");
   cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
   cmd->add_option("--out", o->e.out_dir, "Where run directories and results.jsonl go");

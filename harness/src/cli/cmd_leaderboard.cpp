@@ -48,8 +48,8 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
   CLI::Option* thresholds =
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
-      ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+          ->delimiter(',')
+          ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--allow-mixed", o->allow_mixed,
                 "Rank runs that differ in problems, W, dtype, device, GPU, timing or baseline (refused otherwise)");
   cmd->callback([o, thresholds, &action] {

@@ -1,7 +1,6 @@
 // pkb problems list [--json] | show ID|slug [-w W]
 #include <cstdio>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -90,8 +89,11 @@ int run_show(const ProblemsOptions& o) {
     };
     std::cout << "  at W=" << w << ", bf16, rank 0:\n";
     for (const auto& in : p->inputs) {
-      if (in.scalar) std::cout << "    in  " << in.scalar->name << " = " << in.scalar->value.eval(run.vars()) << "\n";
-      else std::cout << "    in  " << in.tensor->name << " " << shape_str(*in.tensor, 0) << (in.tensor->replicated ? " replicated" : "") << "\n";
+      if (in.scalar)
+        std::cout << "    in  " << in.scalar->name << " = " << in.scalar->value.eval(run.vars()) << "\n";
+      else
+        std::cout << "    in  " << in.tensor->name << " " << shape_str(*in.tensor, 0)
+                  << (in.tensor->replicated ? " replicated" : "") << "\n";
     }
     for (const auto& out : p->outputs)
       std::cout << "    out " << out.name << " " << shape_str(out, 0) << (out.replicated ? " replicated" : "") << "\n";

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "run/regress.h"
 #include "spec/catalog.h"
+#include "worker/timing_cli.h"
 
 namespace pkb::cli {
 namespace {
@@ -26,7 +26,8 @@ int run_regress(RegressCliOptions& o) {
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   run::RegressResult res = run::regress(c, o.r);
   std::printf("\n%-36s %-10s %s\n", "problem", "verdict", "detail");
-  for (const auto& k : res.cases) std::printf("%-36s %-10s %s\n", k.folder.c_str(), k.verdict.c_str(), k.message.c_str());
+  for (const auto& k : res.cases)
+    std::printf("%-36s %-10s %s\n", k.folder.c_str(), k.verdict.c_str(), k.message.c_str());
   std::printf("regress: %zu cases, %d failed; JUnit: %s; run: %s\n", res.cases.size(), res.failures(),
               res.junit.c_str(), res.run_dir.c_str());
   if (!c.errors.empty()) return 2;
@@ -39,11 +40,14 @@ void add_regress_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RegressCliOptions>();
   run::RegressOptions& r = o->r;
   CLI::App* cmd = app.add_subcommand("regress", "CI: evaluate submitted kernels against a baseline report, JUnit out");
-  cmd->add_option("--baseline", r.baseline, "report.json of the accepted kernels")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--baseline", r.baseline, "report.json of the accepted kernels")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--candidates", r.candidates, "Directory of NNN_slug.cu (or NNN_slug/sample_0.cu)")->required();
   cmd->add_option("--slowdown", o->slowdown, "Tolerated loss of speedup before a kernel counts as slower (10%)");
   cmd->add_option("--junit", r.junit, "JUnit XML path (default: RUN/junit.xml)");
-  cmd->add_option("-w,--world", r.run.world, "Ranks per evaluation (default: every visible GPU)")->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", r.run.world, "Ranks per evaluation (default: every visible GPU)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--device", r.run.device, "auto, cuda, or cpu (C++ kernels on CPU ranks)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--dtype", r.run.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));

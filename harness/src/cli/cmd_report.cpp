@@ -80,7 +80,8 @@ void add_report_command(CLI::App& app, Action& action) {
   CLI::Option* thresholds =
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+          ->delimiter(',')
+          ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--partial", o->partial, "Score the shards given even when some of the run's shards are missing");
   cmd->callback([o, thresholds, &action] {
     o->settings.extend_thresholds = thresholds->count() == 0;  // a grid given is the grid drawn

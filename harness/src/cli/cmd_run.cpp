@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "cli/prompt_options.h"
 #include "core/error.h"
@@ -18,6 +17,7 @@
 #include "launch/mpirun.h"
 #include "run/run.h"
 #include "spec/catalog.h"
+#include "worker/timing_cli.h"
 
 namespace pkb::cli {
 namespace {
@@ -43,8 +43,9 @@ int run_run(RunCliOptions& o) {
   if (!o.shard.empty()) o.r.shard = run::parse_shard(o.shard);
   if (!o.launcher.empty()) set_rank_launcher(parse_launcher(o.launcher));
   if (rank_launcher() == Launcher::srun && !std::getenv("SLURM_JOB_ID"))
-    std::fprintf(stderr, "pkb run: warning: --launcher srun outside a Slurm allocation: each rank job asks Slurm "
-                         "for an allocation of its own\n");
+    std::fprintf(stderr,
+                 "pkb run: warning: --launcher srun outside a Slurm allocation: each rank job asks Slurm "
+                 "for an allocation of its own\n");
   if (o.stop_speedup == "never") {
     o.r.stop_speedup.reset();
   } else {
@@ -65,14 +66,17 @@ int run_run(RunCliOptions& o) {
   if (s.later_turns) std::printf(" (+%d answers in later turns)", s.later_turns);
   std::printf(", %d recorded now, %d from earlier invocations", s.recorded, s.resumed);
   if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
-  if (s.service_failures) std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
+  if (s.service_failures)
+    std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
   std::printf("\nreports: %s/{report.html,report.json,summary.md,curves.csv}\n", s.dir.c_str());
   if (!s.gpu_evaluation)
-    std::printf("no GPU on this machine: GPU evaluations were skipped (candidates compiled, references validated on "
-                "CPU ranks). The same command on a GPU machine evaluates them.\n");
+    std::printf(
+        "no GPU on this machine: GPU evaluations were skipped (candidates compiled, references validated on "
+        "CPU ranks). The same command on a GPU machine evaluates them.\n");
   if (!c.errors.empty()) return 2;
   if (!s.complete())
-    std::fprintf(stderr, "pkb run: incomplete: %d samples without a record%s%s; the same command does what is missing\n",
+    std::fprintf(stderr,
+                 "pkb run: incomplete: %d samples without a record%s%s; the same command does what is missing\n",
                  s.harness_errors + s.service_failures, s.service_error.empty() ? "" : ": ", s.service_error.c_str());
   return s.complete() ? 0 : 1;
 }
@@ -85,7 +89,8 @@ void add_run_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("run", "The benchmark end to end: generate, compile, evaluate, score, report");
   cmd->add_option("--model", r.model,
                   "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
-  cmd->add_option("--problems", r.problems, "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
+  cmd->add_option("--problems", r.problems,
+                  "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
   cmd->add_option("--samples", r.samples, "Samples per problem")->check(CLI::PositiveNumber);
   cmd->add_option("--turns", r.turns,
                   "Turns per sample: each later turn shows the model its last kernel's evaluation (default 1)")
@@ -110,8 +115,9 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
-  cmd->add_flag("--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
-                "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
+  cmd->add_flag(
+      "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
+      "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default: one per core)");
   cmd->add_option("--variant", o->variant, "Prompt variant")->check(CLI::IsMember({"one-shot", "zero-shot"}));

@@ -6,11 +6,11 @@
 #include <iostream>
 #include <map>
 
-#include "worker/timing_cli.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "spec/catalog.h"
 #include "validate/validate.h"
+#include "worker/timing_cli.h"
 
 namespace pkb::cli {
 namespace {
@@ -32,23 +32,29 @@ std::string cell(const nlohmann::json& j, const char* key, double scale, const c
 
 // The markdown table of baseline times against the roofline, for notes and docs/results.
 void print_timing_table(const std::vector<ValidationResult>& results, const ValidateOptions& v) {
-  std::printf("\n| problem | libtorch+NCCL us | PyTorch eager us | roofline floor us | bound | SOL%% libtorch+NCCL | SOL%% eager |\n"
-              "|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n| problem | libtorch+NCCL us | PyTorch eager us | roofline floor us | bound | SOL%% libtorch+NCCL | SOL%% "
+      "eager |\n"
+      "|---|---|---|---|---|---|---|\n");
   int below_half = 0, timed = 0;
   for (const auto& r : results) {
     if (r.verdict == Verdict::skip || !r.record.contains("roofline")) continue;
     const auto& t = r.record["timing"];
     const auto& roof = r.record["roofline"];
     std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.problem.c_str(),
-                cell(t["libtorch_nccl"], "median_us", 1, "%.1f").c_str(), cell(t["pytorch_eager"], "median_us", 1, "%.1f").c_str(),
-                cell(roof, "floor_us", 1, "%.3g").c_str(), roof.value("bound", "").c_str(),
-                cell(roof, "sol_libtorch_nccl", 100, "%.0f").c_str(), cell(roof, "sol_pytorch_eager", 100, "%.0f").c_str());
+                cell(t["libtorch_nccl"], "median_us", 1, "%.1f").c_str(),
+                cell(t["pytorch_eager"], "median_us", 1, "%.1f").c_str(), cell(roof, "floor_us", 1, "%.3g").c_str(),
+                roof.value("bound", "").c_str(), cell(roof, "sol_libtorch_nccl", 100, "%.0f").c_str(),
+                cell(roof, "sol_pytorch_eager", 100, "%.0f").c_str());
     const auto& sol = roof.contains("sol_pytorch_eager") && roof["sol_pytorch_eager"].is_number()
-                          ? roof["sol_pytorch_eager"] : roof["sol_libtorch_nccl"];
+                          ? roof["sol_pytorch_eager"]
+                          : roof["sol_libtorch_nccl"];
     if (sol.is_number()) ++timed, below_half += sol.get<double>() < 0.5;
   }
-  std::printf("\n%d of %d timed baselines are below 50%% of the roofline (W=%d, %s, topology %s; PyTorch eager "
-              "where measured, else libtorch+NCCL)\n", below_half, timed, v.world, v.dtype.c_str(), v.topology.c_str());
+  std::printf(
+      "\n%d of %d timed baselines are below 50%% of the roofline (W=%d, %s, topology %s; PyTorch eager "
+      "where measured, else libtorch+NCCL)\n",
+      below_half, timed, v.world, v.dtype.c_str(), v.topology.c_str());
 }
 
 int run_validate(ValidateCliOptions& o) {
@@ -78,7 +84,8 @@ int run_validate(ValidateCliOptions& o) {
               o.v.device.c_str(), o.v.dtype.c_str());
   if (python_asked) {
     std::string line;
-    for (const auto& [verdict, n] : python_verdicts) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + verdict;
+    for (const auto& [verdict, n] : python_verdicts)
+      line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + verdict;
     std::printf("validate: reference.py cross-check: %s\n", line.empty() ? "none ran" : line.c_str());
   }
   if (!c.errors.empty()) return 2;
@@ -98,10 +105,14 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->v.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_flag("--small", o->v.small, "Use each problem's test_parameters (small CI shapes); --param still wins");
-  cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
-  cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu, "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage through host memory)")->check(CLI::Range(1, 64));
+  cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu,
+                  "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage "
+                  "through host memory)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
   add_timing_flags(cmd, o->v.timing, " (--time)");
   cmd->add_option("--topology", o->v.topology, "Topology of the roofline (--time)");

@@ -3,9 +3,8 @@
 // Exit codes: 0 success, 1 a check failed (validation, evaluation), 2 usage or input error.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace pkb::cli {
 

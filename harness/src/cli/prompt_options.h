@@ -1,5 +1,5 @@
-// Options shared by `pkb prompt`, `pkb generate` and `pkb run`: which prompt to build (W, topology, variant, parameters,
-// dtype, template directory). Registered once here so both commands spell and document them the same way.
+// Options shared by `pkb prompt`, `pkb generate` and `pkb run`: which prompt to build (W, topology, variant,
+// parameters, dtype, template directory). Registered once here so both commands spell and document them the same way.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -3,10 +3,10 @@
 // All tensors must be contiguous. Collectives are in the style of torch.distributed, which the references mirror.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <memory>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 namespace pkb {
 

@@ -25,7 +25,10 @@ void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
   auto* b = static_cast<T*>(inout);
   for (int i = 0; i < *len; ++i) {
     float x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
-    float r = Op == ReduceOp::prod ? x * y : Op == ReduceOp::max ? std::max(x, y) : Op == ReduceOp::min ? std::min(x, y) : x + y;
+    float r = Op == ReduceOp::prod  ? x * y
+              : Op == ReduceOp::max ? std::max(x, y)
+              : Op == ReduceOp::min ? std::min(x, y)
+                                    : x + y;
     b[i] = static_cast<T>(r);  // rounds to nearest even, once per pairwise step
   }
 }
@@ -44,17 +47,27 @@ MPI_Op make_half_op(ReduceOp op) {
 
 MPI_Datatype mpi_type(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kFloat: return MPI_FLOAT;
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kLong: return MPI_INT64_T;
-    case at::kInt: return MPI_INT32_T;
-    case at::kShort: return MPI_INT16_T;
-    case at::kChar: return MPI_INT8_T;
-    case at::kByte: return MPI_UINT8_T;
-    case at::kBool: return MPI_C_BOOL;
+    case at::kFloat:
+      return MPI_FLOAT;
+    case at::kDouble:
+      return MPI_DOUBLE;
+    case at::kLong:
+      return MPI_INT64_T;
+    case at::kInt:
+      return MPI_INT32_T;
+    case at::kShort:
+      return MPI_INT16_T;
+    case at::kChar:
+      return MPI_INT8_T;
+    case at::kByte:
+      return MPI_UINT8_T;
+    case at::kBool:
+      return MPI_C_BOOL;
     case at::kBFloat16:
-    case at::kHalf: return MPI_UINT16_T;
-    default: throw Error(std::string("MPI communicator: unsupported dtype ") + c10::toString(t.scalar_type()));
+    case at::kHalf:
+      return MPI_UINT16_T;
+    default:
+      throw Error(std::string("MPI communicator: unsupported dtype ") + c10::toString(t.scalar_type()));
   }
 }
 
@@ -63,10 +76,14 @@ MPI_Op mpi_op(const at::Tensor& t, ReduceOp op) {
   if (t.scalar_type() == at::kHalf) return make_half_op<at::Half>(op);
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::avg: return MPI_SUM;
-    case ReduceOp::prod: return MPI_PROD;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::avg:
+      return MPI_SUM;
+    case ReduceOp::prod:
+      return MPI_PROD;
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -105,14 +122,16 @@ class MpiCommunicator final : public Communicator {
     require_cpu_contiguous(out, "all_gather");
     check_numel(out, in.numel() * size_, "all_gather output");
     mpi_check(MPI_Allgather(in.data_ptr(), count_of(in.numel()), mpi_type(in), out.data_ptr(), count_of(in.numel()),
-                            mpi_type(out), comm_), "Allgather");
+                            mpi_type(out), comm_),
+              "Allgather");
   }
   void reduce_scatter(const at::Tensor& in, at::Tensor& out, ReduceOp op) override {
     require_cpu_contiguous(in, "reduce_scatter");
     require_cpu_contiguous(out, "reduce_scatter");
     check_numel(in, out.numel() * size_, "reduce_scatter input");
     mpi_check(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), count_of(out.numel()), mpi_type(in),
-                                       mpi_op(in, op), comm_), "Reduce_scatter_block");
+                                       mpi_op(in, op), comm_),
+              "Reduce_scatter_block");
     if (op == ReduceOp::avg) out.div_(size_);
   }
   void broadcast(at::Tensor& t, int root) override {
@@ -134,7 +153,8 @@ class MpiCommunicator final : public Communicator {
       recv = out.data_ptr();
     }
     mpi_check(MPI_Gather(in.data_ptr(), count_of(in.numel()), mpi_type(in), recv, count_of(in.numel()), mpi_type(in),
-                         root, comm_), "Gather");
+                         root, comm_),
+              "Gather");
   }
   void scatter(const at::Tensor& in, at::Tensor& out, int root) override {
     require_cpu_contiguous(out, "scatter");
@@ -145,7 +165,8 @@ class MpiCommunicator final : public Communicator {
       send = in.data_ptr();
     }
     mpi_check(MPI_Scatter(send, count_of(out.numel()), mpi_type(out), out.data_ptr(), count_of(out.numel()),
-                          mpi_type(out), root, comm_), "Scatter");
+                          mpi_type(out), root, comm_),
+              "Scatter");
   }
   void all_to_all(const at::Tensor& in, at::Tensor& out) override {
     require_cpu_contiguous(in, "all_to_all");
@@ -172,7 +193,8 @@ class MpiCommunicator final : public Communicator {
       rc[q] = count_of(recv_rows[q] * row), rd[q] = count_of(ro), ro += recv_rows[q] * row;
     }
     mpi_check(MPI_Alltoallv(in.data_ptr(), sc.data(), sd.data(), mpi_type(in), out.data_ptr(), rc.data(), rd.data(),
-                            mpi_type(out), comm_), "Alltoallv");
+                            mpi_type(out), comm_),
+              "Alltoallv");
   }
   void send(const at::Tensor& t, int peer) override {
     require_cpu_contiguous(t, "send");
@@ -194,10 +216,12 @@ class MpiCommunicator final : public Communicator {
  private:
   void check_numel(const at::Tensor& t, int64_t want, const char* what) const {
     if (t.numel() != want)
-      throw Error(std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " + std::to_string(want));
+      throw Error(std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " +
+                  std::to_string(want));
   }
   void check_splits(const std::vector<int64_t>& rows, const at::Tensor& t, const char* what) const {
-    if (static_cast<int>(rows.size()) != size_) throw Error(std::string("all_to_all: ") + what + " splits need one entry per rank");
+    if (static_cast<int>(rows.size()) != size_)
+      throw Error(std::string("all_to_all: ") + what + " splits need one entry per rank");
     int64_t total = 0;
     for (int64_t r : rows) total += r;
     if (total > (t.dim() == 0 ? 1 : t.size(0)))

@@ -21,32 +21,47 @@ void cuda_check(cudaError_t rc, const char* what) {
 
 ncclDataType_t nccl_type(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kBFloat16: return ncclBfloat16;
-    case at::kHalf: return ncclFloat16;
-    case at::kFloat: return ncclFloat32;
-    case at::kDouble: return ncclFloat64;
-    case at::kLong: return ncclInt64;
-    case at::kInt: return ncclInt32;
-    case at::kChar: return ncclInt8;
+    case at::kBFloat16:
+      return ncclBfloat16;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kLong:
+      return ncclInt64;
+    case at::kInt:
+      return ncclInt32;
+    case at::kChar:
+      return ncclInt8;
     case at::kByte:
-    case at::kBool: return ncclUint8;
-    default: throw Error(std::string("NCCL communicator: unsupported dtype ") + c10::toString(t.scalar_type()));
+    case at::kBool:
+      return ncclUint8;
+    default:
+      throw Error(std::string("NCCL communicator: unsupported dtype ") + c10::toString(t.scalar_type()));
   }
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::prod: return ncclProd;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
-    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::prod:
+      return ncclProd;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
+    case ReduceOp::avg:
+      return ncclAvg;
   }
   return ncclSum;
 }
 
 void require_cuda_contiguous(const at::Tensor& t, const char* what) {
-  if (!t.device().is_cuda()) throw Error(std::string("NCCL communicator: ") + what + ": tensor is not on a CUDA device");
+  if (!t.device().is_cuda())
+    throw Error(std::string("NCCL communicator: ") + what + ": tensor is not on a CUDA device");
   if (!t.is_contiguous()) throw Error(std::string("NCCL communicator: ") + what + ": tensor is not contiguous");
 }
 
@@ -82,8 +97,9 @@ class NcclCommunicator final : public Communicator {
     require_cuda_contiguous(in, "reduce_scatter");
     require_cuda_contiguous(out, "reduce_scatter");
     check_numel(in, out.numel() * size_, "reduce_scatter input");
-    nccl_check(ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), nccl_type(in), nccl_op(op), comm_, stream_),
-               "ReduceScatter");
+    nccl_check(
+        ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), nccl_type(in), nccl_op(op), comm_, stream_),
+        "ReduceScatter");
   }
   void broadcast(at::Tensor& t, int root) override {
     require_cuda_contiguous(t, "broadcast");
@@ -165,7 +181,8 @@ class NcclCommunicator final : public Communicator {
       char* dst = static_cast<char*>(out.data_ptr()) + ro * row * esize;
       if (q == rank_) {
         if (send_rows[q] != recv_rows[q]) throw Error("all_to_all: self split sizes disagree");
-        cuda_check(cudaMemcpyAsync(dst, src, send_rows[q] * row * esize, cudaMemcpyDeviceToDevice, stream_), "MemcpyAsync");
+        cuda_check(cudaMemcpyAsync(dst, src, send_rows[q] * row * esize, cudaMemcpyDeviceToDevice, stream_),
+                   "MemcpyAsync");
       } else {
         if (send_rows[q]) nccl_check(ncclSend(src, send_rows[q] * row, nccl_type(in), q, comm_, stream_), "Send");
         if (recv_rows[q]) nccl_check(ncclRecv(dst, recv_rows[q] * row, nccl_type(out), q, comm_, stream_), "Recv");
@@ -198,7 +215,8 @@ class NcclCommunicator final : public Communicator {
  private:
   void check_numel(const at::Tensor& t, int64_t want, const char* what) const {
     if (t.numel() != want)
-      throw Error(std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " + std::to_string(want));
+      throw Error(std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " +
+                  std::to_string(want));
   }
 
   ncclComm_t comm_;

@@ -12,14 +12,18 @@ class StagedCommunicator final : public Communicator {
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
 
-  void all_reduce(at::Tensor& t, ReduceOp op) override { in_place(t, [&](at::Tensor& h) { host_->all_reduce(h, op); }); }
+  void all_reduce(at::Tensor& t, ReduceOp op) override {
+    in_place(t, [&](at::Tensor& h) { host_->all_reduce(h, op); });
+  }
   void all_gather(const at::Tensor& in, at::Tensor& out) override {
     in_place(out, [&](at::Tensor& h) { host_->all_gather(stage(in), h); });
   }
   void reduce_scatter(const at::Tensor& in, at::Tensor& out, ReduceOp op) override {
     in_place(out, [&](at::Tensor& h) { host_->reduce_scatter(stage(in), h, op); });
   }
-  void broadcast(at::Tensor& t, int root) override { in_place(t, [&](at::Tensor& h) { host_->broadcast(h, root); }); }
+  void broadcast(at::Tensor& t, int root) override {
+    in_place(t, [&](at::Tensor& h) { host_->broadcast(h, root); });
+  }
   void reduce(at::Tensor& t, int root, ReduceOp op) override {
     in_place(t, [&](at::Tensor& h) { host_->reduce(h, root, op); });
   }
@@ -37,7 +41,9 @@ class StagedCommunicator final : public Communicator {
     in_place(out, [&](at::Tensor& h) { host_->all_to_all(stage(in), h, send_rows, recv_rows); });
   }
   void send(const at::Tensor& t, int peer) override { host_->send(stage(t), peer); }
-  void recv(at::Tensor& t, int peer) override { in_place(t, [&](at::Tensor& h) { host_->recv(h, peer); }); }
+  void recv(at::Tensor& t, int peer) override {
+    in_place(t, [&](at::Tensor& h) { host_->recv(h, peer); });
+  }
   void barrier() override { host_->barrier(); }
   void synchronize() override {
     if (at::hasCUDA()) at::empty({1}, at::TensorOptions().device(at::kCUDA)).cpu();  // drains the legacy stream

@@ -1,19 +1,18 @@
 #include "compile/compiler.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <mutex>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
-#include "launch/sandbox.h"
 #include "launch/process.h"
+#include "launch/sandbox.h"
 
 namespace pkb {
 namespace {
@@ -33,18 +32,46 @@ struct LintName {
 
 const std::vector<LintName>& lint_names() {
   static const std::vector<LintName> kNames = {
-      {"fork", "process"}, {"vfork", "process"}, {"execv", "process"}, {"execve", "process"},
-      {"execvp", "process"}, {"execvpe", "process"}, {"execl", "process"}, {"execle", "process"},
-      {"execlp", "process"}, {"fexecve", "process"}, {"system", "process"}, {"popen", "process"},
-      {"posix_spawn", "process"}, {"posix_spawnp", "process"}, {"clone", "process", false, true},
-      {"clone3", "process"}, {"syscall", "process"}, {"ptrace", "process"},
-      {"socket", "socket", false, true}, {"socketpair", "socket"}, {"connect", "socket", false, true},
-      {"bind", "socket", false, true}, {"listen", "socket", false, true}, {"accept", "socket", false, true},
-      {"accept4", "socket"}, {"getaddrinfo", "socket"}, {"gethostbyname", "socket"},
-      {"dlopen", "dynamic_loading"}, {"dlsym", "dynamic_loading"}, {"dlmopen", "dynamic_loading"},
-      {"dlvsym", "dynamic_loading"}, {"cudaDeviceReset", "device_reset"}, {"cudaSetDevice", "device_switch"},
-      {"clock_settime", "timing"}, {"settimeofday", "timing"}, {"cudaProfilerStart", "timing"},
-      {"cudaProfilerStop", "timing"}, {"setenv", "timing"}, {"putenv", "timing"}, {"unsetenv", "timing"},
+      {"fork", "process"},
+      {"vfork", "process"},
+      {"execv", "process"},
+      {"execve", "process"},
+      {"execvp", "process"},
+      {"execvpe", "process"},
+      {"execl", "process"},
+      {"execle", "process"},
+      {"execlp", "process"},
+      {"fexecve", "process"},
+      {"system", "process"},
+      {"popen", "process"},
+      {"posix_spawn", "process"},
+      {"posix_spawnp", "process"},
+      {"clone", "process", false, true},
+      {"clone3", "process"},
+      {"syscall", "process"},
+      {"ptrace", "process"},
+      {"socket", "socket", false, true},
+      {"socketpair", "socket"},
+      {"connect", "socket", false, true},
+      {"bind", "socket", false, true},
+      {"listen", "socket", false, true},
+      {"accept", "socket", false, true},
+      {"accept4", "socket"},
+      {"getaddrinfo", "socket"},
+      {"gethostbyname", "socket"},
+      {"dlopen", "dynamic_loading"},
+      {"dlsym", "dynamic_loading"},
+      {"dlmopen", "dynamic_loading"},
+      {"dlvsym", "dynamic_loading"},
+      {"cudaDeviceReset", "device_reset"},
+      {"cudaSetDevice", "device_switch"},
+      {"clock_settime", "timing"},
+      {"settimeofday", "timing"},
+      {"cudaProfilerStart", "timing"},
+      {"cudaProfilerStop", "timing"},
+      {"setenv", "timing"},
+      {"putenv", "timing"},
+      {"unsetenv", "timing"},
   };
   return kNames;
 }
@@ -95,21 +122,32 @@ std::string strip_comments_and_strings(const std::string& s) {
           size_t j = out.find_first_not_of(" \t", i + 1);
           include_line = j != std::string::npos && out.compare(j, 7, "include") == 0;
         }
-        if (c == '/' && n == '/') state = line_comment, out[i] = ' ';
-        else if (c == '/' && n == '*') state = block_comment, out[i] = ' ';
-        else if (c == '"' && !include_line) state = str;
-        else if (c == '\'') state = chr;
+        if (c == '/' && n == '/')
+          state = line_comment, out[i] = ' ';
+        else if (c == '/' && n == '*')
+          state = block_comment, out[i] = ' ';
+        else if (c == '"' && !include_line)
+          state = str;
+        else if (c == '\'')
+          state = chr;
         break;
-      case line_comment: out[i] = ' '; break;
+      case line_comment:
+        out[i] = ' ';
+        break;
       case block_comment:
-        if (c == '*' && n == '/') out[i] = out[i + 1] = ' ', ++i, state = code;
-        else out[i] = ' ';
+        if (c == '*' && n == '/')
+          out[i] = out[i + 1] = ' ', ++i, state = code;
+        else
+          out[i] = ' ';
         break;
       case str:
       case chr:
-        if (c == '\\') out[i] = ' ', out[i + 1] = (out[i + 1] == '\n' ? '\n' : ' '), ++i;
-        else if ((state == str && c == '"') || (state == chr && c == '\'')) state = code;
-        else out[i] = ' ';
+        if (c == '\\')
+          out[i] = ' ', out[i + 1] = (out[i + 1] == '\n' ? '\n' : ' '), ++i;
+        else if ((state == str && c == '"') || (state == chr && c == '\''))
+          state = code;
+        else
+          out[i] = ' ';
         break;
     }
   }
@@ -133,8 +171,10 @@ std::vector<std::string> compile_command(const CompileOptions& o, const std::str
   if (!o.cuda) return {"c++", "-std=c++17", "-O2", "-shared", "-fPIC", inc, local, "-o", lib, src};
   std::string arch = o.arch;  // sm_90a -> compute_90a / sm_90a
   std::string compute = "compute_" + arch.substr(arch.find('_') + 1);
-  return {"nvcc", "-std=c++17", "-O3", "-gencode", "arch=" + compute + ",code=" + arch, "-shared",
-          "-Xcompiler", "-fPIC", inc, local, "-o", lib, src, "-lcudart", "-lcublas", "-lcublasLt"};
+  return {"nvcc",      "-std=c++17", "-O3",   "-gencode", "arch=" + compute + ",code=" + arch,
+          "-shared",   "-Xcompiler", "-fPIC", inc,        local,
+          "-o",        lib,          src,     "-lcudart", "-lcublas",
+          "-lcublasLt"};
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -147,9 +187,12 @@ std::string join(const std::vector<std::string>& v) {
 
 const char* compile_status_name(CompileStatus s) {
   switch (s) {
-    case CompileStatus::ok: return "ok";
-    case CompileStatus::compile_error: return "compile_error";
-    case CompileStatus::lint_violation: return "lint_violation";
+    case CompileStatus::ok:
+      return "ok";
+    case CompileStatus::compile_error:
+      return "compile_error";
+    case CompileStatus::lint_violation:
+      return "lint_violation";
   }
   return "compile_error";
 }
@@ -179,7 +222,8 @@ std::vector<LintFinding> lint_source(const std::string& code, bool allow_nccl) {
         if (open != std::string::npos && clean[open] != '\n') {
           char close = clean[open] == '<' ? '>' : '"';
           size_t end = clean.find_first_of(std::string(1, close) + "\n", open + 1);
-          if (end != std::string::npos && clean[end] == close) report(include_rule(clean.substr(open + 1, end - open - 1)), i);
+          if (end != std::string::npos && clean[end] == close)
+            report(include_rule(clean.substr(open + 1, end - open - 1)), i);
         }
       }
     }
@@ -298,7 +342,8 @@ std::string trim_log(const std::string& log, size_t max_lines, size_t max_bytes)
   while (std::getline(in, line)) ++total;
   in.clear();
   in.seekg(0);
-  while (std::getline(in, line) && lines < max_lines && out.size() + line.size() < max_bytes) out += line + "\n", ++lines;
+  while (std::getline(in, line) && lines < max_lines && out.size() + line.size() < max_bytes)
+    out += line + "\n", ++lines;
   if (lines < total) out += "[... " + std::to_string(total - lines) + " more lines]\n";
   return out;
 }

@@ -21,12 +21,12 @@ struct LintFinding {
 std::vector<LintFinding> lint_source(const std::string& code, bool allow_nccl);
 
 struct CompileOptions {
-  bool cuda = true;                 // .cu with nvcc; false: .cpp with the host compiler (CPU mode)
-  std::string arch = "sm_90a";      // nvcc target
+  bool cuda = true;             // .cu with nvcc; false: .cpp with the host compiler (CPU mode)
+  std::string arch = "sm_90a";  // nvcc target
   double timeout_s = 180;
   bool allow_nccl = false;
-  bool sandbox = true;              // run the compiler inside bubblewrap (it reads untrusted source)
-  std::filesystem::path cache_dir;  // results/cache/compile
+  bool sandbox = true;                // run the compiler inside bubblewrap (it reads untrusted source)
+  std::filesystem::path cache_dir;    // results/cache/compile
   std::filesystem::path include_dir;  // harness/include
   std::filesystem::path source_dir;   // set by compile_candidate: the candidate's folder, for its own headers
 };
@@ -39,9 +39,9 @@ struct CompileResult {
   std::filesystem::path library;  // the .so when ok
   std::string log;                // compiler output, trimmed; for reports and for feeding back to models
   std::vector<LintFinding> lint;
-  std::string hash;               // cache key
-  std::string command;            // what ran (paths relative to the cache entry)
-  double seconds = 0;             // compile time (0 when cached)
+  std::string hash;     // cache key
+  std::string command;  // what ran (paths relative to the cache entry)
+  double seconds = 0;   // compile time (0 when cached)
   bool cached = false;
 };
 

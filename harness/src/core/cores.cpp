@@ -45,7 +45,8 @@ std::optional<int> cgroup_quota_cores() {
       return least;
     }
   }
-  std::string quota = read_all("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), period = read_all("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  std::string quota = read_all("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+              period = read_all("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
   if (quota.empty() || period.empty() || quota.rfind("-1", 0) == 0) return std::nullopt;
   return cores_from_cpu_max(quota + " " + period);
 }

@@ -28,7 +28,7 @@ auto with_context(const std::string& context, Fn&& fn) -> decltype(fn()) {
 
 }  // namespace pkb
 
-#define PKB_CHECK(cond, msg)                                         \
-  do {                                                               \
+#define PKB_CHECK(cond, msg)                                          \
+  do {                                                                \
     if (!(cond)) ::pkb::check_failed(#cond, __FILE__, __LINE__, msg); \
   } while (0)

@@ -60,20 +60,20 @@ struct ResultRecord {
   std::string device, dtype;
   std::string status;  // a name of result_statuses(); an unknown one is kept as read
   std::string message;
-  std::string generation_status, generation_message;  // generation_failed: no_code, truncated, refused
+  std::string generation_status, generation_message;   // generation_failed: no_code, truncated, refused
   std::optional<int64_t> input_tokens, output_tokens;  // generation.*: what the model's answer used (tokens)
   std::optional<double> cost_usd;                      // generation.cost_usd: what the answer cost (USD)
-  std::optional<bool> pkb_pass;                       // checks.pkb_pass: the paper's allclose
-  std::optional<double> speedup;                      // timing.speedup: baseline median / candidate median (x)
-  std::string baseline;                               // timing.baseline: pytorch_eager or libtorch_nccl
-  std::string timing_method;                          // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
-  std::optional<double> speedup_pkb, speedup_paper;   // timing.by_method.<m>.speedup: both methods' speedups
-  bool contended = false;  // timing.contended: ranks shared a GPU, so the times measure contention and the
-                           // record claims no speedup or SOL% (any found beside it is dropped when read)
-  std::optional<double> sol_candidate;                // roofline.sol_candidate (fraction)
-  std::optional<double> sol_baseline;                 // roofline.sol_baseline_<baseline> (fraction)
-  std::optional<int> warmup, iters, trials;           // timing_settings and trials: the timing method
-  std::optional<double> total_s;                      // wall.total_s: the evaluation's wall time (seconds)
+  std::optional<bool> pkb_pass;                        // checks.pkb_pass: the paper's allclose
+  std::optional<double> speedup;                       // timing.speedup: baseline median / candidate median (x)
+  std::string baseline;                                // timing.baseline: pytorch_eager or libtorch_nccl
+  std::string timing_method;                         // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
+  std::optional<double> speedup_pkb, speedup_paper;  // timing.by_method.<m>.speedup: both methods' speedups
+  bool contended = false;               // timing.contended: ranks shared a GPU, so the times measure contention and the
+                                        // record claims no speedup or SOL% (any found beside it is dropped when read)
+  std::optional<double> sol_candidate;  // roofline.sol_candidate (fraction)
+  std::optional<double> sol_baseline;   // roofline.sol_baseline_<baseline> (fraction)
+  std::optional<int> warmup, iters, trials;  // timing_settings and trials: the timing method
+  std::optional<double> total_s;             // wall.total_s: the evaluation's wall time (seconds)
   nlohmann::json provenance = nlohmann::json::object();
   nlohmann::json fields = nlohmann::json::object();  // every other field, as written
 

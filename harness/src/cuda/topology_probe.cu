@@ -7,13 +7,13 @@
 namespace pkb {
 namespace {
 
-#define PROBE_CHECK(expr)                                                     \
-  do {                                                                        \
-    cudaError_t rc_ = (expr);                                                 \
-    if (rc_ != cudaSuccess) {                                                 \
-      r.error = std::string(#expr) + ": " + cudaGetErrorString(rc_);          \
-      return r;                                                               \
-    }                                                                         \
+#define PROBE_CHECK(expr)                                            \
+  do {                                                               \
+    cudaError_t rc_ = (expr);                                        \
+    if (rc_ != cudaSuccess) {                                        \
+      r.error = std::string(#expr) + ": " + cudaGetErrorString(rc_); \
+      return r;                                                      \
+    }                                                                \
   } while (0)
 
 // Grid-stride 16-byte copy; run on GPU 0 with src or dst on the peer, it measures SM-driven NVLink traffic.
@@ -83,16 +83,21 @@ ProbeResult probe_devices(size_t bytes) {
       PROBE_CHECK(cudaDeviceEnablePeerAccess(0, 0));
       PROBE_CHECK(cudaSetDevice(0));
       PROBE_CHECK(cudaDeviceEnablePeerAccess(1, 0));
-      r.copy_engine_GBps =
-          bytes / best_seconds(s, [&] { cudaMemcpyPeerAsync(remote, 1, a, 0, bytes, s); }) / 1e9;
+      r.copy_engine_GBps = bytes / best_seconds(s, [&] { cudaMemcpyPeerAsync(remote, 1, a, 0, bytes, s); }) / 1e9;
       size_t n = bytes / sizeof(int4);
       int blocks = 4 * p.multiProcessorCount;
-      r.peer_read_GBps = bytes / best_seconds(s, [&] {
-        copy_kernel<<<blocks, 512, 0, s>>>(static_cast<const int4*>(remote), static_cast<int4*>(b), n);
-      }) / 1e9;
-      r.peer_write_GBps = bytes / best_seconds(s, [&] {
-        copy_kernel<<<blocks, 512, 0, s>>>(static_cast<const int4*>(a), static_cast<int4*>(remote), n);
-      }) / 1e9;
+      r.peer_read_GBps =
+          bytes /
+          best_seconds(
+              s,
+              [&] { copy_kernel<<<blocks, 512, 0, s>>>(static_cast<const int4*>(remote), static_cast<int4*>(b), n); }) /
+          1e9;
+      r.peer_write_GBps =
+          bytes /
+          best_seconds(
+              s,
+              [&] { copy_kernel<<<blocks, 512, 0, s>>>(static_cast<const int4*>(a), static_cast<int4*>(remote), n); }) /
+          1e9;
       PROBE_CHECK(cudaGetLastError());
       cudaFree(remote);
     }

@@ -2,30 +2,30 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
-#include <set>
 #include <ctime>
 #include <fstream>
+#include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "check/compare.h"
 #include "check/expected.h"
 #include "check/outputs.h"
 #include "compile/compiler.h"
-#include "core/result_record.h"
 #include "core/error.h"
+#include "core/files.h"
+#include "core/result_record.h"
 #include "core/sha256.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
-#include "core/files.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
 #include "reference/libtorch_version.h"
-#include "seal/seal.h"
 #include "runtime/runtime.h"
+#include "seal/seal.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
 #include "spec/topology.h"
@@ -68,12 +68,14 @@ std::vector<int> trial_range(int first, int last) {
 // How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
 GpuSharing gpu_sharing(const EvalOptions& o) {
   if (o.device != "cuda") return {};
-  int gpus = o.visible_devices.empty() ? static_cast<int>(visible_gpus().size())
-                                       : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
+  int gpus = o.visible_devices.empty()
+                 ? static_cast<int>(visible_gpus().size())
+                 : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
   return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
 }
 
-RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
+RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
+                 const std::string& tag) {
   RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env, nullptr, {}};
   if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return job;
@@ -103,8 +105,12 @@ std::pair<std::string, std::string> nvidia_proc_info() {
 json provenance(const EvalOptions& o) {
   RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
   auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
-  return {{"pkb_git", repo_revision()}, {"gpu", gpu}, {"driver", driver},
-          {"cuda_driver_api", v.driver}, {"cuda_runtime", v.cuda_runtime}, {"nccl", v.nccl},
+  return {{"pkb_git", repo_revision()},
+          {"gpu", gpu},
+          {"driver", driver},
+          {"cuda_driver_api", v.driver},
+          {"cuda_runtime", v.cuda_runtime},
+          {"nccl", v.nccl},
           {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
 }
 
@@ -133,14 +139,22 @@ const std::string& build_digest() {
   return digest;
 }
 
-fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov, bool python) {
-  json key = {{"version", kReferenceCacheVersion}, {"build", build_digest()},
+fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
+                       bool python) {
+  json key = {{"version", kReferenceCacheVersion},
+              {"build", build_digest()},
               {"problem_json", read_text_file(spec.dir / "problem.json")},
               {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
               {"reference_py", read_text_file(spec.dir / "reference.py")},
-              {"params", run.params}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
-              {"seed", o.seed}, {"trials", o.trials}, {"timing", o.timing.to_json()},
-              {"machine", fingerprint(prov)}, {"python", python}};
+              {"params", run.params},
+              {"world", o.world},
+              {"device", o.device},
+              {"dtype", o.dtype},
+              {"seed", o.seed},
+              {"trials", o.trials},
+              {"timing", o.timing.to_json()},
+              {"machine", fingerprint(prov)},
+              {"python", python}};
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }
@@ -162,8 +176,10 @@ std::string entry_damage(const fs::path& dir) {
   if (!complete.is_object() || !complete.contains("files")) return "complete.json is missing or unreadable";
   json now = digest_files(dir, "complete.json");
   for (const auto& [name, digest] : complete["files"].items())
-    if (!now.contains(name)) return name + " is missing";
-    else if (now[name] != digest) return name + " was changed";
+    if (!now.contains(name))
+      return name + " is missing";
+    else if (now[name] != digest)
+      return name + " was changed";
   for (const auto& [name, digest] : now.items())
     if (!complete["files"].contains(name)) return name + " does not belong to the entry";
   return "";
@@ -214,13 +230,15 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   WorkerOptions w = worker_options(spec, o, work);
   w.trials = trial_range(0, post);
   std::random_device entropy;
-  for (int i = 0; i < timed_check_count(o.timing); ++i) w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
+  for (int i = 0; i < timed_check_count(o.timing); ++i)
+    w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
   w.save_inputs = python;
   auto t0 = std::chrono::steady_clock::now();
   ProcessResult pr = launch(o, to_args(w), work, "reference");
   if (!pr.ok()) {
     std::string why = pr.summary();
-    if (auto e = first_rank_error(read_rank_records(work, o.world))) why = "rank " + std::to_string(e->rank) + ": " + e->message;
+    if (auto e = first_rank_error(read_rank_records(work, o.world)))
+      why = "rank " + std::to_string(e->rank) + ": " + e->message;
     throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
   }
   auto t_oracle = std::chrono::steady_clock::now();
@@ -233,9 +251,11 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
     ProcessResult py = run_python_runner(job);
     if (!py.ok())
-      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " + stderr_tail(py, kMessageTailBytes));
+      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " +
+                  stderr_tail(py, kMessageTailBytes));
   }
-  write_json_atomically(work / "complete.json", {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
+  write_json_atomically(work / "complete.json",
+                        {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
   place_directory(work, dir, "complete.json");
   return dir;
 }
@@ -251,13 +271,16 @@ struct Failure {
 std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector<json>& records) {
   if (auto e = first_rank_error(records)) {
     if (e->status == "load_error") return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
-    return Failure{EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
+    return Failure{
+        EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
   }
   if (pr.ok()) return std::nullopt;
   std::string tail = stderr_tail(pr, kRecordTailBytes);
   if (pr.timed_out)
-    return Failure{EvalStatus::timeout, "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
-                                            " s (hang or deadlock); the rank group was killed", {{"stderr_tail", tail}}};
+    return Failure{EvalStatus::timeout,
+                   "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
+                       " s (hang or deadlock); the rank group was killed",
+                   {{"stderr_tail", tail}}};
   std::smatch m;
   static const std::regex kSignal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
   json detail = {{"stderr_tail", tail}};
@@ -272,8 +295,14 @@ std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector
 }
 
 json comparison_json(const Comparison& c) {
-  return {{"pass", c.pass}, {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err}, {"rel_l2", c.rel_l2},
-          {"mismatches", c.mismatches}, {"nan_count", c.nan_count}, {"first_bad", c.first_bad}, {"error", c.error}};
+  return {{"pass", c.pass},
+          {"max_abs_err", c.max_abs_err},
+          {"max_rel_err", c.max_rel_err},
+          {"rel_l2", c.rel_l2},
+          {"mismatches", c.mismatches},
+          {"nan_count", c.nan_count},
+          {"first_bad", c.first_bad},
+          {"error", c.error}};
 }
 
 // One set of outputs to compare: a checked trial, the post-timing trial, or a timed call (label copyK).
@@ -330,9 +359,12 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
       if (c.replication) continue;
       const Comparison& p = paper.at(next_paper++).result;
       pkb_all &= p.pass;
-      json entry = {{"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)}, {"pkb", comparison_json(p)}};
-      if (call.trial >= 0) entry["trial"] = call.trial;
-      else entry["timed_call"] = true;
+      json entry = {
+          {"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)}, {"pkb", comparison_json(p)}};
+      if (call.trial >= 0)
+        entry["trial"] = call.trial;
+      else
+        entry["timed_call"] = true;
       per.push_back(entry);
     }
   }
@@ -347,8 +379,9 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
           note("rank " + std::to_string(r) + " modified input '" + n + "' (inputs are read-only)");
         }
       }
-  checks = {{"policy", "robust"}, {"expected", "oracle"}, {"robust_pass", robust_all}, {"pkb_pass", pkb_all}, {"inputs_mutated", mutated},
-            {"timed_calls_checked", timed_checked}, {"comparisons", per}};
+  checks = {{"policy", "robust"},  {"expected", "oracle"},      {"robust_pass", robust_all},
+            {"pkb_pass", pkb_all}, {"inputs_mutated", mutated}, {"timed_calls_checked", timed_checked},
+            {"comparisons", per}};
   if (!mutated.empty()) checks["robust_pass"] = false;
   return first_failure;
 }
@@ -404,7 +437,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
 
   CandidateRun res;
-  SealCollector collector(fifo, sealed, o.world, max_stream, [&keep](const std::string& l) { return keep.count(l) > 0; });
+  SealCollector collector(fifo, sealed, o.world, max_stream,
+                          [&keep](const std::string& l) { return keep.count(l) > 0; });
   bool boxed = o.sandbox;
   fs::path problem_dir = boxed ? fs::path("/pkb/problems") / spec.folder() : spec.dir;
   fs::path seal_dir = boxed ? fs::path("/pkb/seal") : fifo;
@@ -422,7 +456,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   Sandbox box;
   if (boxed) {
     box.gpu = o.device == "cuda";
-    box.read_only_at = {{spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
+    box.read_only_at = {
+        {spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
     box.writable = {scratch};
     size_t in_bytes = 0;
     for (const auto& in : spec.inputs)
@@ -468,8 +503,9 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
                            Finish& finish) {
   auto t0 = std::chrono::steady_clock::now();
   // 3. Candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
-  fs::path cand_dir = o.out_dir / "runs" / (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" +
-                                             std::to_string(o.world) + "-" + o.device + "-" + o.dtype);
+  fs::path cand_dir = o.out_dir / "runs" /
+                      (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" + std::to_string(o.world) + "-" +
+                       o.device + "-" + o.dtype);
   json ref_record = read_json_or_null(ref_dir / "rank0.json");
   std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
   CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
@@ -489,7 +525,8 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   }
   if (!cr_run.seal_error.empty()) {
     rec["failure"] = {{"sealed_channel", cr_run.seal_error}};
-    return finish(EvalStatus::runtime_error, "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
+    return finish(EvalStatus::runtime_error,
+                  "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
   }
   if (!cr_run.ended.empty()) {
     rec["failure"] = {{"stderr_tail", stderr_tail(pr, kRecordTailBytes)}};
@@ -516,7 +553,7 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
   if (!have_py)
     timing["baseline_note"] = rec["reference"].value("python", false) ? "reference.py timing missing"
-                                                                       : "Python torch absent: strict C++ baseline used";
+                                                                      : "Python torch absent: strict C++ baseline used";
   // Both methods' speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p).
   TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
   auto median_of = [](const json& t, TimingMethod m) {
@@ -568,7 +605,8 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
       rec["roofline"].erase(k);
     return finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
   }
-  return finish(EvalStatus::correct, escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
+  return finish(EvalStatus::correct,
+                escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
 
 }  // namespace
@@ -587,15 +625,24 @@ CompileOptions eval_compile_options(const EvalOptions& o) {
 
 const char* eval_status_name(EvalStatus s) {
   switch (s) {
-    case EvalStatus::compile_error: return "compile_error";
-    case EvalStatus::lint_violation: return "lint_violation";
-    case EvalStatus::load_error: return "load_error";
-    case EvalStatus::runtime_error: return "runtime_error";
-    case EvalStatus::timeout: return "timeout";
-    case EvalStatus::crash: return "crash";
-    case EvalStatus::incorrect: return "incorrect";
-    case EvalStatus::correct: return "correct";
-    case EvalStatus::not_evaluated: return "not_evaluated";
+    case EvalStatus::compile_error:
+      return "compile_error";
+    case EvalStatus::lint_violation:
+      return "lint_violation";
+    case EvalStatus::load_error:
+      return "load_error";
+    case EvalStatus::runtime_error:
+      return "runtime_error";
+    case EvalStatus::timeout:
+      return "timeout";
+    case EvalStatus::crash:
+      return "crash";
+    case EvalStatus::incorrect:
+      return "incorrect";
+    case EvalStatus::correct:
+      return "correct";
+    case EvalStatus::not_evaluated:
+      return "not_evaluated";
   }
   return "crash";
 }
@@ -624,13 +671,20 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  rec = {{"schema", "pkb.result/1"}, {"time", stamp},
-         {"problem", {{"id", spec.id}, {"slug", spec.slug}, {"folder", spec.folder()}, {"category", category_name(spec.category)}}},
-         {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", source_hash}}},
-         {"world", o.world}, {"device", o.device}, {"dtype", o.dtype}, {"params", run.params},
-         {"trials", o.trials}, {"seed", o.seed},
-         {"timing_settings", o.timing.to_json()},
-         {"provenance", prov}};
+  rec = {
+      {"schema", "pkb.result/1"},
+      {"time", stamp},
+      {"problem",
+       {{"id", spec.id}, {"slug", spec.slug}, {"folder", spec.folder()}, {"category", category_name(spec.category)}}},
+      {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", source_hash}}},
+      {"world", o.world},
+      {"device", o.device},
+      {"dtype", o.dtype},
+      {"params", run.params},
+      {"trials", o.trials},
+      {"seed", o.seed},
+      {"timing_settings", o.timing.to_json()},
+      {"provenance", prov}};
   rec["timing_settings"]["method"] = o.timing_method;
   if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
   json wall = json::object();
@@ -655,8 +709,12 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   wall["compile_s"] = since(t0);
   json lint = json::array();
   for (const auto& f : cr.lint) lint.push_back({{"rule", f.rule}, {"line", f.line}, {"text", f.text}});
-  rec["compile"] = {{"status", compile_status_name(cr.status)}, {"seconds", cr.seconds}, {"cached", cr.cached},
-                    {"log", cr.log}, {"lint", lint}, {"command", cr.command}};
+  rec["compile"] = {{"status", compile_status_name(cr.status)},
+                    {"seconds", cr.seconds},
+                    {"cached", cr.cached},
+                    {"log", cr.log},
+                    {"lint", lint},
+                    {"command", cr.command}};
   if (cr.status == CompileStatus::lint_violation)
     return finish(EvalStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
   if (cr.status == CompileStatus::compile_error) {
@@ -666,7 +724,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
       if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
     return finish(EvalStatus::compile_error, first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
   }
-  if (!o.not_evaluated_reason.empty()) return finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + o.not_evaluated_reason);
+  if (!o.not_evaluated_reason.empty())
+    return finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + o.not_evaluated_reason);
 
   // 2. Reference pass and baselines (cached).
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
@@ -694,8 +753,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
 
 std::string format_verdict(const json& r) {
   std::ostringstream s;
-  s << r["problem"]["folder"].get<std::string>() << " W=" << r["world"] << " " << r["device"].get<std::string>()
-    << " " << r["dtype"].get<std::string>() << ": " << r["status"].get<std::string>() << "\n";
+  s << r["problem"]["folder"].get<std::string>() << " W=" << r["world"] << " " << r["device"].get<std::string>() << " "
+    << r["dtype"].get<std::string>() << ": " << r["status"].get<std::string>() << "\n";
   s << "  " << r.value("message", "") << "\n";
   if (r.contains("failure") && r["failure"].contains("stderr_tail")) {
     std::string tail = r["failure"]["stderr_tail"];
@@ -710,7 +769,8 @@ std::string format_verdict(const json& r) {
     auto us = [](const json& x) { return x.is_object() ? x.value("median_us", 0.0) : 0.0; };
     char buf[512];
     auto cv = [](const json& x) { return x.is_object() ? 100 * x.value("cv", 0.0) : 0.0; };
-    std::snprintf(buf, sizeof buf, "  median time: candidate %.1f us (cv %.1f%%)", us(t["candidate"]), cv(t["candidate"]));
+    std::snprintf(buf, sizeof buf, "  median time: candidate %.1f us (cv %.1f%%)", us(t["candidate"]),
+                  cv(t["candidate"]));
     s << buf;
     if (us(t["baseline_pytorch_eager"]) > 0) {
       std::snprintf(buf, sizeof buf, ", PyTorch eager %.1f us", us(t["baseline_pytorch_eager"]));

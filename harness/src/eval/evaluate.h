@@ -1,15 +1,14 @@
-// Turning a candidate source into a verdict and a speedup (docs/architecture.md, "Evaluating candidates"): lint and compile, the reference
-// pass (cached on disk), the PyTorch-eager baseline (reference.py in W Python processes, where Python torch exists),
-// the candidate pass in its own processes, then the comparison in this process. Produces one result record
-// (schema pkb.result/1, docs/result-record.md, through core/result_record.h); the caller stores it (`pkb eval`
-// in OUT/results.jsonl, `pkb run` with its sample and model in RUN/results.jsonl).
+// Turning a candidate source into a verdict and a speedup (docs/architecture.md, "Evaluating candidates"): lint and
+// compile, the reference pass (cached on disk), the PyTorch-eager baseline (reference.py in W Python processes, where
+// Python torch exists), the candidate pass in its own processes, then the comparison in this process. Produces one
+// result record (schema pkb.result/1, docs/result-record.md, through core/result_record.h); the caller stores it (`pkb
+// eval` in OUT/results.jsonl, `pkb run` with its sample and model in RUN/results.jsonl).
 #pragma once
 
 #include <filesystem>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "compile/compiler.h"
 #include "spec/problem_spec.h"
@@ -19,32 +18,41 @@ namespace pkb {
 
 // not_evaluated: compiled (or failed to), but EvalOptions::not_evaluated_reason stopped it before any rank ran
 // (`pkb run` on a machine without GPUs). Not a sample for scoring.
-enum class EvalStatus { compile_error, lint_violation, load_error, runtime_error, timeout, crash, incorrect, correct,
-                        not_evaluated };
+enum class EvalStatus {
+  compile_error,
+  lint_violation,
+  load_error,
+  runtime_error,
+  timeout,
+  crash,
+  incorrect,
+  correct,
+  not_evaluated
+};
 const char* eval_status_name(EvalStatus s);
 
 struct EvalOptions {
   int world = 2;
   std::string device = "cuda";  // cuda: .cu with nvcc; cpu: .cpp with the host compiler
   std::string dtype = "bf16";
-  int trials = 5;               // checked trials before timing; one more fresh-input trial follows timing
+  int trials = 5;  // checked trials before timing; one more fresh-input trial follows timing
   uint64_t seed = 1;
   std::map<std::string, int64_t> params;
   TimingOptions timing{.warmup = 20};
   std::string timing_method = "pkb";  // which timing drives timing.speedup (both are measured and recorded)
-  double timeout_s = 120;       // per launch
+  double timeout_s = 120;             // per launch
   double compile_timeout_s = 180;
   std::string arch = "sm_90a";
   bool allow_nccl = false;
-  std::string baseline = "auto";  // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
-  size_t heap_mib = 0;            // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
+  std::string baseline = "auto";    // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
+  size_t heap_mib = 0;              // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
   std::string topology = "h200_2";  // for the roofline (SOL%) fields
   std::filesystem::path out_dir = "results/eval";
   std::filesystem::path cache_dir = "results/cache";
-  int ranks_per_gpu = 0;              // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
-  std::string visible_devices;        // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
-  std::string not_evaluated_reason;   // non-empty: lint and compile only, then record not_evaluated with this
-  bool sandbox = true;                // compile and run candidate code inside bubblewrap (false: --no-sandbox)
+  int ranks_per_gpu = 0;             // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
+  std::string visible_devices;       // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
+  std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
+  bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
 };
 
 struct EvalResult {

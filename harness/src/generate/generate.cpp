@@ -208,8 +208,8 @@ void run_model(const std::vector<const ProblemSpec*>& sel, const GenerateOptions
 
 json manifest(const GenerateOptions& o, const GenerateResult& res) {
   json counts = json::object();
-  for (auto s : {SampleStatus::ok, SampleStatus::no_code, SampleStatus::truncated, SampleStatus::refused, SampleStatus::error,
-                 SampleStatus::skipped, SampleStatus::no_solution, SampleStatus::missing})
+  for (auto s : {SampleStatus::ok, SampleStatus::no_code, SampleStatus::truncated, SampleStatus::refused,
+                 SampleStatus::error, SampleStatus::skipped, SampleStatus::no_solution, SampleStatus::missing})
     if (size_t n = res.count(s)) counts[sample_status_name(s)] = n;
   return {{"schema", kSchema},
           {"model", o.model},
@@ -352,8 +352,8 @@ GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
     run_model(sel, o, res, progress);
   progress.finish();
   if (!res.stopped.empty())
-    std::fprintf(stderr, "pkb generate: stopped early, %zu requests not answered: %s\n",
-                 res.count(SampleStatus::error), res.stopped.c_str());
+    std::fprintf(stderr, "pkb generate: stopped early, %zu requests not answered: %s\n", res.count(SampleStatus::error),
+                 res.stopped.c_str());
   write_records(res.out_dir, res.records);
   place_file(res.out_dir, "generation.json",
              manifest(o, res).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

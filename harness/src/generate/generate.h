@@ -75,9 +75,10 @@ struct SampleRecord {
   std::string model;
   SampleStatus status = SampleStatus::error;
   std::optional<models::Reply> reply;  ///< absent for offline models and skipped problems
-  std::optional<double> cost_usd;      ///< what the answer cost when it was bought (pricing/prices.json); absent when unknown
-  std::string message;                 ///< why, for every status but ok
-  std::string candidate, raw;          ///< paths relative to OUT; "" when not written
+  std::optional<double>
+      cost_usd;                ///< what the answer cost when it was bought (pricing/prices.json); absent when unknown
+  std::string message;         ///< why, for every status but ok
+  std::string candidate, raw;  ///< paths relative to OUT; "" when not written
 
   nlohmann::ordered_json to_json() const;  ///< one generations.jsonl line, fields in a readable order
 };

@@ -28,7 +28,8 @@ std::string place_file(const fs::path& out, const fs::path& rel, const std::opti
 void write_records(const fs::path& out, const std::vector<SampleRecord>& records) {
   std::string text;
   // Replies and messages are the server's bytes: anything not UTF-8 becomes U+FFFD rather than ending the run.
-  for (const auto& r : records) text += r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& r : records)
+    text += r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   place_file(out, "generations.jsonl", text);
 }
 

@@ -57,13 +57,15 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
     }
     case Distribution::Kind::randint: {
       int64_t lo = d.int_low.eval(vars), hi = d.int_high.eval(vars);
-      if (hi <= lo) throw Error("randint: high (" + std::to_string(hi) + ") must exceed low (" + std::to_string(lo) + ")");
+      if (hi <= lo)
+        throw Error("randint: high (" + std::to_string(hi) + ") must exceed low (" + std::to_string(lo) + ")");
       at::Tensor t = at::empty(shape, at::kLong);
       int64_t* p = t.data_ptr<int64_t>();
       uint64_t span = static_cast<uint64_t>(hi - lo);
       parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i)
-          p[i] = lo + static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * span) >> 64);
+          p[i] = lo +
+                 static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * span) >> 64);
       });
       return t;
     }
@@ -81,7 +83,8 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
       int64_t* p = t.data_ptr<int64_t>();
       std::iota(p, p + n, int64_t{0});
       for (int64_t i = n - 1; i > 0; --i) {
-        auto j = static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * (i + 1)) >> 64);
+        auto j =
+            static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * (i + 1)) >> 64);
         std::swap(p[i], p[j]);
       }
       return t;
@@ -94,33 +97,54 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
 
 at::ScalarType to_aten(DType d) {
   switch (d) {
-    case DType::bf16: return at::kBFloat16;
-    case DType::f16: return at::kHalf;
-    case DType::f32: return at::kFloat;
-    case DType::f64: return at::kDouble;
-    case DType::i8: return at::kChar;
-    case DType::u8: return at::kByte;
-    case DType::i16: return at::kShort;
-    case DType::i32: return at::kInt;
-    case DType::i64: return at::kLong;
-    case DType::boolean: return at::kBool;
+    case DType::bf16:
+      return at::kBFloat16;
+    case DType::f16:
+      return at::kHalf;
+    case DType::f32:
+      return at::kFloat;
+    case DType::f64:
+      return at::kDouble;
+    case DType::i8:
+      return at::kChar;
+    case DType::u8:
+      return at::kByte;
+    case DType::i16:
+      return at::kShort;
+    case DType::i32:
+      return at::kInt;
+    case DType::i64:
+      return at::kLong;
+    case DType::boolean:
+      return at::kBool;
   }
   return at::kFloat;
 }
 
 DType from_aten(at::ScalarType t) {
   switch (t) {
-    case at::kBFloat16: return DType::bf16;
-    case at::kHalf: return DType::f16;
-    case at::kFloat: return DType::f32;
-    case at::kDouble: return DType::f64;
-    case at::kChar: return DType::i8;
-    case at::kByte: return DType::u8;
-    case at::kShort: return DType::i16;
-    case at::kInt: return DType::i32;
-    case at::kLong: return DType::i64;
-    case at::kBool: return DType::boolean;
-    default: throw Error(std::string("unsupported tensor dtype ") + c10::toString(t));
+    case at::kBFloat16:
+      return DType::bf16;
+    case at::kHalf:
+      return DType::f16;
+    case at::kFloat:
+      return DType::f32;
+    case at::kDouble:
+      return DType::f64;
+    case at::kChar:
+      return DType::i8;
+    case at::kByte:
+      return DType::u8;
+    case at::kShort:
+      return DType::i16;
+    case at::kInt:
+      return DType::i32;
+    case at::kLong:
+      return DType::i64;
+    case at::kBool:
+      return DType::boolean;
+    default:
+      throw Error(std::string("unsupported tensor dtype ") + c10::toString(t));
   }
 }
 
@@ -137,7 +161,8 @@ RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, i
       if (g.name == t.replicated_in)
         rank_part = (uint64_t{1} << 40) + static_cast<uint64_t>(group_color_key(g, run, rank).first);
     uint64_t seed = mix({base_seed, static_cast<uint64_t>(spec.id), static_cast<uint64_t>(trial), i, rank_part});
-    at::Tensor values = with_context("input '" + t.name + "'", [&] { return fill(t.init, tensor_shape(t, run, rank), seed, vars); });
+    at::Tensor values =
+        with_context("input '" + t.name + "'", [&] { return fill(t.init, tensor_shape(t, run, rank), seed, vars); });
     out.tensors.push_back(values.to(to_aten(tensor_dtype(t, run))));
     out.names.push_back(t.name);
   }

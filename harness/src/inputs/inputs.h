@@ -4,12 +4,12 @@
 // on any machine and any libtorch version.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "spec/problem_spec.h"
 
@@ -19,8 +19,8 @@ at::ScalarType to_aten(DType d);
 DType from_aten(at::ScalarType t);
 
 struct RankInputs {
-  std::vector<at::Tensor> tensors;         // tensor inputs in problem.json order, on the CPU
-  std::vector<std::string> names;          // their names
+  std::vector<at::Tensor> tensors;  // tensor inputs in problem.json order, on the CPU
+  std::vector<std::string> names;   // their names
 };
 
 // Draws, then applies the problem's registered prepare function if it has one.

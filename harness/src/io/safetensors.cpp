@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"

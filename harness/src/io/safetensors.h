@@ -3,13 +3,13 @@
 // "__metadata__" entry "order", since the JSON header's keys are unordered.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 namespace pkb {
 

@@ -83,7 +83,8 @@ std::string last_line(const std::string& text) {
   size_t end = text.find_last_not_of(" \n\r\t");
   if (end == std::string::npos) return "";
   size_t begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+  return text.substr(begin == std::string::npos ? 0 : begin + 1,
+                     end + 1 - (begin == std::string::npos ? 0 : begin + 1));
 }
 
 // One result for the W ranks, from their records first: the rank that raised first, not the peers that then lost
@@ -102,7 +103,8 @@ PythonRunResult combine(const std::vector<ProcessResult>& ranks, const std::vect
   if (raised >= 0) {
     const nlohmann::json& rec = records[raised];
     std::string where = rec.value("where", "");
-    out.detail = "rank " + std::to_string(raised) + ": " + rec.value("error", "?") + (where.empty() ? "" : " (" + where + ")");
+    out.detail =
+        "rank " + std::to_string(raised) + ": " + rec.value("error", "?") + (where.empty() ? "" : " (" + where + ")");
     failed = raised;
   }
   const ProcessResult& lead = ranks[failed >= 0 ? failed : 0];
@@ -118,15 +120,17 @@ PythonRunResult combine(const std::vector<ProcessResult>& ranks, const std::vect
     out.detail = "the ranks disagree on whether reference.py can run here";
   } else if (out.detail.empty()) {
     std::string line = last_line(lead.stderr_tail);
-    out.detail = "rank " + std::to_string(std::max(failed, 0)) + ": " + lead.summary() + (line.empty() ? "" : ": " + line);
+    out.detail =
+        "rank " + std::to_string(std::max(failed, 0)) + ": " + lead.summary() + (line.empty() ? "" : ": " + line);
   }
-  if (out.outcome != PythonRunResult::Outcome::ok) out.stderr_tail = out.detail;  // what callers print
+  if (out.outcome != PythonRunResult::Outcome::ok) out.stderr_tail = out.detail;      // what callers print
   if (out.outcome == PythonRunResult::Outcome::error && out.ok()) out.exit_code = 1;  // some rank did not finish
   return out;
 }
 
 bool port_taken(const PythonRunResult& r) {
-  return r.detail.find("Address already in use") != std::string::npos || r.detail.find("errno: 98") != std::string::npos;
+  return r.detail.find("Address already in use") != std::string::npos ||
+         r.detail.find("errno: 98") != std::string::npos;
 }
 
 }  // namespace
@@ -149,7 +153,8 @@ PythonRunResult run_python_runner(const PythonRunnerJob& job) {
   return run_python_batch(job, {{job.problem_dir, job.io_dir}}).front();
 }
 
-std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const std::vector<PythonBatchEntry>& entries) {
+std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
+                                              const std::vector<PythonBatchEntry>& entries) {
   const std::string& python = python_with_torch();
   if (python.empty()) {
     PythonRunResult r;
@@ -159,7 +164,8 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const 
   }
   if (entries.empty()) throw Error("run_python_batch: no problems");
   std::vector<std::string> argv = {python, (repo_root() / "harness/python/run_reference.py").string()};
-  for (const auto& e : entries) argv.insert(argv.end(), {"--problem-dir", e.problem_dir.string(), "--io", e.io_dir.string()});
+  for (const auto& e : entries)
+    argv.insert(argv.end(), {"--problem-dir", e.problem_dir.string(), "--io", e.io_dir.string()});
   argv.insert(argv.end(), {"--trials", job.trials, "--device", job.device, "--timeout", std::to_string(job.timeout_s)});
   argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
   const std::filesystem::path& log_dir = entries.front().io_dir;  // the ranks' stdout and stderr
@@ -173,9 +179,14 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job, const 
       po.timeout_s = job.timeout_s * static_cast<double>(entries.size());
       po.stdout_path = log_dir / ("python.rank" + std::to_string(r) + ".stdout");
       po.stderr_path = log_dir / ("python.rank" + std::to_string(r) + ".stderr");
-      po.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"OMP_NUM_THREADS", "1"},
-                {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}, {"RANK", std::to_string(r)},
-                {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(job.world)},
+      po.env = {{"NCCL_NVLS_ENABLE", "0"},
+                {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
+                {"OMP_NUM_THREADS", "1"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", port},
+                {"RANK", std::to_string(r)},
+                {"LOCAL_RANK", std::to_string(r)},
+                {"WORLD_SIZE", std::to_string(job.world)},
                 {"LOCAL_WORLD_SIZE", std::to_string(job.world)}};
       po.env.insert(job.env.begin(), job.env.end());
       argvs.push_back(argv);

@@ -6,11 +6,10 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "launch/process.h"
 #include "launch/sandbox.h"
@@ -43,9 +42,9 @@ struct PythonRunnerJob {
   std::string device = "cuda";
   std::filesystem::path problem_dir, io_dir;  // io_dir holds trialT/inputs.rankR.safetensors
   std::string trials = "0";
-  std::vector<std::string> extra_args;        // e.g. --time --warmup N --iters N
+  std::vector<std::string> extra_args;  // e.g. --time --warmup N --iters N
   double timeout_s = 120;
-  std::map<std::string, std::string> env;     // extra variables, e.g. CUDA_VISIBLE_DEVICES
+  std::map<std::string, std::string> env;  // extra variables, e.g. CUDA_VISIBLE_DEVICES
 };
 
 // The W ranks' launch as one result (ok() when every rank exited 0; stderr_tail says why not) plus what the ranks

@@ -32,7 +32,8 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // Ranks never leave the node: shared memory only, so no time goes into probing network interfaces.
   job.argv.insert(job.argv.end(), {"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"});
   for (const auto& [k, v] : job.env) job.argv.insert(job.argv.end(), {"-x", k});
-  if (getenv("CUDA_VISIBLE_DEVICES") && !job.env.count("CUDA_VISIBLE_DEVICES")) job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
+  if (getenv("CUDA_VISIBLE_DEVICES") && !job.env.count("CUDA_VISIBLE_DEVICES"))
+    job.argv.insert(job.argv.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
   job.argv.insert(job.argv.end(), program.begin(), program.end());
   return job;
 }
@@ -73,8 +74,16 @@ MpirunJob srun_job(const MpirunOptions& opts, const std::vector<std::string>& pr
   // each slot its GPUs through CUDA_VISIBLE_DEVICES; --overcommit: W CPU ranks on fewer CPUs, as mpirun
   // --oversubscribe. --kill-on-bad-exit: one failed rank ends the step, as
   // mpirun does, instead of leaving its peers blocked in a collective until the deadline.
-  job.argv = {srun && *srun ? srun : "srun", "--overlap", "--nodes=1", "--ntasks=" + std::to_string(opts.world),
-              "--mpi=pmix", "--overcommit", "--kill-on-bad-exit=1", "--cpu-bind=none", "--quiet", "--job-name=pkb-rank",
+  job.argv = {srun && *srun ? srun : "srun",
+              "--overlap",
+              "--nodes=1",
+              "--ntasks=" + std::to_string(opts.world),
+              "--mpi=pmix",
+              "--overcommit",
+              "--kill-on-bad-exit=1",
+              "--cpu-bind=none",
+              "--quiet",
+              "--job-name=pkb-rank",
               "--export=ALL"};
   job.argv.insert(job.argv.end(), program.begin(), program.end());
   return job;

@@ -16,8 +16,8 @@ struct MpirunOptions {
 };
 
 struct MpirunJob {
-  std::vector<std::string> argv;             // mpirun [flags] -np W -x VAR... program...
-  std::map<std::string, std::string> env;    // set on mpirun and forwarded to every rank with -x
+  std::vector<std::string> argv;           // mpirun [flags] -np W -x VAR... program...
+  std::map<std::string, std::string> env;  // set on mpirun and forwarded to every rank with -x
 };
 
 // Adds --allow-run-as-root when running as root, --oversubscribe, binding off, shared-memory transport only, and

@@ -4,8 +4,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +22,7 @@ extern char** environ;
 namespace pkb {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Live children's process groups, for the termination handler (lock-free: it runs in a signal handler).
 constexpr int kMaxChildren = 256;
@@ -164,8 +162,10 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     dup2(out_fd, 1);
     dup2(err_fd, 2);
     if (info[1] >= 0) {  // dup2 clears close-on-exec; a descriptor already in place needs it cleared by hand
-      if (info[1] == opts.info_fd) fcntl(info[1], F_SETFD, 0);
-      else dup2(info[1], opts.info_fd);
+      if (info[1] == opts.info_fd)
+        fcntl(info[1], F_SETFD, 0);
+      else
+        dup2(info[1], opts.info_fd);
     }
     for (const auto& [resource, value] : opts.rlimits) {
       struct rlimit lim = {value, value};

@@ -14,10 +14,10 @@ namespace pkb {
 struct ProcessOptions {
   double timeout_s = 60;
   double kill_grace_s = 2;
-  std::filesystem::path stdout_path, stderr_path;  // empty: discarded
-  std::map<std::string, std::string> env;          // added to (and overriding) the inherited environment
-  bool clear_env = false;                          // start from an empty environment instead of the inherited one
-  std::filesystem::path cwd;                       // empty: inherited
+  std::filesystem::path stdout_path, stderr_path;      // empty: discarded
+  std::map<std::string, std::string> env;              // added to (and overriding) the inherited environment
+  bool clear_env = false;                              // start from an empty environment instead of the inherited one
+  std::filesystem::path cwd;                           // empty: inherited
   std::vector<std::pair<int, unsigned long>> rlimits;  // setrlimit(resource, value) in the child before exec
   // >= 0: the child gets a pipe's write end as this descriptor, where it reports `"child-pid": N` as bwrap's
   // --info-fd does. Process N (the sandbox's PID-namespace init, in a session of its own that no group kill
@@ -27,8 +27,8 @@ struct ProcessOptions {
 };
 
 struct ProcessResult {
-  int exit_code = -1;   // valid when exited
-  int signal = 0;       // terminating signal, if any
+  int exit_code = -1;  // valid when exited
+  int signal = 0;      // terminating signal, if any
   bool exited = false;
   bool timed_out = false;
   double wall_s = 0;

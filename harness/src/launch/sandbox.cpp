@@ -14,10 +14,10 @@ namespace fs = std::filesystem;
 
 // What programs inside need from /etc, and nothing else (no shadow files, no ssh keys, no credentials):
 // users and hosts, the dynamic linker's cache, Open MPI's defaults, Debian's alternatives (mpirun is a link).
-const char* const kEtcEntries[] = {"passwd", "group", "hosts", "nsswitch.conf", "host.conf", "ld.so.cache",
-                                   "ld.so.conf", "ld.so.conf.d", "openmpi", "alternatives", "localtime",
-                                   "os-release", "debian_version", "lsb-release", "nvidia", "gai.conf",
-                                   "pmix", "prte", "ucx", "libibverbs.d", "fonts"};
+const char* const kEtcEntries[] = {
+    "passwd",       "group",    "hosts",        "nsswitch.conf", "host.conf",  "ld.so.cache",    "ld.so.conf",
+    "ld.so.conf.d", "openmpi",  "alternatives", "localtime",     "os-release", "debian_version", "lsb-release",
+    "nvidia",       "gai.conf", "pmix",         "prte",          "ucx",        "libibverbs.d",   "fonts"};
 const char* const kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
 
 std::string bwrap_path() {
@@ -39,24 +39,41 @@ constexpr int kInfoFd = 3;  // where bwrap writes {"child-pid": N} (ProcessOptio
 }  // namespace
 
 std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<std::string>& argv) {
-  std::vector<std::string> c = {bwrap_path(), "--info-fd", std::to_string(kInfoFd), "--die-with-parent", "--new-session", "--unshare-all",
-                                "--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns",
-                                "--cap-drop", "ALL", "--hostname", "pkb-sandbox", "--clearenv"};
+  std::vector<std::string> c = {bwrap_path(),
+                                "--info-fd",
+                                std::to_string(kInfoFd),
+                                "--die-with-parent",
+                                "--new-session",
+                                "--unshare-all",
+                                "--unshare-user",
+                                "--uid",
+                                "65534",
+                                "--gid",
+                                "65534",
+                                "--disable-userns",
+                                "--cap-drop",
+                                "ALL",
+                                "--hostname",
+                                "pkb-sandbox",
+                                "--clearenv"};
   for (const char* d : kSystemDirs) {
     std::error_code ec;
-    if (fs::is_symlink(d, ec)) add(c, {"--symlink", fs::read_symlink(d, ec).string(), d});
-    else if (fs::is_directory(d, ec)) add(c, {"--ro-bind", d, d});
+    if (fs::is_symlink(d, ec))
+      add(c, {"--symlink", fs::read_symlink(d, ec).string(), d});
+    else if (fs::is_directory(d, ec))
+      add(c, {"--ro-bind", d, d});
   }
   for (const char* e : kEtcEntries) add(c, {"--ro-bind-try", std::string("/etc/") + e, std::string("/etc/") + e});
   // /sys read-only: Open MPI's hwloc and CUDA read the machine's topology there.
   add(c, {"--proc", "/proc", "--dev", "/dev", "--ro-bind", "/sys", "/sys"});
   std::string tmp_size = std::to_string(box.tmpfs_bytes);
-  add(c, {"--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp_size,
-          "--tmpfs", "/dev/shm"});
+  add(c, {"--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp_size, "--tmpfs",
+          "/dev/shm"});
   if (box.gpu) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator("/dev", ec))
-      if (e.path().filename().string().rfind("nvidia", 0) == 0) add(c, {"--dev-bind", e.path().string(), e.path().string()});
+      if (e.path().filename().string().rfind("nvidia", 0) == 0)
+        add(c, {"--dev-bind", e.path().string(), e.path().string()});
     // The MPS control daemon's pipes, where one serves this GPU (several ranks sharing it).
     auto mps = box.env.find("CUDA_MPS_PIPE_DIRECTORY");
     if (mps != box.env.end()) add(c, {"--bind-try", mps->second, mps->second});
@@ -67,7 +84,9 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
   fs::path cwd = !box.cwd.empty() ? box.cwd : !box.writable.empty() ? box.writable.front() : fs::path("/tmp");
   add(c, {"--chdir", cwd.string()});
   std::map<std::string, std::string> env = {{"PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"},
-                                            {"HOME", cwd.string()}, {"TMPDIR", "/tmp"}, {"LANG", "C.UTF-8"}};
+                                            {"HOME", cwd.string()},
+                                            {"TMPDIR", "/tmp"},
+                                            {"LANG", "C.UTF-8"}};
   if (const char* ld = getenv("LD_LIBRARY_PATH"); ld && *ld) env["LD_LIBRARY_PATH"] = ld;
   for (const auto& [k, v] : box.env) env[k] = v;
   for (const auto& [k, v] : env) add(c, {"--setenv", k, v});

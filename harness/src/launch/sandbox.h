@@ -19,13 +19,13 @@
 namespace pkb {
 
 struct Sandbox {
-  bool gpu = false;                                  // bind the NVIDIA device nodes and /sys
-  std::vector<std::filesystem::path> read_only;      // bound read-only at the same path
+  bool gpu = false;                              // bind the NVIDIA device nodes and /sys
+  std::vector<std::filesystem::path> read_only;  // bound read-only at the same path
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> read_only_at;  // host path -> sandbox path
-  std::vector<std::filesystem::path> writable;       // bound read-write at the same path (the job's scratch)
-  std::map<std::string, std::string> env;            // the only variables inside besides PATH, HOME, TMPDIR, LANG
-  std::filesystem::path cwd;                         // inside; default the first writable directory
-  size_t tmpfs_bytes = size_t{1} << 30;              // size of /tmp and of /dev/shm each
+  std::vector<std::filesystem::path> writable;  // bound read-write at the same path (the job's scratch)
+  std::map<std::string, std::string> env;       // the only variables inside besides PATH, HOME, TMPDIR, LANG
+  std::filesystem::path cwd;                    // inside; default the first writable directory
+  size_t tmpfs_bytes = size_t{1} << 30;         // size of /tmp and of /dev/shm each
 };
 
 // bwrap's command line that runs `argv` inside `box`. Start it with run_sandboxed, which clears bwrap's own

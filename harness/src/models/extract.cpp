@@ -143,9 +143,12 @@ bool defines_pkb_run(const Block& b) { return defines_function(b.code, "pkb_run"
 
 const char* code_status_name(CodeStatus s) {
   switch (s) {
-    case CodeStatus::ok: return "ok";
-    case CodeStatus::no_code: return "no_code";
-    case CodeStatus::truncated: return "truncated";
+    case CodeStatus::ok:
+      return "ok";
+    case CodeStatus::no_code:
+      return "no_code";
+    case CodeStatus::truncated:
+      return "truncated";
   }
   return "?";
 }

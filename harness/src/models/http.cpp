@@ -89,8 +89,10 @@ bool is_transient(CURLcode c) {
     case CURLE_PARTIAL_FILE:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM: return true;
-    default: return false;
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -37,14 +37,14 @@ struct HttpResponse {
   long status = 0;                             ///< 0 when no HTTP status line arrived
   std::map<std::string, std::string> headers;  ///< names lowercased; last value wins
   std::string body;                            ///< the whole body, except a 2xx body given to a sink
-  int curl_code = 0;            ///< CURLcode; 0 = transfer completed
-  std::string transport_error;  ///< curl's message when curl_code != 0
-  bool timed_out = false;       ///< connect, total or idle timeout
-  bool idle_timed_out = false;  ///< streamed: no byte arrived for idle_timeout_s
-  bool sink_stopped = false;    ///< the sink asked to stop (it saw an error event or a malformed one)
-  bool transient = false;       ///< transport failure worth retrying (refused, reset, timeout, empty reply)
-  size_t streamed_bytes = 0;    ///< bytes of a 2xx body handed to the sink
-  bool too_large = false;       ///< aborted past HttpOptions::max_response_bytes
+  int curl_code = 0;                           ///< CURLcode; 0 = transfer completed
+  std::string transport_error;                 ///< curl's message when curl_code != 0
+  bool timed_out = false;                      ///< connect, total or idle timeout
+  bool idle_timed_out = false;                 ///< streamed: no byte arrived for idle_timeout_s
+  bool sink_stopped = false;                   ///< the sink asked to stop (it saw an error event or a malformed one)
+  bool transient = false;     ///< transport failure worth retrying (refused, reset, timeout, empty reply)
+  size_t streamed_bytes = 0;  ///< bytes of a 2xx body handed to the sink
+  bool too_large = false;     ///< aborted past HttpOptions::max_response_bytes
 
   bool completed() const { return curl_code == 0; }
   std::string header(const std::string& lower_name) const;

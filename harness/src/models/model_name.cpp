@@ -67,11 +67,16 @@ ModelName parse_compat(std::string_view spec, std::string_view rest) {
 
 const char* api_name(Api a) {
   switch (a) {
-    case Api::openai_chat: return "openai_chat";
-    case Api::openai_responses: return "openai_responses";
-    case Api::anthropic: return "anthropic";
-    case Api::gemini: return "gemini";
-    case Api::openai_compat: return "openai_compat";
+    case Api::openai_chat:
+      return "openai_chat";
+    case Api::openai_responses:
+      return "openai_responses";
+    case Api::anthropic:
+      return "anthropic";
+    case Api::gemini:
+      return "gemini";
+    case Api::openai_compat:
+      return "openai_compat";
   }
   return "?";
 }

@@ -107,8 +107,8 @@ class HttpProvider : public Provider {
     return classify_failure(resp, std::time(nullptr));
   }
 
-  AttemptVerdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler, AttemptVerdict stop,
-                        Reply& reply) const {
+  AttemptVerdict finish_stream(const HttpResponse& resp, const SseParser& sse, const StreamAssembler& assembler,
+                               AttemptVerdict stop, Reply& reply) const {
     if (stop.kind != ErrorKind::none) return stop;  // the provider's error event, or a malformed event
     // A whole answer is kept whatever happened to the connection after it: re-sending it would pay twice.
     if (assembler.complete()) return parse_assembled(*wire_, assembler.body(), reply);

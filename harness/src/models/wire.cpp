@@ -66,11 +66,16 @@ std::string event_type(const json& j, const SseEvent& e) {
 
 std::unique_ptr<WireFormat> make_wire_format(Api api) {
   switch (api) {
-    case Api::openai_chat: return detail::make_openai_chat(false);
-    case Api::openai_compat: return detail::make_openai_chat(true);
-    case Api::openai_responses: return detail::make_openai_responses();
-    case Api::anthropic: return detail::make_anthropic();
-    case Api::gemini: return detail::make_gemini();
+    case Api::openai_chat:
+      return detail::make_openai_chat(false);
+    case Api::openai_compat:
+      return detail::make_openai_chat(true);
+    case Api::openai_responses:
+      return detail::make_openai_responses();
+    case Api::anthropic:
+      return detail::make_anthropic();
+    case Api::gemini:
+      return detail::make_gemini();
   }
   return nullptr;
 }
@@ -107,7 +112,7 @@ AttemptVerdict stream_error_verdict(std::string_view event_data) {
   std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
   auto has = [&](const char* s) { return low.find(s) != std::string::npos; };
   AttemptVerdict v{ErrorKind::api_error, true, "stream error event: " + (label.empty() ? "" : label + ": ") + e.message,
-            std::nullopt};
+                   std::nullopt};
   if (has("quota") || has("billing") || has("spend_limit") || has("insufficient_balance"))
     v.kind = ErrorKind::quota, v.retry = false;
   else if (has("rate_limit") || has("resource_exhausted"))

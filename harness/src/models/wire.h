@@ -1,10 +1,9 @@
 // Wire formats: how each API wants a Request and how it shapes a successful reply (the providers' public API
-// references: OpenAI Chat Completions and Responses, Anthropic Messages, Gemini generateContent). Pure code, no I/O, so fixtures from the docs test it directly; Provider (provider.h) adds HTTP and
-// retries on top. One WireFormat per Api; adding a provider that speaks an existing format is one preset row
-// in model_name.cpp.
-// Streaming: a StreamAssembler folds a reply's server-sent events back into the body the non-streaming API
-// would have returned, and parse() reads that body, so a streamed answer and a buffered one become the same
-// Reply through one parser.
+// references: OpenAI Chat Completions and Responses, Anthropic Messages, Gemini generateContent). Pure code, no I/O, so
+// fixtures from the docs test it directly; Provider (provider.h) adds HTTP and retries on top. One WireFormat per Api;
+// adding a provider that speaks an existing format is one preset row in model_name.cpp. Streaming: a StreamAssembler
+// folds a reply's server-sent events back into the body the non-streaming API would have returned, and parse() reads
+// that body, so a streamed answer and a buffered one become the same Reply through one parser.
 #pragma once
 
 #include <memory>

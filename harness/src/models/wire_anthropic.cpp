@@ -12,7 +12,7 @@ FinishReason anthropic_finish(const std::string& raw) {
   if (raw == "end_turn" || raw == "stop_sequence") return FinishReason::stop;
   if (raw == "max_tokens" || raw == "model_context_window_exceeded") return FinishReason::length;
   if (raw == "refusal") return FinishReason::refused;  // the streaming classifiers stopped the answer
-  return FinishReason::other;  // pause_turn, tool_use
+  return FinishReason::other;                          // pause_turn, tool_use
 }
 
 // Messages events: message_start (the message without content, input usage), per block content_block_start,

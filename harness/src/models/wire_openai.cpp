@@ -234,8 +234,8 @@ class OpenAIResponses : public WireFormat {
       std::string reason = str(obj(j, "incomplete_details"), "reason");
       r.finish_raw = "incomplete:" + reason;
       r.finish = reason == "max_output_tokens" ? FinishReason::length
-                 : reason == "content_filter"    ? FinishReason::refused
-                                                 : FinishReason::other;
+                 : reason == "content_filter"  ? FinishReason::refused
+                                               : FinishReason::other;
     } else if (r.finish_raw == "refusal") {
       r.finish = FinishReason::refused;
     } else if (r.finish_raw.empty()) {

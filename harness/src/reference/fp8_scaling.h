@@ -42,7 +42,8 @@ inline std::pair<at::Tensor, at::Tensor> fp8_roundtrip(const at::Tensor& x, cons
 inline double nearest_e4m3(double q) {
   static const std::vector<double> table = [] {
     std::vector<double> t;
-    for (int c = 0; c <= 126; ++c) t.push_back((c >> 3) == 0 ? std::ldexp(c & 7, -9) : std::ldexp(8 + (c & 7), (c >> 3) - 10));
+    for (int c = 0; c <= 126; ++c)
+      t.push_back((c >> 3) == 0 ? std::ldexp(c & 7, -9) : std::ldexp(8 + (c & 7), (c >> 3) - 10));
     return t;
   }();
   double a = std::min(std::fabs(q), kFp8Max);
@@ -83,7 +84,9 @@ inline std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> roundtrip64_r
 // ---- prepare: a history that sometimes sets the scale, and quotients kept off fp8 rounding midpoints ----
 // (prepare runs on the CPU right after the draws; both problems register it as it is)
 
-inline float round_to(float v, at::ScalarType dtype) { return dtype == at::kBFloat16 ? static_cast<float>(c10::BFloat16(v)) : v; }
+inline float round_to(float v, at::ScalarType dtype) {
+  return dtype == at::kBFloat16 ? static_cast<float>(c10::BFloat16(v)) : v;
+}
 
 // Distance of |q| from the nearest e4m3 rounding midpoint, relative to it; large when q saturates.
 inline double midpoint_distance(double q) {

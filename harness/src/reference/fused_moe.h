@@ -88,7 +88,8 @@ inline std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<T
       for (int64_t t = 0; t < M; ++t)
         if (weight[q][t] != 0) tokens.push_back(t);
       if (tokens.empty()) continue;
-      at::Tensor idx = at::tensor(tokens, at::kLong), w = at::empty({static_cast<int64_t>(tokens.size()), 1}, at::kDouble);
+      at::Tensor idx = at::tensor(tokens, at::kLong),
+                 w = at::empty({static_cast<int64_t>(tokens.size()), 1}, at::kDouble);
       for (size_t i = 0; i < tokens.size(); ++i) w[i][0] = weight[q][tokens[i]];
       o.index_add_(0, idx, w * mlp_double(in[q], x.index_select(0, idx)));
     }

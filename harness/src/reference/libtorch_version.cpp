@@ -1,8 +1,7 @@
 #include "reference/libtorch_version.h"
 
-#include <dlfcn.h>
-
 #include <ATen/Context.h>
+#include <dlfcn.h>
 
 #include <fstream>
 #include <regex>

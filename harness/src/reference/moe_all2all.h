@@ -80,7 +80,8 @@ struct Splits {
 };
 
 inline Splits splits_of(const std::vector<std::vector<int64_t>>& cnt, int rank, int W, int64_t local) {
-  at::Tensor send = at::zeros({W}, at::kLong), recv = at::zeros({W}, at::kLong), table = at::zeros({W, local}, at::kLong);
+  at::Tensor send = at::zeros({W}, at::kLong), recv = at::zeros({W}, at::kLong),
+             table = at::zeros({W, local}, at::kLong);
   for (int q = 0; q < W; ++q)
     for (int64_t j = 0; j < local; ++j) {
       send[q] += cnt[rank][q * local + j];

@@ -5,13 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <functional>
 
 #include "reference/reference.h"
 
 namespace pkb::moe_ep {
-
 
 // Inputs: 0 hidden (M, N), 1 router weight (E, N), 2 router bias (E), 3-4 gate_proj, 5-6 up_proj, 7-8 down_proj.
 constexpr int kHidden = 0, kRouter = 1, kRouterBias = 2, kGate = 3, kUp = 5, kDown = 7;
@@ -80,7 +78,8 @@ inline std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<T
     std::vector<int> members = group_of_rank(r);
     int64_t local_experts = experts / static_cast<int64_t>(members.size());
     at::Tensor x = in[r][kHidden].to(at::kDouble);
-    at::Tensor probs = at::softmax(at::addmm(in[r][kRouterBias].to(at::kDouble), x, in[r][kRouter].to(at::kDouble).t()), -1);
+    at::Tensor probs =
+        at::softmax(at::addmm(in[r][kRouterBias].to(at::kDouble), x, in[r][kRouter].to(at::kDouble).t()), -1);
     std::vector<at::Tensor> y;
     for (int q : members) y.push_back(mlp64(in[q], x));
     at::Tensor p = probs.contiguous();
@@ -102,7 +101,9 @@ inline std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<T
 
 // Gap that the (k)th and (k+1)th fp64 logits must keep: larger than any honest kernel's logit error (bf16 rounding
 // of the logits, fused or not: at most about 2 ulps of the larger one, i.e. 2^-7 relative), with margin.
-inline double tie_margin(double a, double b) { return std::max(0.25, std::ldexp(std::max(std::fabs(a), std::fabs(b)), -5)); }
+inline double tie_margin(double a, double b) {
+  return std::max(0.25, std::ldexp(std::max(std::fabs(a), std::fabs(b)), -5));
+}
 
 inline at::Tensor logits64(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   return at::addmm(b.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble).t());

@@ -11,11 +11,11 @@
 //   PKB_REGISTER_PROBLEM_WITH_PREPARE("layernorm_backward", reference, oracle, prepare);
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "comm/communicator.h"
 
@@ -30,8 +30,8 @@ struct RankContext {
   std::map<std::string, int64_t> scalars;  // scalar arguments (e.g. "dst") by name
   at::ScalarType float_dtype = at::kBFloat16;
   at::Device device = at::kCPU;
-  Communicator* comm = nullptr;                            // the world
-  std::map<std::string, Communicator*> groups;             // this rank's communicator for each named group
+  Communicator* comm = nullptr;                 // the world
+  std::map<std::string, Communicator*> groups;  // this rank's communicator for each named group
 
   int64_t param(const std::string& name) const;
   int64_t scalar(const std::string& name) const;

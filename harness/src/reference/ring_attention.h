@@ -14,7 +14,7 @@ inline at::Tensor heads_first(const at::Tensor& t) { return t.permute({0, 2, 1, 
 
 // One block of attention in fp32: out (B, S, H, D) and lse (B, H, S) of q against k, v; `causal` masks key t > query s.
 inline std::pair<at::Tensor, at::Tensor> block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                  double scale, bool causal) {
+                                                         double scale, bool causal) {
   at::Tensor s = at::matmul(heads_first(q), heads_first(k).transpose(-1, -2)) * scale;  // (B, H, S, S)
   if (causal) s = s.masked_fill(at::ones({s.size(-2), s.size(-1)}, s.options().dtype(at::kBool)).triu(1), -INFINITY);
   at::Tensor lse = at::logsumexp(s, -1);
@@ -24,7 +24,8 @@ inline std::pair<at::Tensor, at::Tensor> block_attention(const at::Tensor& q, co
 
 // Causal ring attention of this rank's q over the group's k, v blocks (gathered: (C, B, S, H, D)), fp32 inside, merged
 // through lse with the sigmoid / log-sigmoid update: the own block first (masked), then ranks c-1, c-2, ..., 0.
-inline at::Tensor ring_attention(const at::Tensor& q, const at::Tensor& k_all, const at::Tensor& v_all, int c, double scale) {
+inline at::Tensor ring_attention(const at::Tensor& q, const at::Tensor& k_all, const at::Tensor& v_all, int c,
+                                 double scale) {
   at::Tensor q32 = q.to(at::kFloat);
   auto [out, lse] = block_attention(q32, k_all[c].to(at::kFloat), v_all[c].to(at::kFloat), scale, true);
   for (int j = c - 1; j >= 0; --j) {

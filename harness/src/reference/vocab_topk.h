@@ -17,7 +17,7 @@
 
 namespace pkb::vocab_topk {
 
-constexpr double kTopP = 0.9;        // PKB's value (a defaulted keyword in reference.py)
+constexpr double kTopP = 0.9;         // PKB's value (a defaulted keyword in reference.py)
 constexpr double kTargetBoost = 3.0;  // added to the target's logit (PKB: 8, which leaves only the target kept)
 constexpr double kMargin = 0.01;      // prepared rows keep every top-p cumulative sum this far from 1 - top_p
 
@@ -128,7 +128,9 @@ inline uint64_t splitmix64(uint64_t x) {
 
 // N(0, 1) for counter `i` of stream `seed` (Box-Muller on two hashed uniforms).
 inline double hashed_normal(uint64_t seed, uint64_t i) {
-  auto uniform = [&](uint64_t j) { return (static_cast<double>(splitmix64(seed ^ splitmix64(j)) >> 11) + 0.5) * 0x1p-53; };
+  auto uniform = [&](uint64_t j) {
+    return (static_cast<double>(splitmix64(seed ^ splitmix64(j)) >> 11) + 0.5) * 0x1p-53;
+  };
   return std::sqrt(-2 * std::log(uniform(2 * i))) * std::cos(2 * M_PI * uniform(2 * i + 1));
 }
 

@@ -4,9 +4,8 @@
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <regex>
-
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -23,14 +22,24 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
       default:
         // XML 1.0 forbids most control characters, which compiler logs and stderr tails can hold.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') out += '?';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
+          out += '?';
+        else
+          out += c;
     }
   }
   return out;
@@ -108,7 +117,8 @@ RegressResult regress(const Catalog& catalog, RegressOptions o) {
   r.samples = 1;
   if (r.out_dir.empty()) r.out_dir = fs::path("results/regress") / utc_stamp();  // fresh: every invocation re-evaluates
   if (r.device != "cpu" && visible_gpu_count() == 0)
-    throw Error("no GPU on this machine: pkb regress evaluates on GPUs (--device cpu evaluates C++ kernels on CPU ranks)");
+    throw Error(
+        "no GPU on this machine: pkb regress evaluates on GPUs (--device cpu evaluates C++ kernels on CPU ranks)");
   RunSummary run = run_benchmark(catalog, r);
 
   RegressResult res;
@@ -150,7 +160,8 @@ RegressResult regress(const Catalog& catalog, RegressOptions o) {
       } else if (c.baseline_speedup > 0 && c.speedup < floor) {
         c.verdict = "regression";
         c.message = "slower: " + fmt("%.2fx", c.speedup) + " vs " + fmt("%.2fx", c.baseline_speedup) +
-                    " in the baseline (limit " + fmt("%.2fx", floor) + ", slowdown " + fmt("%.0f%%", 100 * o.slowdown) + ")";
+                    " in the baseline (limit " + fmt("%.2fx", floor) + ", slowdown " + fmt("%.0f%%", 100 * o.slowdown) +
+                    ")";
       } else {
         c.verdict = "pass";
         c.message = "correct, " + fmt("%.2fx", c.speedup) + " (baseline " + fmt("%.2fx", c.baseline_speedup) + ")";

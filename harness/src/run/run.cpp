@@ -112,8 +112,8 @@ struct Task {
   int sample = 0;
   int turn = 1;
   fs::path source;
-  std::string sha256;           // of the source, or "generation:<folder>:<sample>[:turn<T>]"
-  std::string failure_status;   // no_code | truncated | refused, for failed generations
+  std::string sha256;          // of the source, or "generation:<folder>:<sample>[:turn<T>]"
+  std::string failure_status;  // no_code | truncated | refused, for failed generations
   std::string failure_message;
   std::optional<int64_t> input_tokens, output_tokens;  // of the answer, when the provider said
   std::optional<double> cost_usd;
@@ -176,7 +176,8 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   r.status = result_status_name(ResultStatus::generation_failed);
   r.generation_status = t.failure_status;
   r.generation_message = t.failure_message;
-  r.message = "no kernel to evaluate: " + t.failure_status + (t.failure_message.empty() ? "" : ": " + t.failure_message);
+  r.message =
+      "no kernel to evaluate: " + t.failure_status + (t.failure_message.empty() ? "" : ": " + t.failure_message);
   return r;
 }
 
@@ -185,8 +186,8 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
 void record_selection(const fs::path& dir, const std::vector<const ProblemSpec*>& asked) {
   json selection = json::array();
   for (const ProblemSpec* p : asked)
-    selection.push_back({{"id", p->id}, {"slug", p->slug}, {"folder", p->folder()},
-                         {"category", category_name(p->category)}});
+    selection.push_back(
+        {{"id", p->id}, {"slug", p->slug}, {"folder", p->folder()}, {"category", category_name(p->category)}});
   json m = read_json_or_null(dir / "manifest.json");
   m["selection"] = selection;
   write_json_atomically(dir / "manifest.json", m);
@@ -516,8 +517,8 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   std::map<const ProblemSpec*, long> position;
   for (const ProblemSpec* p : problems) position.emplace(p, static_cast<long>(position.size()));
   long grid = static_cast<long>(problems.size()) * o.samples;
-  std::function<bool(const ProblemSpec*, int)> mine = [&, shard = o.shard, samples = o.samples](
-                                                          const ProblemSpec* spec, int sample) {
+  std::function<bool(const ProblemSpec*, int)> mine = [&, shard = o.shard, samples = o.samples](const ProblemSpec* spec,
+                                                                                                int sample) {
     auto it = position.find(spec);
     return it != position.end() && in_shard(shard, it->second * samples + sample, grid);
   };

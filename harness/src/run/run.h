@@ -30,19 +30,19 @@ namespace pkb::run {
 
 struct RunOptions {
   std::string model = "expert";
-  std::string problems;          // "" = every problem with a solution.cu for `expert`, else all
+  std::string problems;  // "" = every problem with a solution.cu for `expert`, else all
   int samples = 1;
   int turns = 1;  // turns of refinement per sample: turn t + 1 shows the model turn t's evaluation
   std::optional<double> stop_speedup = 1.0;  // a sample stops early once correct and faster than this; none = never
-  int world = 0;                 // 0 = every visible GPU (at least 2); 2 without GPUs
-  std::string device = "auto";   // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
-  std::string topology;          // "" = the smallest topology that fits W, preferring this machine's GPU
-  std::string arch;              // nvcc target; "" = the topology's (sm_90a for H100/H200)
+  int world = 0;                             // 0 = every visible GPU (at least 2); 2 without GPUs
+  std::string device = "auto";    // auto: GPUs if any, else compile and validate only; cpu: evaluate on CPU ranks
+  std::string topology;           // "" = the smallest topology that fits W, preferring this machine's GPU
+  std::string arch;               // nvcc target; "" = the topology's (sm_90a for H100/H200)
   std::filesystem::path out_dir;  // "" = results/runs/<model>-w<W>-<device>-<dtype>
   int compile_jobs = 0;           // 0 = one per core
   bool progress = true;
-  Shard shard;                    // --shard I/N: this invocation's part of the run, in OUT/shard-I-of-N (run/shard.h)
-  EvalOptions eval;               // dtype, trials, timing, deadlines, cache (world/device/topology set from above)
+  Shard shard;       // --shard I/N: this invocation's part of the run, in OUT/shard-I-of-N (run/shard.h)
+  EvalOptions eval;  // dtype, trials, timing, deadlines, cache (world/device/topology set from above)
   generate::GenerateOptions generate;  // concurrency, token limits, provider settings (model/problems set from above)
 };
 

@@ -9,12 +9,12 @@ namespace pkb::run {
 
 std::string Shard::text() const { return std::to_string(index) + "/" + std::to_string(count); }
 
-std::string Shard::dir_name() const {
-  return "shard-" + std::to_string(index) + "-of-" + std::to_string(count);
-}
+std::string Shard::dir_name() const { return "shard-" + std::to_string(index) + "-of-" + std::to_string(count); }
 
 Shard parse_shard(const std::string& text) {
-  auto bad = [&](const std::string& why) { return Error("--shard " + text + ": " + why + " (expected I/N, 0 <= I < N)"); };
+  auto bad = [&](const std::string& why) {
+    return Error("--shard " + text + ": " + why + " (expected I/N, 0 <= I < N)");
+  };
   size_t slash = text.find('/');
   if (slash == std::string::npos) throw bad("no '/'");
   auto number = [&](const std::string& s, const char* what) {

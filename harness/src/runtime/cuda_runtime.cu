@@ -100,7 +100,7 @@ class CudaRuntime final : public Runtime {
   void* const* heap_bases_device() const override { return static_cast<void* const*>(bases_device_); }
   void barrier() override {
     barrier_kernel<<<1, 32, 0, stream_>>>(barrier_flags_, static_cast<void* const*>(bases_device_), rank_, world_,
-                                           ++barrier_epoch_);
+                                          ++barrier_epoch_);
     cuda_check(cudaGetLastError(), "barrier kernel launch");
   }
 
@@ -121,15 +121,18 @@ std::unique_ptr<Runtime> make_cuda_runtime(MPI_Comm comm, size_t heap_bytes, boo
 
 size_t cuda_l2_bytes() {
   int dev = 0, l2 = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) return 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+    return 0;
   return static_cast<size_t>(l2);
 }
 
 RuntimeVersions runtime_versions(int device) {
   RuntimeVersions v;
   int d = 0, r = 0, n = 0;
-  if (cudaDriverGetVersion(&d) == cudaSuccess) v.driver = std::to_string(d / 1000) + "." + std::to_string(d % 1000 / 10);
-  if (cudaRuntimeGetVersion(&r) == cudaSuccess) v.cuda_runtime = std::to_string(r / 1000) + "." + std::to_string(r % 1000 / 10);
+  if (cudaDriverGetVersion(&d) == cudaSuccess)
+    v.driver = std::to_string(d / 1000) + "." + std::to_string(d % 1000 / 10);
+  if (cudaRuntimeGetVersion(&r) == cudaSuccess)
+    v.cuda_runtime = std::to_string(r / 1000) + "." + std::to_string(r % 1000 / 10);
   if (ncclGetVersion(&n) == ncclSuccess)
     v.nccl = std::to_string(n / 10000) + "." + std::to_string(n / 100 % 100) + "." + std::to_string(n % 100);
   cudaDeviceProp p{};

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <deque>
 #include <cstring>
+#include <deque>
 
 #include "core/error.h"
 

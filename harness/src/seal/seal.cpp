@@ -68,7 +68,8 @@ struct SealCollector::Stream {
   SealedRank* out = nullptr;
 
   void corrupt(const std::string& why) {
-    if (out->error.empty()) out->error = "rank " + std::to_string(rank) + ": " + why + " at byte " + std::to_string(out->bytes);
+    if (out->error.empty())
+      out->error = "rank " + std::to_string(rank) + ": " + why + " at byte " + std::to_string(out->bytes);
   }
 };
 
@@ -112,8 +113,10 @@ void SealCollector::loop() {
     while (n > 0 && out.error.empty()) {
       if (s.in_payload) {
         size_t take = static_cast<size_t>(std::min<uint64_t>(n, s.payload_left));
-        if (s.kind == "record") s.record_buf.append(p, take);
-        else if (s.file.is_open()) s.file.write(p, static_cast<std::streamsize>(take));
+        if (s.kind == "record")
+          s.record_buf.append(p, take);
+        else if (s.file.is_open())
+          s.file.write(p, static_cast<std::streamsize>(take));
         p += take, n -= take, s.payload_left -= take, out.bytes += take;
         if (s.payload_left == 0) complete(s);
         continue;
@@ -175,7 +178,8 @@ void SealCollector::loop() {
     for (;;) {
       ssize_t n = ::read(s.fd, buf.data(), buf.size());
       if (n > 0) {
-        if (s.out->bytes + static_cast<uint64_t>(n) > max_bytes_) s.corrupt("more than " + std::to_string(max_bytes_) + " bytes");
+        if (s.out->bytes + static_cast<uint64_t>(n) > max_bytes_)
+          s.corrupt("more than " + std::to_string(max_bytes_) + " bytes");
         if (s.out->error.empty()) consume(s, buf.data(), static_cast<size_t>(n));
         continue;  // a corrupt stream is still read, so its writer never blocks
       }

@@ -36,11 +36,11 @@ class SealWriter {
 
 // What the driver received from one rank.
 struct SealedRank {
-  std::string record;           // payload of the last record frame ("" if none)
-  bool ended = false;           // an end frame arrived
-  std::string error;            // why the stream is not believed ("" when it is whole)
+  std::string record;                // payload of the last record frame ("" if none)
+  bool ended = false;                // an end frame arrived
+  std::string error;                 // why the stream is not believed ("" when it is whole)
   std::vector<std::string> outputs;  // labels of every outputs frame received (kept or dropped)
-  uint64_t bytes = 0;           // everything read
+  uint64_t bytes = 0;                // everything read
 };
 
 // Driver side: creates fifo_dir/rankR for every rank and reads them on a thread while the job runs. Outputs

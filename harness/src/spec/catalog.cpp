@@ -38,7 +38,8 @@ Catalog load_catalog(const std::filesystem::path& problems_dir) {
     if (!entry.is_directory() || !std::regex_match(entry.path().filename().string(), kFolder)) continue;
     try {
       ProblemSpec s = load_problem(entry.path());
-      if (!ids.insert(s.id).second) throw Error(entry.path().string() + ": id " + std::to_string(s.id) + " is used twice");
+      if (!ids.insert(s.id).second)
+        throw Error(entry.path().string() + ": id " + std::to_string(s.id) + " is used twice");
       c.problems.push_back(std::move(s));
     } catch (const Error& e) {
       c.errors.push_back(e.what());

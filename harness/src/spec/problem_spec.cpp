@@ -1,10 +1,9 @@
 #include "spec/problem_spec.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -36,9 +35,7 @@ class Fields {
     if (!j_.is_object()) fail("", "must be an object");
   }
 
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw Error(join(key) + ": " + why);
-  }
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const { throw Error(join(key) + ": " + why); }
   std::string join(const std::string& key) const {
     if (key.empty()) return path_.empty() ? "(top level)" : path_;
     return path_.empty() ? key : path_ + "." + key;
@@ -177,7 +174,8 @@ TensorSpec parse_tensor(const Fields& f, bool is_input, const std::set<std::stri
   if (dt != "float") {
     t.dtype = dtype_from_name(dt);
     if (!t.dtype)
-      f.fail("dtype", "unknown dtype '" + dt + "' (known: float, bf16, fp16, fp32, fp64, int8, uint8, int16, int32, int64, bool)");
+      f.fail("dtype", "unknown dtype '" + dt +
+                          "' (known: float, bf16, fp16, fp32, fp64, int8, uint8, int16, int32, int64, bool)");
   }
   t.replicated = f.boolean("replicated", false);
   if (is_input) {
@@ -191,7 +189,6 @@ TensorSpec parse_tensor(const Fields& f, bool is_input, const std::set<std::stri
   }
   return t;
 }
-
 
 void parse_into(ProblemSpec& s, const json& j) {
   Fields f(j, "");
@@ -365,19 +362,22 @@ ProblemSpec load_problem(const std::filesystem::path& dir) {
         return;
       }
     }
-    throw Error("world_size: no W in [" + std::to_string(s.world_size.min) + ", " + std::to_string(kLargestWorldSearched) +
-                "] satisfies the constraints");
+    throw Error("world_size: no W in [" + std::to_string(s.world_size.min) + ", " +
+                std::to_string(kLargestWorldSearched) + "] satisfies the constraints");
   });
   return s;
 }
 
 std::optional<std::string> world_size_violation(const ProblemSpec& spec, int world,
                                                 const std::map<std::string, int64_t>& params) {
-  if (world < spec.world_size.min) return "W=" + std::to_string(world) + " is below world_size.min=" + std::to_string(spec.world_size.min);
-  if (world > spec.world_size.max) return "W=" + std::to_string(world) + " is above world_size.max=" + std::to_string(spec.world_size.max);
+  if (world < spec.world_size.min)
+    return "W=" + std::to_string(world) + " is below world_size.min=" + std::to_string(spec.world_size.min);
+  if (world > spec.world_size.max)
+    return "W=" + std::to_string(world) + " is above world_size.max=" + std::to_string(spec.world_size.max);
   RunShape rs{params, world, DType::bf16};
   for (const auto& c : spec.world_size.constraints)
-    if (c.eval(rs.vars()) == 0) return "W=" + std::to_string(world) + " violates world_size constraint '" + c.text() + "'";
+    if (c.eval(rs.vars()) == 0)
+      return "W=" + std::to_string(world) + " violates world_size constraint '" + c.text() + "'";
   return std::nullopt;
 }
 

@@ -15,8 +15,18 @@
 namespace pkb {
 
 enum class Category {
-  collective, tensor_parallel, sequence_parallel, context_parallel, pipeline, data_parallel, expert_parallel,
-  fsdp_zero, vocab_parallel, graph, geometric_spatial, other
+  collective,
+  tensor_parallel,
+  sequence_parallel,
+  context_parallel,
+  pipeline,
+  data_parallel,
+  expert_parallel,
+  fsdp_zero,
+  vocab_parallel,
+  graph,
+  geometric_spatial,
+  other
 };
 std::optional<Category> category_from_name(const std::string& s);
 const char* category_name(Category c);
@@ -24,10 +34,10 @@ const char* category_name(Category c);
 // How an input is filled. Every distribution is random: constant fills hide layout and permutation bugs.
 struct Distribution {
   enum class Kind { normal, uniform, randint, bernoulli, randperm } kind = Kind::normal;
-  double mean = 0, std = 1;         // normal
-  double low = 0, high = 1;         // uniform: [low, high)
-  Expr int_low, int_high;           // randint: [low, high), expressions of the parameters
-  double p = 0.5;                   // bernoulli
+  double mean = 0, std = 1;  // normal
+  double low = 0, high = 1;  // uniform: [low, high)
+  Expr int_low, int_high;    // randint: [low, high), expressions of the parameters
+  double p = 0.5;            // bernoulli
 };
 
 // A shape that may depend on the rank: the first case whose `when` holds is used; `when` absent = always.
@@ -88,7 +98,7 @@ struct ProblemSpec {
   std::string slug, title, source, description;
   Category category = Category::other;
   WorldSize world_size;
-  std::map<std::string, int64_t> parameters;  // defaults
+  std::map<std::string, int64_t> parameters;       // defaults
   std::map<std::string, int64_t> test_parameters;  // small shapes for CI (`pkb validate --small`)
   std::vector<GroupSpec> groups;
   std::vector<InputSpec> inputs;

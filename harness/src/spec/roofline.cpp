@@ -19,8 +19,16 @@ nlohmann::json roofline_floor(const ProblemSpec& spec, const RunShape& run, cons
   double math_us = rate > 0 ? flops / (rate * 1e6) : 0;  // unknown rate: no math bound rather than a wrong one
   double floor_us = std::max({link_us, hbm_us, math_us});
   const char* bound = floor_us == link_us ? "link" : floor_us == hbm_us ? "hbm" : "math";
-  return {{"topology", topo.name}, {"link_bytes", link}, {"hbm_bytes", hbm}, {"flops", flops},
-          {"math_TFLOPs", rate > 0 ? nlohmann::json(rate) : nlohmann::json()}, {"link_us", link_us}, {"hbm_us", hbm_us}, {"math_us", math_us}, {"floor_us", floor_us}, {"bound", bound}};
+  return {{"topology", topo.name},
+          {"link_bytes", link},
+          {"hbm_bytes", hbm},
+          {"flops", flops},
+          {"math_TFLOPs", rate > 0 ? nlohmann::json(rate) : nlohmann::json()},
+          {"link_us", link_us},
+          {"hbm_us", hbm_us},
+          {"math_us", math_us},
+          {"floor_us", floor_us},
+          {"bound", bound}};
 }
 
 nlohmann::json speed_of_light(const nlohmann::json& floor, double median_us) {

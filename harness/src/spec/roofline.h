@@ -3,9 +3,8 @@
 // (the baselines' SOL%) and `pkb eval` (the candidate's).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "spec/problem_spec.h"
 

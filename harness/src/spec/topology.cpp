@@ -91,15 +91,15 @@ Topology Topology::from_json(const json& j, const std::string& where) {
 }
 
 json Topology::to_json() const {
-  json gpu = {{"name", gpu_name},         {"compute_capability", compute_capability}, {"count", gpu_count},
-              {"sm_count", sm_count}};
+  json gpu = {
+      {"name", gpu_name}, {"compute_capability", compute_capability}, {"count", gpu_count}, {"sm_count", sm_count}};
   for (const auto& f : kGpuNumbers)
     if (f.required || this->*(f.member) > 0) gpu[f.key] = this->*(f.member);
   json link = {{"kind", link_kind}, {"links_per_gpu", links_per_gpu}, {"nvswitch", nvswitch}, {"multicast", multicast}};
   for (const auto& f : kLinkNumbers)
     if (f.required || this->*(f.member) > 0) link[f.key] = this->*(f.member);
-  return {{"schema", "pkb.topology/1"}, {"name", name}, {"description", description},
-          {"gpu", gpu},                {"interconnect", link}, {"sources", sources}};
+  return {{"schema", "pkb.topology/1"}, {"name", name},      {"description", description}, {"gpu", gpu},
+          {"interconnect", link},       {"sources", sources}};
 }
 
 Topology load_topology(const std::filesystem::path& file) {

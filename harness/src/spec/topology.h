@@ -4,10 +4,9 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 
@@ -19,17 +18,17 @@ struct Topology {
   std::string gpu_name, compute_capability;
   int gpu_count = 0, sm_count = 0;
   double l2_bytes = 0, hbm_bytes = 0;
-  double hbm_GBps = 0;            // achievable device-to-device copy bandwidth, read + write counted
-  double bf16_dense_TFLOPs = 0;   // dense bf16 tensor-core rate
-  double fp32_TFLOPs = 0;         // fp32 on CUDA cores (PyTorch's default: no TF32); 0 = unknown
+  double hbm_GBps = 0;           // achievable device-to-device copy bandwidth, read + write counted
+  double bf16_dense_TFLOPs = 0;  // dense bf16 tensor-core rate
+  double fp32_TFLOPs = 0;        // fp32 on CUDA cores (PyTorch's default: no TF32); 0 = unknown
   // Interconnect
-  std::string link_kind;          // "nvlink4", "nvlink5", "pcie5"
+  std::string link_kind;  // "nvlink4", "nvlink5", "pcie5"
   int links_per_gpu = 0;
-  double link_GBps = 0;           // one link, one direction
-  double peer_read_GBps = 0;      // SM-driven loads from one peer, measured or documented
-  double peer_write_GBps = 0;     // SM-driven stores to one peer
-  double copy_engine_GBps = 0;    // cudaMemcpyPeer, one direction
-  double per_gpu_link_GBps = 0;   // all of one GPU's links, one direction
+  double link_GBps = 0;          // one link, one direction
+  double peer_read_GBps = 0;     // SM-driven loads from one peer, measured or documented
+  double peer_write_GBps = 0;    // SM-driven stores to one peer
+  double copy_engine_GBps = 0;   // cudaMemcpyPeer, one direction
+  double per_gpu_link_GBps = 0;  // all of one GPU's links, one direction
   bool nvswitch = false, multicast = false;
   std::map<std::string, std::string> sources;  // field -> where the number comes from
 

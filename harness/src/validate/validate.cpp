@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "check/compare.h"
@@ -32,7 +32,8 @@ fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, in
 
 // First error any rank recorded, else the process summary with the tail of stderr.
 std::string launch_failure_detail(const ProcessResult& pr, const fs::path& dir, int world) {
-  if (auto e = first_rank_error(read_rank_records(dir, world))) return "rank " + std::to_string(e->rank) + ": " + e->message;
+  if (auto e = first_rank_error(read_rank_records(dir, world)))
+    return "rank " + std::to_string(e->rank) + ": " + e->message;
   std::string tail = stderr_tail(pr, kMessageTailBytes);
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
 }
@@ -43,8 +44,13 @@ struct Tally {
   double worst_rel_l2 = 0, worst_abs = 0;
 
   void add(const Comparison& c, const std::string& where, json& log) {
-    log.push_back({{"where", where}, {"pass", c.pass}, {"max_abs_err", c.max_abs_err}, {"rel_l2", c.rel_l2},
-                   {"mismatches", c.mismatches}, {"first_bad", c.first_bad}, {"error", c.error}});
+    log.push_back({{"where", where},
+                   {"pass", c.pass},
+                   {"max_abs_err", c.max_abs_err},
+                   {"rel_l2", c.rel_l2},
+                   {"mismatches", c.mismatches},
+                   {"first_bad", c.first_bad},
+                   {"error", c.error}});
     worst_rel_l2 = std::max(worst_rel_l2, c.rel_l2);
     worst_abs = std::max(worst_abs, c.max_abs_err);
     if (!c.pass && pass) {
@@ -94,9 +100,13 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
   w.timing = o.timing;
-  RankJob job{o.world, o.device == "cuda", to_args(w), batch_dir, "mpirun",
-              o.timeout_s * static_cast<double>(batch.size()), {}, nullptr, {}};
-  if (o.device == "cuda") job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
+  RankJob job{o.world,    o.device == "cuda",
+              to_args(w), batch_dir,
+              "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
+              {},         nullptr,
+              {}};
+  if (o.device == "cuda")
+    job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
   ProcessResult pr = run_rank_job(job);
   size_t finished = 0;
   for (const Planned* p : batch) {
@@ -116,22 +126,25 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
     for (const auto& t : o.timing.to_args()) extra.push_back(t);
   }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
-  bool shared = o.device == "cuda" && plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
+  bool shared = o.device == "cuda" &&
+                plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
   return {o.world, shared ? "cpu" : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
 }
-
 
 std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
                                   const std::string& prefix) {
   std::vector<Tensors> out;
-  for (int r = 0; r < run.world; ++r) out.push_back(outputs_in_order(spec, read_safetensors(rank_file(dir, trial, prefix, r))));
+  for (int r = 0; r < run.world; ++r)
+    out.push_back(outputs_in_order(spec, read_safetensors(rank_file(dir, trial, prefix, r))));
   return out;
 }
 
 // Compares every rank's outputs in `prefix` files with `expected` (per rank, per output, replication included).
-void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial, const std::string& prefix,
-                   const std::vector<Tensors>& expected, Policy policy, Tally& tally, json& log) {
-  for (const OutputCheck& c : check_outputs(spec, run, policy, read_outputs(spec, run, dir, trial, prefix), expected, true))
+void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
+                   const std::string& prefix, const std::vector<Tensors>& expected, Policy policy, Tally& tally,
+                   json& log) {
+  for (const OutputCheck& c :
+       check_outputs(spec, run, policy, read_outputs(spec, run, dir, trial, prefix), expected, true))
     tally.add(c.result, "trial " + std::to_string(trial) + " " + c.where(), log);
 }
 
@@ -139,8 +152,8 @@ double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.
 double paper_us(const json& t) { return t.is_object() ? median_us(t.value("paper", json())) : 0.0; }
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
-std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o,
-                            const fs::path& dir, bool python_ran, json& record) {
+std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o, const fs::path& dir,
+                            bool python_ran, json& record) {
   json cpp = read_json_or_null(dir / "rank0.json").value("timing", json());
   json py = python_ran ? read_json_or_null(dir / "timing.py.json") : json();
   json roof = roofline_floor(spec, run, o.topology);
@@ -219,8 +232,8 @@ Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
   fs::create_directories(p.dir);
   p.want_python = o.python == PythonCheck::on ||
                   (o.python == PythonCheck::auto_detect && o.device == "cuda" && python_torch_available());
-  p.res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device}, {"dtype", o.dtype},
-                  {"trials", o.trials}, {"seed", o.seed}, {"params", p.run.params}};
+  p.res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device},    {"dtype", o.dtype},
+                  {"trials", o.trials},       {"seed", o.seed},   {"params", p.run.params}};
   return p;
 }
 
@@ -250,8 +263,9 @@ void apply_python(Planned& p, const PythonRunResult& py) {
     // reference.py on CPU ranks (no NCCL), whose bf16 GEMMs round differently from cuBLAS by an ulp here and there:
     // then reference.py is held to what reference.cpp is held to, the oracle under the robust policy.
     bool same_device = python_job(p.o).device == p.o.device;
-    p.res.record["python_check"] = same_device ? "pkb allclose vs reference.cpp"
-                                               : "robust vs the oracle (reference.py on CPU ranks, reference.cpp on the shared GPU)";
+    p.res.record["python_check"] =
+        same_device ? "pkb allclose vs reference.cpp"
+                    : "robust vs the oracle (reference.py on CPU ranks, reference.cpp on the shared GPU)";
     Tally py_tally;
     json& pylog = p.res.record["python_comparisons"] = json::array();
     for (int t = 0; t < p.o.trials; ++t)
@@ -275,7 +289,7 @@ void conclude(Planned& p) {
     p.python_verdict = "skipped";
     p.python_detail = o.python == PythonCheck::off ? "--python off"
                       : o.device == "cuda"         ? "no python3 here can import torch"
-                                                   : "on --device cpu the reference.py cross-check runs with --python on";
+                                           : "on --device cpu the reference.py cross-check runs with --python on";
   }
   if (o.time) p.res.timing = baseline_timing(*p.spec, p.run, o, p.dir, p.python_verdict == "agrees", p.res.record);
   if (!p.tally.pass) return finish(p, Verdict::fail, p.tally.first_failure);
@@ -329,7 +343,8 @@ std::vector<ValidationResult> validate_problems(const std::vector<const ProblemS
         p.res.record["reference_launch_s"] = pr.wall_s;
         p.res.record["reference_launch_problems"] = todo.size();
         if (i < finished) continue;
-        p.res.record["reference_launch"] = {{"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
+        p.res.record["reference_launch"] = {
+            {"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
         finish(p, Verdict::fail, "reference run failed: " + launch_failure_detail(pr, p.dir, options.world));
       }
       todo.erase(todo.begin(), todo.begin() + static_cast<std::ptrdiff_t>(covered));

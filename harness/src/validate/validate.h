@@ -8,10 +8,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
@@ -45,8 +44,8 @@ const char* verdict_name(Verdict v);
 struct ValidationResult {
   std::string problem;  // folder name
   Verdict verdict = Verdict::fail;
-  std::string detail;   // one line: why it failed or was skipped, or a summary of errors when it passed
-  std::string python;   // "agrees", "skipped: why", "disagrees: ...", "failed: rank R: the exception (frame)"
+  std::string detail;  // one line: why it failed or was skipped, or a summary of errors when it passed
+  std::string python;  // "agrees", "skipped: why", "disagrees: ...", "failed: rank R: the exception (frame)"
   double wall_s = 0;
   std::string timing;     // with --time: one line of baseline times and SOL%, or why they are missing
   nlohmann::json record;  // everything measured, written to validation.json
@@ -61,7 +60,8 @@ constexpr size_t kValidateBatch = 16;
 
 // validate_problem over several problems in launches of kValidateBatch; on_result sees each result as soon as it
 // is known, in order.
-std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs, const ValidateOptions& opts,
+std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs,
+                                                const ValidateOptions& opts,
                                                 const std::function<void(const ValidationResult&)>& on_result);
 
 }  // namespace pkb

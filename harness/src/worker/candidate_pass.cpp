@@ -9,9 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
-
 #include <cstring>
+#include <random>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -73,16 +72,26 @@ int64_t cb_param(pkb_context* ctx, const char* name) {
 
 pkb_dtype abi_dtype(DType d) {
   switch (d) {
-    case DType::bf16: return PKB_BF16;
-    case DType::f16: return PKB_F16;
-    case DType::f32: return PKB_F32;
-    case DType::f64: return PKB_F64;
-    case DType::i8: return PKB_I8;
-    case DType::u8: return PKB_U8;
-    case DType::i16: return PKB_I16;
-    case DType::i32: return PKB_I32;
-    case DType::i64: return PKB_I64;
-    case DType::boolean: return PKB_BOOL;
+    case DType::bf16:
+      return PKB_BF16;
+    case DType::f16:
+      return PKB_F16;
+    case DType::f32:
+      return PKB_F32;
+    case DType::f64:
+      return PKB_F64;
+    case DType::i8:
+      return PKB_I8;
+    case DType::u8:
+      return PKB_U8;
+    case DType::i16:
+      return PKB_I16;
+    case DType::i32:
+      return PKB_I32;
+    case DType::i64:
+      return PKB_I64;
+    case DType::boolean:
+      return PKB_BOOL;
   }
   return PKB_F32;
 }
@@ -204,8 +213,7 @@ class CandidateHost {
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
     size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? kArenaMibCuda : kArenaMibCpu)) << 20;
     size_t heap = copies_ * in_bytes + out_bytes + arena + kAlignmentSlack;
-    rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap)
-                    : make_cpu_runtime(MPI_COMM_WORLD, heap, "cand");
+    rt_ = env_.cuda ? make_cuda_runtime(MPI_COMM_WORLD, heap) : make_cpu_runtime(MPI_COMM_WORLD, heap, "cand");
     std::vector<const TensorSpec*> ins, outs;
     for (const auto& in : spec.inputs)
       if (in.tensor) ins.push_back(&*in.tensor);
@@ -218,8 +226,8 @@ class CandidateHost {
       input_views_.push_back(views);
     }
     for (const auto& s : outputs_) output_views_.push_back(s.view());
-    record_["heap"] = {{"bytes", heap}, {"input_copies", copies_}, {"warmup_copies", plan_.warmup_copies},
-                       {"arena_bytes", arena}};
+    record_["heap"] = {
+        {"bytes", heap}, {"input_copies", copies_}, {"warmup_copies", plan_.warmup_copies}, {"arena_bytes", arena}};
   }
 
   void fill_context() {
@@ -233,7 +241,8 @@ class CandidateHost {
     c.device = rt_->device();
     c.stream = rt_->stream();
     for (const auto& [k, v] : env_.run.params) h.param_names.push_back(k), h.param_values.push_back(v);
-    for (const auto& [k, v] : scalar_values(env_.spec, env_.run)) h.param_names.push_back(k), h.param_values.push_back(v);
+    for (const auto& [k, v] : scalar_values(env_.spec, env_.run))
+      h.param_names.push_back(k), h.param_values.push_back(v);
     for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
     c.n_params = static_cast<int>(h.param_names.size());
     c.param_names = h.param_name_ptrs.data();
@@ -270,7 +279,8 @@ class CandidateHost {
   bool check_trial(int trial, bool first) {
     RankInputs in = make_inputs(env_.spec, env_.run, env_.rank, trial, o_.seed);
     auto& slots = inputs_[0];
-    for (size_t i = 0; i < slots.size(); ++i) rt_->copy(slots[i].data, in.tensors[i].contiguous().data_ptr(), slots[i].bytes);
+    for (size_t i = 0; i < slots.size(); ++i)
+      rt_->copy(slots[i].data, in.tensors[i].contiguous().data_ptr(), slots[i].bytes);
     for (const auto& s : outputs_) rt_->fill(s.data, 0xFF, s.bytes);
     if (auto err = rt_->synchronize(); !err.empty()) return fail("before trial " + std::to_string(trial) + ": " + err);
     if (first && setup_) {
@@ -318,7 +328,8 @@ class CandidateHost {
       return;
     }
     std::filesystem::create_directories(std::filesystem::path(o_.out_dir) / label);
-    write_safetensors(std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"), saved);
+    write_safetensors(std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"),
+                      saved);
   }
 
   nlohmann::json mutated_inputs(const std::vector<Slot>& slots, const RankInputs& in) {
@@ -393,11 +404,14 @@ class CandidateHost {
     int bad_rc = 0;
     TimingStats stats;
     try {
-      stats = time_iterations(*rt_, plan_, [&](int k) {
-        int rc = run_(&host_.ctx, input_views_[k].data(), static_cast<int>(inputs_[k].size()), output_views_.data(),
-                      static_cast<int>(outputs_.size()));
-        if (rc != 0) bad_rc = rc;
-      }, o_.timing, &hooks);
+      stats = time_iterations(
+          *rt_, plan_,
+          [&](int k) {
+            int rc = run_(&host_.ctx, input_views_[k].data(), static_cast<int>(inputs_[k].size()), output_views_.data(),
+                          static_cast<int>(outputs_.size()));
+            if (rc != 0) bad_rc = rc;
+          },
+          o_.timing, &hooks);
     } catch (const Error& e) {
       return fail(std::string("while timing: ") + e.what());
     }

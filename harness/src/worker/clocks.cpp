@@ -19,9 +19,15 @@ using UintFn = int (*)(NvmlDevice, unsigned*);
 using TempFn = int (*)(NvmlDevice, int, unsigned*);
 constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;
 
-const char* const kReasonNames[] = {"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
-                                    "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                                    "hw_power_brake_slowdown", "display_clock_setting"};
+const char* const kReasonNames[] = {"gpu_idle",
+                                    "applications_clocks_setting",
+                                    "sw_power_cap",
+                                    "hw_slowdown",
+                                    "sync_boost",
+                                    "sw_thermal_slowdown",
+                                    "hw_thermal_slowdown",
+                                    "hw_power_brake_slowdown",
+                                    "display_clock_setting"};
 
 template <class F>
 F sym(void* lib, const char* name) {
@@ -72,9 +78,12 @@ ClockMonitor::ClockMonitor(int cuda_device) {
     dlclose(lib);
     return;
   }
-  impl_ = new Impl{lib, dev, sym<ClockFn>(lib, "nvmlDeviceGetClockInfo"),
+  impl_ = new Impl{lib,
+                   dev,
+                   sym<ClockFn>(lib, "nvmlDeviceGetClockInfo"),
                    sym<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksEventReasons"),
-                   sym<UintFn>(lib, "nvmlDeviceGetPowerUsage"), sym<TempFn>(lib, "nvmlDeviceGetTemperature"),
+                   sym<UintFn>(lib, "nvmlDeviceGetPowerUsage"),
+                   sym<TempFn>(lib, "nvmlDeviceGetTemperature"),
                    sym<InitFn>(lib, "nvmlShutdown")};
   if (!impl_->reasons) impl_->reasons = sym<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
 }
@@ -106,7 +115,9 @@ void ClockMonitor::sample(int rep, const char* when) {
 
 nlohmann::json ClockMonitor::to_json() const {
   if (!impl_) return {{"available", false}, {"note", note_}};
-  return {{"available", true}, {"throttled", throttled_}, {"throttle_reasons", throttle_reason_names(reasons_seen_)},
+  return {{"available", true},
+          {"throttled", throttled_},
+          {"throttle_reasons", throttle_reason_names(reasons_seen_)},
           {"samples", samples_}};
 }
 

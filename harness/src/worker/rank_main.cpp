@@ -3,18 +3,16 @@
 // aborts the whole job, so peers blocked in a collective or a device barrier never hang. With --batch FILE the
 // reference pass runs for several problems in one launch (`pkb validate`: one MPI start-up and one libtorch load
 // instead of one per problem); the driver launches again after the first problem that did not finish.
+#include <ATen/Parallel.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
 
-#include <ATen/Parallel.h>
-
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "core/cores.h"
 #include "core/error.h"
@@ -142,7 +140,10 @@ int main(int argc, char** argv) {
     }
   }
   for (const WorkerOptions& job : jobs) {
-    nlohmann::json record = {{"schema", "pkb.rank_record/1"}, {"rank", rank}, {"world", world}, {"status", "ok"},
+    nlohmann::json record = {{"schema", "pkb.rank_record/1"},
+                             {"rank", rank},
+                             {"world", world},
+                             {"status", "ok"},
                              {"pass", job.candidate.empty() ? "reference" : "candidate"}};
     auto started = std::chrono::steady_clock::now();
     try {

@@ -142,8 +142,7 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
 
     // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
     std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
-                                           : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20,
-                                                              "ref");
+                                           : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "ref");
     // Rotation: copies exceeding 3x L2 (2 MiB inputs on an H200's 60 MiB L2: 91 copies), within the candidates'
     // memory budget; every call, warm-up and timed, cycles over all of them.
     int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kTimingCopyBudgetCuda) : 2;
@@ -152,8 +151,8 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
     nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
     for (int r = 0; r < o.timing.repeats; ++r) {
-      TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies},
-                                          [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
+      TimingStats stats = time_iterations(
+          *rt, CopyPlan{copies, copies}, [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
       if (r == 0) record["timing"] = stats.to_json();
       medians.push_back(stats.pkb.stats.median);
       paper_medians.push_back(stats.paper.stats.median);

@@ -23,8 +23,9 @@ void throw_if(const std::string& err, const char* where) {
 }
 
 nlohmann::json stats_json(const SampleStats& s) {
-  return {{"median_us", s.median}, {"mean_us", s.mean}, {"min_us", s.min}, {"max_us", s.max},
-          {"stddev_us", s.stddev}, {"cv", s.cv}, {"q25_us", s.q25}, {"q75_us", s.q75}, {"iqr_us", s.q75 - s.q25},
+  return {{"median_us", s.median},   {"mean_us", s.mean},         {"min_us", s.min},
+          {"max_us", s.max},         {"stddev_us", s.stddev},     {"cv", s.cv},
+          {"q25_us", s.q25},         {"q75_us", s.q75},           {"iqr_us", s.q75 - s.q25},
           {"ci95_low_us", s.ci_low}, {"ci95_high_us", s.ci_high}, {"ci95_half_rel", s.ci_half_rel()}};
 }
 
@@ -44,8 +45,8 @@ void TimingOptions::validate() const {
   };
   need(warmup >= 0 && paper_warmup >= 0, "warm-up counts must be >= 0");
   need(iters >= 1 && paper_iters >= 1, "--iters and --paper-iters must be >= 1");
-  need(min_reps >= 1 && max_reps >= min_reps, "need 1 <= --min-reps <= --max-reps (got " + std::to_string(min_reps) +
-                                                  ", " + std::to_string(max_reps) + ")");
+  need(min_reps >= 1 && max_reps >= min_reps,
+       "need 1 <= --min-reps <= --max-reps (got " + std::to_string(min_reps) + ", " + std::to_string(max_reps) + ")");
   need(ci_target > 0 && ci_target < 1, "--ci-target is a fraction in (0, 1), e.g. 0.01 for 1%");
   need(budget_s > 0, "--timing-budget must be > 0 seconds");
   need(paper_warmup_budget_s > 0, "--paper-warmup-budget must be > 0 seconds");
@@ -53,9 +54,10 @@ void TimingOptions::validate() const {
 }
 
 nlohmann::json TimingOptions::to_json() const {
-  return {{"warmup", warmup}, {"iters", iters}, {"paper_warmup", paper_warmup}, {"paper_iters", paper_iters},
-          {"min_reps", min_reps}, {"max_reps", max_reps}, {"ci_target", ci_target}, {"budget_s", budget_s},
-          {"paper_warmup_budget_s", paper_warmup_budget_s}, {"repeats", repeats}};
+  return {{"warmup", warmup},           {"iters", iters},       {"paper_warmup", paper_warmup},
+          {"paper_iters", paper_iters}, {"min_reps", min_reps}, {"max_reps", max_reps},
+          {"ci_target", ci_target},     {"budget_s", budget_s}, {"paper_warmup_budget_s", paper_warmup_budget_s},
+          {"repeats", repeats}};
 }
 
 std::vector<std::string> TimingOptions::to_args() const {
@@ -64,11 +66,26 @@ std::vector<std::string> TimingOptions::to_args() const {
     std::snprintf(b, sizeof b, "%.17g", x);
     return std::string(b);
   };
-  return {"--warmup", std::to_string(warmup), "--iters", std::to_string(iters),
-          "--paper-warmup", std::to_string(paper_warmup), "--paper-iters", std::to_string(paper_iters),
-          "--min-reps", std::to_string(min_reps), "--max-reps", std::to_string(max_reps),
-          "--ci-target", num(ci_target), "--timing-budget", num(budget_s), "--paper-warmup-budget", num(paper_warmup_budget_s),
-          "--timing-repeats", std::to_string(repeats)};
+  return {"--warmup",
+          std::to_string(warmup),
+          "--iters",
+          std::to_string(iters),
+          "--paper-warmup",
+          std::to_string(paper_warmup),
+          "--paper-iters",
+          std::to_string(paper_iters),
+          "--min-reps",
+          std::to_string(min_reps),
+          "--max-reps",
+          std::to_string(max_reps),
+          "--ci-target",
+          num(ci_target),
+          "--timing-budget",
+          num(budget_s),
+          "--paper-warmup-budget",
+          num(paper_warmup_budget_s),
+          "--timing-repeats",
+          std::to_string(repeats)};
 }
 
 int TimingOptions::next_paper_warmup_chunk(int done, double elapsed_s) const {
@@ -239,7 +256,8 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     MPI_Gather(mine.data(), o.iters, MPI_DOUBLE, all.data(), o.iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     for (int i = 0; i < o.iters; ++i) {
       double slowest = mine[i];
-      for (int q = 0; root && q < rt.world(); ++q) slowest = std::max(slowest, all[static_cast<size_t>(q) * o.iters + i]);
+      for (int q = 0; root && q < rt.world(); ++q)
+        slowest = std::max(slowest, all[static_cast<size_t>(q) * o.iters + i]);
       pkb_values.push_back(slowest);
       pkb_ordinals.push_back(base + i);
     }
@@ -269,8 +287,10 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     int base = reps * o.calls_per_rep();
     clocks.sample(reps, "before");
     // Alternating which method goes first cancels drift and order effects between the two.
-    if (reps % 2 == 0) pkb_block(base), paper_block(base + o.iters);
-    else paper_block(base + o.iters), pkb_block(base);
+    if (reps % 2 == 0)
+      pkb_block(base), paper_block(base + o.iters);
+    else
+      paper_block(base + o.iters), pkb_block(base);
     clocks.sample(reps, "after");
     ++reps;
     double elapsed_s = (now_us() - t0) / 1e6;

@@ -14,12 +14,11 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/runtime.h"
 
@@ -40,7 +39,7 @@ struct TimingOptions {
   // The paper method's warm-up stops early once it ran this many seconds (500 calls of a 20 ms problem would
   // take 10 s and warm nothing more than 1 s does).
   double paper_warmup_budget_s = 1;
-  int repeats = 1;          // baselines only (validate --time): whole timings in a row, for the medians' spread
+  int repeats = 1;  // baselines only (validate --time): whole timings in a row, for the medians' spread
 
   int calls_per_rep() const { return iters + paper_iters; }
   // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took
@@ -96,23 +95,23 @@ std::vector<std::string> throttle_reason_names(unsigned long long reasons);
 constexpr unsigned long long kThrottleMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 struct MethodStats {
-  SampleStats stats;               // pkb: over every slowest-rank call; paper: over the repetition values
-  std::vector<double> values_us;   // pkb: per call (slowest rank); paper: per repetition (max over ranks of means)
+  SampleStats stats;              // pkb: over every slowest-rank call; paper: over the repetition values
+  std::vector<double> values_us;  // pkb: per call (slowest rank); paper: per repetition (max over ranks of means)
 };
 
 struct TimingStats {
   MethodStats pkb, paper;
-  int reps = 0;                 // repetitions run (each one pkb block and one paper block)
-  int paper_warmup_calls = 0;   // paper warm-up calls run (TimingOptions::next_paper_warmup_chunk)
-  std::string stopped_by;       // "ci_target", "budget" or "max_reps"
-  double host_loop_us = 0;      // wall time of the repetitions on this rank, barriers included
-  double escape_event_us = 0;   // median stream-event time in the escape probe
-  double escape_device_us = 0;  // median time until a device-wide synchronize returned
-  bool stream_escape = false;   // device-wide work far exceeded what the stream's events saw
-  int repeated_content_iters = 0;                    // timed calls whose input contents an earlier call had
+  int reps = 0;                    // repetitions run (each one pkb block and one paper block)
+  int paper_warmup_calls = 0;      // paper warm-up calls run (TimingOptions::next_paper_warmup_chunk)
+  std::string stopped_by;          // "ci_target", "budget" or "max_reps"
+  double host_loop_us = 0;         // wall time of the repetitions on this rank, barriers included
+  double escape_event_us = 0;      // median stream-event time in the escape probe
+  double escape_device_us = 0;     // median time until a device-wide synchronize returned
+  bool stream_escape = false;      // device-wide work far exceeded what the stream's events saw
+  int repeated_content_iters = 0;  // timed calls whose input contents an earlier call had
   double fresh_median_us = 0, repeated_median_us = 0;  // pkb medians of the two kinds, when both exist
-  nlohmann::json clocks;        // ClockMonitor::to_json()
-  bool throttled = false;       // any rank saw a throttle reason during a repetition
+  nlohmann::json clocks;                               // ClockMonitor::to_json()
+  bool throttled = false;                              // any rank saw a throttle reason during a repetition
 
   // The pkb method's fields at the top level (median_us, ..., iter_us, as records always had them), the paper
   // method's under "paper", and the repetitions, clocks and probe.

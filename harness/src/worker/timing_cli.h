@@ -8,7 +8,8 @@
 namespace pkb {
 
 inline void add_timing_flags(CLI::App* cmd, TimingOptions& t, const std::string& when = "") {
-  cmd->add_option("--warmup", t.warmup, "pkb method: untimed calls before timing" + when)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", t.warmup, "pkb method: untimed calls before timing" + when)
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--iters", t.iters, "pkb method: timed calls per repetition" + when)->check(CLI::PositiveNumber);
   cmd->add_option("--paper-warmup", t.paper_warmup, "paper method: untimed back-to-back calls" + when)
       ->check(CLI::NonNegativeNumber);

@@ -5,10 +5,9 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
@@ -32,11 +31,11 @@ struct WorkerOptions {
   bool time = false;         // time after the last checked trial
   int post_trial = -1;       // candidate: one more trial after timing, with fresh inputs
   TimingOptions timing;
-  std::string candidate;     // path of the candidate library: candidate pass
-  size_t heap_mib = 0;       // candidate's symm_alloc arena (0: default for the device)
-  std::string seal_dir;      // candidate: the driver's FIFOs (sealed outputs and records)
-  int rotation_copies = 0;   // candidate: input copies for timing, as the reference pass chose them (0: choose)
-  int warmup_copies = 0;     // candidate: of those, the warm-up rotation (CopyPlan)
+  std::string candidate;    // path of the candidate library: candidate pass
+  size_t heap_mib = 0;      // candidate's symm_alloc arena (0: default for the device)
+  std::string seal_dir;     // candidate: the driver's FIFOs (sealed outputs and records)
+  int rotation_copies = 0;  // candidate: input copies for timing, as the reference pass chose them (0: choose)
+  int warmup_copies = 0;    // candidate: of those, the warm-up rotation (CopyPlan)
   std::vector<uint64_t> timed_checks;  // reference: draws; copy (draw % copies) gets expected outputs
 };
 
@@ -44,7 +43,7 @@ struct WorkerEnv {
   ProblemSpec spec;
   RunShape run;
   int rank = 0, world = 1, local_rank = 0;
-  int device = 0;           // CUDA device of this rank
+  int device = 0;  // CUDA device of this rank
   bool cuda = false;
   bool shared_gpu = false;  // several ranks on one GPU: no NCCL (the references stage through host memory)
 };

@@ -30,8 +30,10 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--heap-mib", o.heap_mib, "symmetric heap arena for the candidate's symm_alloc, MiB");
   app.add_option("--seal", o.seal_dir, "directory of the driver's FIFOs: send outputs and records there (sealed)");
   app.add_option("--rotation-copies", o.rotation_copies, "input copies for timing (candidate pass: the reference's)");
-  app.add_option("--warmup-copies", o.warmup_copies, "of those, the warm-up rotation (candidate pass: the reference's)");
-  app.add_option("--timed-checks", o.timed_checks, "reference pass: random draws naming the copies whose outputs are kept")
+  app.add_option("--warmup-copies", o.warmup_copies,
+                 "of those, the warm-up rotation (candidate pass: the reference's)");
+  app.add_option("--timed-checks", o.timed_checks,
+                 "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
 }
 
