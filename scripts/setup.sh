@@ -3,11 +3,12 @@
 # says clearly what it cannot install. On a GPU node without apt access it only checks.
 set -euo pipefail
 
+# clang-format: scripts/format.sh, which scripts/test.sh runs (the style in .clang-format).
 # chromium: headless, for the tests that load report.html and leaderboard.html and check that their script ran.
 # slurm-wlm, munge: the one-node Slurm cluster the array-job test starts (tests/slurm; its mpi_pmix plugin is
 # what `--launcher srun` uses).
 packages=(cmake g++ make libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libcurl4-openssl-dev libgtest-dev bubblewrap chromium slurm-wlm munge)
+          libcurl4-openssl-dev libgtest-dev bubblewrap chromium slurm-wlm munge clang-format)
 have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: the Python package's on GPU nodes; on CPU machines Debian's libtorch-dev, named
 # explicitly (python3-torch only recommends it, and its include symlinks dangle without it), and python3-torch for
@@ -17,7 +18,7 @@ have_python_torch || packages+=(libtorch-dev python3-torch)
 # A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
 # from pip, for instance).
 declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [openmpi-bin]=mpirun [bubblewrap]=bwrap [chromium]=chromium
-                     [slurm-wlm]=slurmd [munge]=munged)
+                     [slurm-wlm]=slurmd [munge]=munged [clang-format]=clang-format)
 missing=()
 for p in "${packages[@]}"; do
   if [ -n "${provides[$p]:-}" ] && command -v "${provides[$p]}" >/dev/null; then continue; fi

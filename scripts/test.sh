@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (unit tests, multi-rank CPU
 # validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
-# then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer). Exit status:
-# ctest's, or 1 if the ThreadSanitizer run failed.
+# then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer) and
+# scripts/format.sh (the sources in .clang-format's style). Exit status: ctest's, or 1 if the ThreadSanitizer run
+# or the format check failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 t0=$SECONDS
@@ -32,5 +33,6 @@ if wait "$tsan_build"; then
 else
   cat "$tsan_log"; echo "test.sh: the ThreadSanitizer build failed"; status=1
 fi
+"$root/scripts/format.sh" || status=1
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
 exit "$status"

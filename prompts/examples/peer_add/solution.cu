@@ -1,10 +1,10 @@
 // Peer add through the pkb ABI: out = x + (x of rank (r + 1) % W). The peer's x is read straight out of its
 // symmetric heap over NVLink; nothing is staged or copied first, and no communication library is used.
-#include <pkb/abi.h>
-#include <pkb/device.cuh>
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <pkb/abi.h>
+
+#include <pkb/device.cuh>
 
 namespace {
 
