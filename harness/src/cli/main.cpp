@@ -1,4 +1,6 @@
 // pkb: the driver. See docs/cli.md for the commands and docs/architecture.md for how they fit together.
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -10,6 +12,10 @@ int main(int argc, char** argv) {
   pkb::log_to_stderr();
   CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
   app.require_subcommand(1);
+  std::string root;
+  app.add_option("--root", root, "The tree holding problems/, topologies/, prompts/ (default: $PKB_ROOT, the installed "
+                                 "share/pkb, or the source tree pkb was built from)")
+      ->check(CLI::ExistingDirectory);
   pkb::cli::Action action;
   pkb::cli::add_problems_command(app, action);
   pkb::cli::add_topology_command(app, action);
@@ -27,6 +33,8 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // Through the environment, so every part of pkb (and the processes it starts) sees the same tree.
+  if (!root.empty()) setenv("PKB_ROOT", std::filesystem::absolute(root).c_str(), 1);
   pkb::kill_children_on_termination();
   try {
     return action ? action() : 2;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "launch/mpirun.h"
 #include "launch/process.h"
 
 #ifndef PKB_SOURCE_DIR
@@ -17,10 +19,18 @@ namespace pkb {
 
 std::filesystem::path repo_root() {
   if (const char* r = getenv("PKB_ROOT"); r && *r) return r;
+  static const std::filesystem::path installed = executable_dir().parent_path() / "share" / "pkb";
+  if (std::filesystem::is_directory(installed / "problems")) return installed;
   return PKB_SOURCE_DIR;
 }
 
 std::string repo_revision() {
+  // An installed tree has no .git: `cmake --install` wrote the revision it was built from.
+  if (std::ifstream f(repo_root() / "REVISION"); f) {
+    std::string rev;
+    std::getline(f, rev);
+    if (!rev.empty()) return rev;
+  }
   std::string rev = capture_stdout({"git", "-C", repo_root().string(), "rev-parse", "--short=12", "HEAD"}, 10);
   while (!rev.empty() && (rev.back() == '\n' || rev.back() == '\r')) rev.pop_back();
   return rev.empty() ? "unknown" : rev;

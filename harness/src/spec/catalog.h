@@ -11,10 +11,14 @@
 
 namespace pkb {
 
-// The repository root: $PKB_ROOT, else the source tree pkb was built from.
+// Where problems/, topologies/, prompts/, pricing/ and harness/{include,python} are: $PKB_ROOT (`pkb --root`
+// sets it), else an installed tree beside the binary (PREFIX/bin/pkb -> PREFIX/share/pkb, `cmake --install`),
+// else the source tree pkb was built from. Never the working directory: a problems/ folder that happens to be
+// there would silently replace the benchmark's.
 std::filesystem::path repo_root();
 
-// The repository's short git revision (12 hex digits), or "unknown" outside a git checkout: provenance.
+// The short git revision (12 hex digits) of the root, or of the tree an installed pkb was built from (its
+// REVISION file), or "unknown": provenance.
 std::string repo_revision();
 
 struct Catalog {

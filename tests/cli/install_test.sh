@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `cmake --install` gives a pkb that works away from its source tree: it reads the installed share/pkb (not the
+# tree it was built from), `--root` picks another tree, the installed pkb-rank starts (its libraries' run path)
+# and validates a problem on CPU ranks, and records name the revision it was built from.
+# Usage: install_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+src=$(cd "$(dirname "$0")/../.." && pwd)
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+pkb=$prefix/bin/pkb
+cd /  # nothing of the source tree around
+count() { "$pkb" "$@" problems list --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
+want=$(find "$src/problems" -mindepth 1 -maxdepth 1 -type d -name '[0-9][0-9][0-9]_*' | wc -l)
+got=$(count)
+[ "$got" = "$want" ] || { echo "installed pkb lists $got problems, the tree has $want"; exit 1; }
+# Only the installed tree's problems: keep three there, and the list follows.
+find "$prefix/share/pkb/problems" -mindepth 1 -maxdepth 1 -type d ! -name '00[123]_*' -exec rm -rf {} +
+got=$(count)
+[ "$got" = 3 ] || { echo "installed pkb lists $got problems after 3 were left in share/pkb: not the installed tree"; exit 1; }
+got=$(count --root "$src")
+[ "$got" = "$want" ] || { echo "pkb --root $src lists $got problems, want $want"; exit 1; }
+"$pkb" validate 1 --small -w 2 --device cpu --python off --out "$prefix/validate" >"$prefix/validate.log" 2>&1 ||
+  { cat "$prefix/validate.log"; echo "the installed pkb cannot validate problem 1"; exit 1; }
+rev=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || true)
+if [ -n "$rev" ]; then
+  [ "$(cat "$prefix/share/pkb/REVISION")" = "$rev" ] || { echo "REVISION is not $rev"; exit 1; }
+fi
+echo "install_test: the installed pkb reads $prefix/share/pkb, --root overrides it, and it validates on CPU ranks"
