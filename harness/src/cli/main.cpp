@@ -13,8 +13,9 @@ int main(int argc, char** argv) {
   CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
   app.require_subcommand(1);
   std::string root;
-  app.add_option("--root", root, "The tree holding problems/, topologies/, prompts/ (default: $PKB_ROOT, the installed "
-                                 "share/pkb, or the source tree pkb was built from)")
+  app.add_option("--root", root,
+                 "The tree holding problems/, topologies/, prompts/ (default: $PKB_ROOT, the installed "
+                 "share/pkb, or the source tree pkb was built from)")
       ->check(CLI::ExistingDirectory);
   pkb::cli::Action action;
   pkb::cli::add_problems_command(app, action);
