@@ -30,7 +30,7 @@ table.sortable th{cursor:pointer;user-select:none;background:#f4f6f8}
 th[aria-sort=ascending]::after{content:" \25B2"}th[aria-sort=descending]::after{content:" \25BC"}
 td.fast{background:#d5f0dc}td.correct{background:#eef6d8}td.failed{background:#fbe3e3}
 td.skipped,td.absent{background:#eceff3;color:#5a6470}
-svg.curve text{font:11px system-ui,sans-serif;fill:#1d232b}
+svg.curve text,svg.bars text{font:11px system-ui,sans-serif;fill:#1d232b}svg.bars text.none{fill:#5a6470}
 .note{color:#5a6470;font-size:12px}
 .scroll{overflow-x:auto}
 )css";
@@ -302,6 +302,47 @@ std::string curve_svg(const std::vector<double>& thresholds, const std::vector<S
       << "\">" << escape(legend_text(s.label)) << "</text></g>\n";
   }
   o << "</svg>\n";
+  return o.str();
+}
+
+std::string speedup_bars_svg(const std::vector<Bar>& bars) {
+  const BarFrame& f = kBarFrame;
+  double reach = 1;  // octaves either side of 1x
+  for (const Bar& b : bars)
+    if (b.speedup && *b.speedup > 0) reach = std::max(reach, std::ceil(std::abs(std::log2(*b.speedup))));
+  double mid = (f.left + f.right) / 2, half = (f.right - f.left) / 2;
+  auto x_of = [&](double speedup) { return mid + std::clamp(std::log2(speedup) / reach, -1.0, 1.0) * half; };
+  double height = f.top + f.row_height * bars.size() + 24;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bars\" viewBox=\"0 0 " << coord(f.width) << " "
+    << coord(height) << "\" width=\"" << coord(f.width) << "\" height=\"" << coord(height)
+    << "\" role=\"img\" aria-label=\"best speedup per problem, log scale\">\n";
+  double bottom = f.top + f.row_height * bars.size();
+  for (double e = -reach; e <= reach; ++e) {
+    double x = mid + e / reach * half;
+    o << "<line x1=\"" << coord(x) << "\" x2=\"" << coord(x) << "\" y1=\"" << coord(f.top - 4) << "\" y2=\""
+      << coord(bottom) << "\" stroke=\"" << (e == 0 ? "#1d232b" : "#e3e7ec") << "\"/><text x=\"" << coord(x)
+      << "\" y=\"" << coord(f.top - 8) << "\" text-anchor=\"middle\">" << short_number(std::exp2(e)) << "x</text>\n";
+  }
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    double y = f.top + f.row_height * i;
+    o << "<g class=\"bar\" data-label=\"" << escape(b.label) << "\"><text x=\"" << coord(f.left - 8) << "\" y=\""
+      << coord(y + f.row_height - 5) << "\" text-anchor=\"end\">" << escape(b.label) << "</text>";
+    if (b.speedup && *b.speedup > 0) {
+      double x = x_of(*b.speedup), x0 = std::min(x, mid), w = std::abs(x - mid);
+      o << "<rect x=\"" << coord(x0) << "\" y=\"" << coord(y + 3) << "\" width=\"" << coord(w) << "\" height=\""
+        << coord(f.row_height - 6) << "\" fill=\"" << (*b.speedup > 1 ? "#009E73" : "#D55E00") << "\" data-speedup=\""
+        << fixed(*b.speedup, 6) << "\"><title>" << escape(b.label) << ": " << fixed(*b.speedup, 3)
+        << "x</title></rect>";
+    } else {
+      o << "<text class=\"none\" x=\"" << coord(mid + 6) << "\" y=\"" << coord(y + f.row_height - 5) << "\">"
+        << escape(b.note) << "</text>";
+    }
+    o << "</g>\n";
+  }
+  o << "<text x=\"" << coord(mid) << "\" y=\"" << coord(bottom + 18) << "\" text-anchor=\"middle\">"
+    << "best speedup over the baseline (log scale)</text>\n</svg>\n";
   return o.str();
 }
 

@@ -68,4 +68,20 @@ struct Series {
 std::string curve_svg(const std::vector<double>& thresholds, const std::vector<Series>& series,
                       std::string_view value_name);
 
+// One problem's bar: its best speedup over the baseline, or none (then `note` says why: no correct sample, ...).
+struct Bar {
+  std::string label;
+  std::optional<double> speedup;
+  std::string note;
+};
+// The bars' geometry: label column, then the plot from `left` to `right`, the 1x line at its middle.
+struct BarFrame {
+  double width, left, right, row_height, top;
+};
+inline constexpr BarFrame kBarFrame{760, 230, 700, 18, 24};
+// Speedups as horizontal bars from the 1x line, by log2 (2x and 0.5x equally long, right and left), over a range
+// symmetric about 1x that holds the largest (at least 0.5x-2x); ticks at powers of two. A row without a speedup
+// shows its note instead. Each bar's <title> has the exact value.
+std::string speedup_bars_svg(const std::vector<Bar>& bars);
+
 }  // namespace pkb::scoring::html

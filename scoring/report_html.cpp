@@ -187,6 +187,22 @@ std::vector<Cell> category_row(const std::string& name, const Aggregate& a) {
   return row;
 }
 
+// Every problem's best robust-correct speedup; the others say how their samples ended.
+std::string speedup_bars(const Scores& s) {
+  std::vector<html::Bar> bars;
+  for (const auto& p : s.problems) {
+    html::Bar b{p.folder, p.best_speedup, ""};
+    if (!b.speedup)
+      b.note = p.missing                     ? "no record"
+               : p.n == 0 && p.not_evaluated ? std::to_string(p.not_evaluated) + " not evaluated (no GPU)"
+               : p.n == 0                    ? "no samples"
+               : p.c_robust > 0              ? "correct, no speedup (not timed, or ranks shared a GPU)"
+                                             : "no correct sample: " + failures_text(p.failures);
+    bars.push_back(std::move(b));
+  }
+  return html::speedup_bars_svg(bars);
+}
+
 }  // namespace
 
 std::string report_html(const Scores& s, const LoadedResults& loaded) {
@@ -199,6 +215,7 @@ std::string report_html(const Scores& s, const LoadedResults& loaded) {
   body << "<h2>Headline</h2>\n" << headline(s);
   body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
   body << turns_html(s);
+  body << "<h2>Best speedup by problem</h2>\n" << speedup_bars(s);
   std::vector<std::vector<Cell>> rows;
   for (const auto& p : s.problems) rows.push_back(problem_row(p));
   body << "<h2>Problems</h2>\n<p class=\"note\">Click a header to sort. * estimated at k = n (fewer than k samples):"

@@ -126,6 +126,29 @@ TEST(Html, TheRunSectionShowsTheManifestAsRows) {
   EXPECT_EQ(page.find("&quot;method&quot;"), std::string::npos) << "no JSON in the Run section";
 }
 
+// Bars from the 1x line by log2: 2x and 0.5x equally long on either side; a problem without a speedup says why.
+TEST(Html, SpeedupBarsGoRightWhenFasterAndLeftWhenSlower) {
+  std::string svg = html::speedup_bars_svg({{"001_fast", 2.0, ""},
+                                            {"002_slow", 0.5, ""},
+                                            {"003_far", 8.0, ""},
+                                            {"004_none", std::nullopt, "no correct sample: incorrect 3"}});
+  static const std::regex rect_re(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")re");
+  std::vector<std::pair<double, double>> rects;  // x, width
+  for (std::sregex_iterator it(svg.begin(), svg.end(), rect_re), end; it != end; ++it)
+    rects.push_back({std::stod((*it)[1]), std::stod((*it)[2])});
+  ASSERT_EQ(rects.size(), 3u) << "no bar for a problem without a speedup";
+  const auto& f = html::kBarFrame;
+  double mid = (f.left + f.right) / 2;
+  EXPECT_NEAR(rects[0].first, mid, 0.01) << "2x starts at the 1x line";
+  EXPECT_NEAR(rects[1].first + rects[1].second, mid, 0.01) << "0.5x ends at it";
+  EXPECT_NEAR(rects[0].second, rects[1].second, 0.01);
+  EXPECT_NEAR(rects[2].second, 3 * rects[0].second, 0.01) << "8x is three octaves";
+  EXPECT_NEAR(rects[2].first + rects[2].second, f.right, 0.01) << "the range holds the largest";
+  EXPECT_NE(svg.find(">no correct sample: incorrect 3</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">8x</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">0.125x</text>"), std::string::npos);
+}
+
 TEST(Html, ReportChartPlotsTheCurveOfEachK) {
   LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
   ScoreSettings st;
