@@ -38,6 +38,19 @@ TEST(Expr, ComparisonsAndLogic) {
   EXPECT_EQ(eval_expr("W == 1 || 8 % (W - 1) == 2", {{"W", 1}}), 1);
 }
 
+TEST(Expr, ConditionalsPickOneBranchAndNestToTheRight) {
+  pkb::Variables v = {{"W", 4}, {"r", 3}};
+  EXPECT_EQ(eval_expr("W >= 4 ? r % 2 : r", v), 1);
+  EXPECT_EQ(eval_expr("W >= 8 ? r % 2 : r", v), 3);
+  EXPECT_EQ(eval_expr("W == 1 ? 10 : W == 2 ? 20 : 30", v), 30) << "a ? b : (c ? d : e)";
+  EXPECT_EQ(eval_expr("1 + (W > 2 ? 1 : 0) * 5", v), 6);
+  EXPECT_EQ(eval_expr("max(W > 2 ? W : 2, 3)", v), 4);
+  EXPECT_EQ(eval_expr("W > 1 ? 8 / (W - 1) : 8", {{"W", 1}}), 8) << "the branch not taken is not evaluated";
+  EXPECT_EQ(pkb::Expr::parse("W > 1 ? N : M").names(), (std::vector<std::string>{"M", "N", "W"}));
+  EXPECT_THROW(pkb::Expr::parse("W ? 1"), pkb::Error);
+  EXPECT_THROW(pkb::Expr::parse("W ? : 1"), pkb::Error);
+}
+
 TEST(Expr, NamesAreReported) {
   auto names = Expr::parse("min(M, K) * W + 1").names();
   EXPECT_EQ(names, (std::vector<std::string>{"K", "M", "W"}));

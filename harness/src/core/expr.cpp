@@ -10,7 +10,7 @@
 namespace pkb {
 
 struct Expr::Node {
-  enum class Kind { literal, name, unary, binary, call } kind;
+  enum class Kind { literal, name, unary, binary, call, conditional } kind;
   int64_t value = 0;
   std::string name;  // variable, operator or function name
   std::vector<std::shared_ptr<const Node>> args;
@@ -26,7 +26,7 @@ class Parser {
   explicit Parser(const std::string& text) : s_(text) {}
 
   NodePtr parse_all() {
-    NodePtr n = parse_binary(0);
+    NodePtr n = parse_conditional();
     skip_space();
     if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
     return n;
@@ -38,6 +38,21 @@ class Parser {
     static const std::vector<std::vector<std::string>> kLevels = {
         {"||"}, {"&&"}, {"==", "!="}, {"<=", ">=", "<", ">"}, {"+", "-"}, {"*", "/", "%"}};
     return kLevels;
+  }
+
+  // cond ? a : b, lowest precedence and right-associative as in C: a ? b : c ? d : e is a ? b : (c ? d : e).
+  NodePtr parse_conditional() {
+    NodePtr cond = parse_binary(0);
+    skip_space();
+    if (pos_ >= s_.size() || s_[pos_] != '?') return cond;
+    ++pos_;
+    NodePtr then = parse_conditional();
+    expect(':');
+    NodePtr otherwise = parse_conditional();
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Kind::conditional;
+    n->args = {cond, then, otherwise};
+    return n;
   }
 
   NodePtr parse_binary(size_t level) {
@@ -77,7 +92,7 @@ class Parser {
     char c = s_[pos_];
     if (c == '(') {
       ++pos_;
-      NodePtr inner = parse_binary(0);
+      NodePtr inner = parse_conditional();
       expect(')');
       return inner;
     }
@@ -120,11 +135,11 @@ class Parser {
       ++pos_;
       n->kind = Kind::call;
       n->name = name;
-      n->args.push_back(parse_binary(0));
+      n->args.push_back(parse_conditional());
       skip_space();
       while (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
-        n->args.push_back(parse_binary(0));
+        n->args.push_back(parse_conditional());
         skip_space();
       }
       expect(')');
@@ -203,6 +218,8 @@ int64_t eval_node(const Expr::Node& n, const Variables& vars) {
       while ((int64_t{1} << (l + 1)) <= a[0]) ++l;
       return l;
     }
+    case Kind::conditional:  // only the branch taken is evaluated: "W > 1 ? N / (W - 1) : N" is safe at W = 1
+      return eval_node(*n.args[eval_node(*n.args[0], vars) != 0 ? 1 : 2], vars);
     case Kind::binary:
       break;
   }

@@ -1,5 +1,5 @@
 // Integer expression evaluator for shapes, constraints and roofline formulas in problem.json.
-// Grammar (C precedence): ternary-free; || && ; == != < <= > >= ; + - ; * / % ; unary - ! ; atoms are
+// Grammar (C precedence): cond ? a : b ; || && ; == != < <= > >= ; + - ; * / % ; unary - ! ; atoms are
 // integer literals, names (problem parameters, W, r, E) and min(a,b,...)/max(a,b,...)/ceil_div(a,b)/log2(a).
 // Division and modulo truncate toward zero like C; division by zero is an error, never UB.
 #pragma once
