@@ -1,5 +1,7 @@
 #include "reference/reference.h"
 
+#include "core/error.h"
+
 namespace problem_035 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
@@ -7,7 +9,7 @@ using namespace pkb;
 // Shapes first (an all-gather of one int64 per rank: the row counts), then the rows themselves through an
 // uneven all-to-all that sends this rank's whole x to every rank.
 Tensors reference(const RankContext& ctx, const Tensors& in) {
-  if (ctx.scalar("gather_dim") != 0) throw std::runtime_error("ulysses_all_gather_variable: gather_dim must be 0");
+  if (ctx.scalar("gather_dim") != 0) throw pkb::Error("ulysses_all_gather_variable: gather_dim must be 0");
   const at::Tensor& x = in[0];
   at::Tensor mine = at::full({1}, x.size(0), x.options().dtype(at::kLong)),
              all = at::empty({ctx.world}, mine.options());

@@ -1,5 +1,7 @@
 #include "reference/reference.h"
 
+#include "core/error.h"
+
 namespace problem_036 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
@@ -7,8 +9,7 @@ using namespace pkb;
 // Head group q of x goes to rank q; received chunks are concatenated along the sequence.
 Tensors reference(const RankContext& ctx, const Tensors& in) {
   const int64_t seq_dim = ctx.scalar("seq_dim"), head_dim = ctx.scalar("head_dim");
-  if (ctx.scalar("unpadded_dim_size") != 0)
-    throw std::runtime_error("gather_seq_scatter_heads: unpadding not supported");
+  if (ctx.scalar("unpadded_dim_size") != 0) throw pkb::Error("gather_seq_scatter_heads: unpadding not supported");
   std::vector<at::Tensor> chunks = in[0].chunk(ctx.world, head_dim), flat;
   for (const auto& c : chunks) flat.push_back(c.contiguous().view(-1));
   at::Tensor send = at::cat(flat), recv = at::empty_like(send);

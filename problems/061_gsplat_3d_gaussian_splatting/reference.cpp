@@ -3,6 +3,8 @@
 #include <array>
 #include <cmath>
 
+#include "core/error.h"
+
 namespace problem_061 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
@@ -169,8 +171,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
       for (int64_t n = 0; n < G; ++n) {
         Projected g = project_one(&mean[3 * n], &quat[4 * n], &scale[3 * n], cam.data(), width, height);
         if (!g.visible)
-          throw std::runtime_error("gsplat_3d_gaussian_splatting: Gaussian " + std::to_string(n) + " of rank " +
-                                   std::to_string(s) + " is not visible in camera " + std::to_string(c));
+          throw pkb::Error("gsplat_3d_gaussian_splatting: Gaussian " + std::to_string(n) + " of rank " +
+                           std::to_string(s) + " is not visible in camera " + std::to_string(c));
         const int64_t k = s * G + n;
         ia[k] = static_cast<int>(k);
         ra[k][0] = static_cast<int>(std::ceil(g.pre_radius[0])),
@@ -237,8 +239,7 @@ Tensors prepare(const OracleContext& ctx, int rank, Tensors raw) {
       }
       if (ok) break;
       if (attempt == 200)
-        throw std::runtime_error("gsplat_3d_gaussian_splatting: cannot clear the radii of Gaussian " +
-                                 std::to_string(n));
+        throw pkb::Error("gsplat_3d_gaussian_splatting: cannot clear the radii of Gaussian " + std::to_string(n));
       at::Tensor grown = at::tensor(std::vector<double>{scale[3 * n] * 1.03 + 1e-4, scale[3 * n + 1] * 1.03 + 1e-4,
                                                         scale[3 * n + 2] * 1.03 + 1e-4},
                                     at::kDouble)

@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "core/error.h"
+
 namespace problem_067 {  // named, not anonymous: the references build as unity batches
 
 using namespace pkb;
@@ -44,8 +46,8 @@ std::vector<Tensors> oracle(const OracleContext& ctx, const std::vector<Tensors>
         if (a[i] % W == r) ids.push_back(a[i]), rows.push_back(in[s][1][i]);
     }
     if (static_cast<int64_t>(ids.size()) != in[r][0].size(0))
-      throw std::runtime_error("gnn_sparse_embedding_all2all: rank " + std::to_string(r) + " receives " +
-                               std::to_string(ids.size()) + " entries, not NNZ");
+      throw pkb::Error("gnn_sparse_embedding_all2all: rank " + std::to_string(r) + " receives " +
+                       std::to_string(ids.size()) + " entries, not NNZ");
     out.push_back({at::tensor(ids, at::kLong), at::stack(rows)});
   }
   return out;

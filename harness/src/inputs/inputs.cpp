@@ -6,17 +6,11 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "inputs/splitmix.h"
 #include "reference/reference.h"
 
 namespace pkb {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 uint64_t mix(std::initializer_list<uint64_t> parts) {
   uint64_t h = 0x6A09E667F3BCC909ull;

@@ -7,10 +7,11 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "inputs/splitmix.h"
 #include "reference/reference.h"
 
 namespace pkb::moe_all2all {
@@ -21,13 +22,6 @@ inline std::vector<int64_t> host_vector(const at::Tensor& t) {
 }
 
 // ---- prepare ----
-
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // total split into parts proportional to random weights in [100, 200] (at most 2x apart); floors, then the
 // remainder one by one.
@@ -68,7 +62,7 @@ inline std::vector<int64_t> sorted_experts(const std::vector<std::vector<int64_t
                                            const std::string& slug) {
   std::vector<int64_t> sorted;
   for (int64_t e = 0; e < static_cast<int64_t>(cnt[rank].size()); ++e) {
-    if (cnt[rank][e] > M) throw std::runtime_error(slug + ": an expert count exceeds M");
+    if (cnt[rank][e] > M) throw Error(slug + ": an expert count exceeds M");
     sorted.insert(sorted.end(), cnt[rank][e], e);
   }
   return sorted;

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <vector>
 
+#include "inputs/splitmix.h"
 #include "reference/reference.h"
 
 namespace pkb::vocab_topk {
@@ -118,13 +119,6 @@ inline std::vector<double> row_vector(const at::Tensor& rows, int64_t t) {
 }
 
 // ---- prepare ----
-
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // N(0, 1) for counter `i` of stream `seed` (Box-Muller on two hashed uniforms).
 inline double hashed_normal(uint64_t seed, uint64_t i) {
