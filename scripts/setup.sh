@@ -13,7 +13,9 @@ have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: the Python package's on GPU nodes; on CPU machines Debian's libtorch-dev, named
 # explicitly (python3-torch only recommends it, and its include symlinks dangle without it), and python3-torch for
 # the reference.py cross-check on CPU ranks (gloo). Debian has no safetensors module; the runner needs none.
-have_python_torch || packages+=(libtorch-dev python3-torch)
+# libopenblas0-pthread: Debian's libtorch calls libblas.so.3, which without it is the reference (netlib) BLAS;
+# a check-test shard spent 58% of its time in that sgemm/dgemm (21 s -> 6.5 s with OpenBLAS).
+have_python_torch || packages+=(libtorch-dev python3-torch libopenblas0-pthread)
 
 # A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
 # from pip, for instance).

@@ -14,6 +14,9 @@ t_build=$SECONDS
 cd "${PKB_BUILD_DIR:-$root/build}"
 log=$(mktemp)
 status=0
+# ctest runs tests side by side on every core: one BLAS thread per process, not OpenBLAS's one per core in each
+# (its idle threads spin, taking CPU from the other tests).
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # ctest alone leaves the CPUs ~45% idle (measured on 2 cores: tests waiting on deadlines, Slurm's daemons, kills),
 # so the ThreadSanitizer build runs beside it at the lowest priority, taking only CPU time no test wants. (One
 # ctest slot more than the cores gained nothing on top of that in a fresh-clone run: 399 s vs 398 s.)
