@@ -230,6 +230,8 @@ TEST(LibtorchVersion, ReadFromTheLibraryInUse) {
   pkb::test::write_file(pip / "version.py",
                         "from typing import Optional\n__version__ = '2.11.0+cu130'\ncuda = '13.0'\n");
   EXPECT_EQ(pkb::libtorch_version_at(pip / "lib/libtorch_cpu.so", "?"), "2.11.0+cu130");
+  pkb::test::write_file(pip / "version.py", "__version__: str = \"2.12.0\"\n");
+  EXPECT_EQ(pkb::libtorch_version_at(pip / "lib/libtorch_cpu.so", "?"), "2.12.0") << "annotated";
 
   auto debian = tmp.path() / "usr/lib";
   pkb::test::write_file(debian / "libtorch_cpu.so.1.13.0", "");
