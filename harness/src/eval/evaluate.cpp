@@ -59,12 +59,6 @@ WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, cons
   return w;
 }
 
-std::vector<int> trial_range(int first, int last) {
-  std::vector<int> t;
-  for (int i = first; i <= last; ++i) t.push_back(i);
-  return t;
-}
-
 // How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
 GpuSharing gpu_sharing(const EvalOptions& o) {
   if (o.device != "cuda") return {};

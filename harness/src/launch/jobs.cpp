@@ -16,9 +16,15 @@
 
 namespace pkb {
 
+std::vector<int> trial_range(int first, int last) {
+  std::vector<int> t;
+  for (int i = first; i <= last; ++i) t.push_back(i);
+  return t;
+}
+
 std::string trial_list(int first, int last) {
   std::string s;
-  for (int t = first; t <= last; ++t) s += (t > first ? "," : "") + std::to_string(t);
+  for (int t : trial_range(first, last)) s += (s.empty() ? "" : ",") + std::to_string(t);
   return s;
 }
 

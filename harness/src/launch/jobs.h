@@ -16,7 +16,8 @@
 
 namespace pkb {
 
-// "first,first+1,...,last" for --trials.
+// first, first+1, ..., last (WorkerOptions::trials), and the same as "first,...,last" for reference.py's --trials.
+std::vector<int> trial_range(int first, int last);
 std::string trial_list(int first, int last);
 
 struct RankJob {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/result_record.h"
+#include "scoring/html.h"
 #include "scoring/records.h"
 
 namespace pkb::run {
@@ -18,31 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters, which compiler logs and stderr tails can hold.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
-          out += '?';
-        else
-          out += c;
-    }
-  }
-  return out;
+// The HTML escape (valid XML too), after replacing the control characters XML 1.0 forbids, which compiler logs and
+// stderr tails can hold.
+std::string xml_escape(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
+  return scoring::html::escape(s);
 }
 
 std::string fmt(const char* f, double x) {

@@ -94,8 +94,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.batch_file = file.string();
   w.device = o.device;
   w.dtype = o.dtype;
-  w.trials.clear();
-  for (int t = 0; t < o.trials; ++t) w.trials.push_back(t);
+  w.trials = trial_range(0, o.trials - 1);
   w.seed = o.seed;
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
