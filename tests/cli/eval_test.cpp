@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../unit/test_util.h"
+#include "launch/jobs.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
 
@@ -126,6 +127,43 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_TRUE(j["sandbox"]["enabled"].get<bool>());
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// Scatter's root holds W slices, the other ranks one: a timing plan sized by each rank's own inputs differed between
+// the ranks (more copies fit the smaller ones), so the reference pass computed other copies' outputs on rank 1 than
+// the candidate's checked calls used ("copyK/rank1.safetensors: cannot open"). The shapes make the copy budget bind
+// (256 KiB and 128 KiB inputs: 128 and 256 copies fit in 32 MiB, fewer than the plan's calls).
+TEST(Eval, RanksWithDifferentInputShapesShareOneTimingPlan) {
+  pkb::test::TempDir tmp;
+  auto src = (pkb::repo_root() / "tests/fixtures/cpu/scatter.cpp").string();
+  pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, {"eval",      src,
+                                                        "--problem", "5",
+                                                        "-w",        "2",
+                                                        "--device",  "cpu",
+                                                        "--param",   "M=256",
+                                                        "--param",   "N=256",
+                                                        "--trials",  "1",
+                                                        "--warmup",  "1",
+                                                        "--iters",   "5",
+                                                        "--out",     (tmp.path() / "eval").string(),
+                                                        "--cache",   (tmp.path() / "cache").string(),
+                                                        "--json"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(j.value("status", ""), "correct") << j.value("message", "");
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_TRUE(j["checks"].contains("timed_calls_checked")) << j.dump(2).substr(0, 2000);
+  int checked = j["checks"]["timed_calls_checked"].get<int>();
+  EXPECT_GE(checked, 1);
+  int timed_on_rank1 = 0;
+  for (const auto& c : j["checks"]["comparisons"])
+    if (!c.contains("trial") && c.value("rank", -1) == 1) ++timed_on_rank1;
+  EXPECT_EQ(timed_on_rank1, checked);
+  // Every rank of the reference pass recorded the same plan.
+  auto records = pkb::read_rank_records(j["reference"]["cache_dir"].get<std::string>(), 2);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["timed_checks"], records[1]["timed_checks"]);
+  EXPECT_EQ(records[0]["candidate_input_copies"], records[1]["candidate_input_copies"]);
 }
 
 // --timing-method picks which of the two recorded timings is `speedup`; an unknown method is a usage error.

@@ -89,6 +89,21 @@ TEST(Inputs, SameBytesWhateverTheHostThreadCount) {
     EXPECT_TRUE(serial.tensors[i].equal(threaded.tensors[i])) << serial.names[i];
 }
 
+// Half-precision inputs are rounded inside the generator; they must be the bytes ATen's conversion of the fp32 draw
+// gives (what they were when the conversion ran afterwards), or every cached reference and check would shift.
+TEST(Inputs, HalfPrecisionInputsRoundLikeAtenFromTheFp32Draw) {
+  TempDir tmp;
+  auto spec = toy_problem(tmp);
+  auto fp32 = pkb::make_inputs(spec, pkb::resolve_run(spec, 2, pkb::DType::f32, {{"M", 512}, {"N", 256}}), 1, 2, 5);
+  for (auto [dtype, aten] : {std::pair{pkb::DType::bf16, at::kBFloat16}, std::pair{pkb::DType::f16, at::kHalf}}) {
+    auto half = pkb::make_inputs(spec, pkb::resolve_run(spec, 2, dtype, {{"M", 512}, {"N", 256}}), 1, 2, 5);
+    for (size_t i : {0, 1}) {  // the normal and the uniform input follow the run's float dtype
+      ASSERT_EQ(half.tensors[i].scalar_type(), aten) << half.names[i];
+      EXPECT_TRUE(half.tensors[i].equal(fp32.tensors[i].to(aten))) << half.names[i];
+    }
+  }
+}
+
 TEST(Inputs, ReplicatedWithinAGroup) {
   TempDir tmp;
   write_file(tmp.path() / "008_toy2/problem.json", R"({

@@ -235,6 +235,18 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
       why = "rank " + std::to_string(e->rank) + ": " + e->message;
     throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
   }
+  // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
+  // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
+  std::vector<json> records = read_rank_records(work, o.world);
+  auto field = [](const json& record, const char* key) {
+    return record.is_object() ? record.value(key, json()) : json();
+  };
+  for (size_t r = 1; r < records.size(); ++r)
+    for (const char* key : {"candidate_input_copies", "candidate_warmup_copies", "timed_checks"})
+      if (field(records[r], key) != field(records[0], key))
+        throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
+                    "copies than rank 0 (" + key + ": " + field(records[r], key).dump() + " vs " +
+                    field(records[0], key).dump() + ")");
   auto t_oracle = std::chrono::steady_clock::now();
   write_expected_outputs(spec, run, o, work);
   info["oracle_s"] = since(t_oracle);

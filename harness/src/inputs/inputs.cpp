@@ -23,32 +23,54 @@ double uniform01(uint64_t seed, uint64_t i) {
   return (static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) + 0.5) * 0x1p-53;
 }
 
-at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64_t seed, const Variables& vars) {
+// Stores float values as the input's dtype inside the generating loop: converting afterwards with ATen's `to` ran
+// one more pass in ATen's OpenMP pool, whose threads then spin while pkb's own threads generate the next copy
+// (on the H200 node: 8 of them per rank against 8 generating threads). The conversions round like ATen's.
+template <class Body>
+at::Tensor fill_floats(const std::vector<int64_t>& shape, at::ScalarType dtype, int64_t grain, int64_t units,
+                       Body body) {
+  if (dtype != at::kBFloat16 && dtype != at::kHalf) dtype = at::kFloat;  // other dtypes: converted by the caller
+  at::Tensor t = at::empty(shape, dtype);
+  void* data = t.data_ptr();
+  parallel_ranges(units, grain, [&](int64_t b, int64_t e) {
+    switch (dtype) {
+      case at::kBFloat16:
+        body(b, e, [p = static_cast<c10::BFloat16*>(data)](int64_t i, float v) { p[i] = c10::BFloat16(v); });
+        break;
+      case at::kHalf:
+        body(b, e, [p = static_cast<c10::Half*>(data)](int64_t i, float v) { p[i] = c10::Half(v); });
+        break;
+      default:
+        body(b, e, [p = static_cast<float*>(data)](int64_t i, float v) { p[i] = v; });
+    }
+  });
+  return t;
+}
+
+at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64_t seed, const Variables& vars,
+                at::ScalarType dtype) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   switch (d.kind) {
+    case Distribution::Kind::uniform:
+      return fill_floats(shape, dtype, 1 << 14, n, [&](int64_t b, int64_t e, auto store) {
+        for (int64_t i = b; i < e; ++i) store(i, static_cast<float>(d.low + (d.high - d.low) * uniform01(seed, 2 * i)));
+      });
     case Distribution::Kind::normal:
-    case Distribution::Kind::uniform: {
-      at::Tensor t = at::empty(shape, at::kFloat);
-      float* p = t.data_ptr<float>();
-      if (d.kind == Distribution::Kind::uniform) {
-        parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) p[i] = static_cast<float>(d.low + (d.high - d.low) * uniform01(seed, 2 * i));
-        });
-        return t;
-      }
       // Box-Muller, both values of each pair: elements 2j and 2j+1 share (u1, u2) of pair j. Generating inputs
       // is on the path of every timed evaluation (one fresh copy per call), so half the logarithms count.
-      parallel_ranges((n + 1) / 2, 1 << 13, [&](int64_t b, int64_t e) {
+      return fill_floats(shape, dtype, 1 << 13, (n + 1) / 2, [&](int64_t b, int64_t e, auto store) {
         for (int64_t j = b; j < e; ++j) {
           double u1 = uniform01(seed, 2 * j), u2 = uniform01(seed, 2 * j + 1);
           double r = d.std * std::sqrt(-2 * std::log(u1)), angle = 2 * M_PI * u2;
-          p[2 * j] = static_cast<float>(d.mean + r * std::cos(angle));
-          if (2 * j + 1 < n) p[2 * j + 1] = static_cast<float>(d.mean + r * std::sin(angle));
+          store(2 * j, static_cast<float>(d.mean + r * std::cos(angle)));
+          if (2 * j + 1 < n) store(2 * j + 1, static_cast<float>(d.mean + r * std::sin(angle)));
         }
       });
-      return t;
-    }
+    case Distribution::Kind::bernoulli:
+      return fill_floats(shape, dtype, 1 << 14, n, [&](int64_t b, int64_t e, auto store) {
+        for (int64_t i = b; i < e; ++i) store(i, uniform01(seed, i) < d.p ? 1.f : 0.f);
+      });
     case Distribution::Kind::randint: {
       int64_t lo = d.int_low.eval(vars), hi = d.int_high.eval(vars);
       if (hi <= lo)
@@ -60,14 +82,6 @@ at::Tensor fill(const Distribution& d, const std::vector<int64_t>& shape, uint64
         for (int64_t i = b; i < e; ++i)
           p[i] = lo +
                  static_cast<int64_t>((static_cast<unsigned __int128>(splitmix64(seed ^ splitmix64(i))) * span) >> 64);
-      });
-      return t;
-    }
-    case Distribution::Kind::bernoulli: {
-      at::Tensor t = at::empty(shape, at::kFloat);
-      float* p = t.data_ptr<float>();
-      parallel_ranges(n, 1 << 14, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) p[i] = uniform01(seed, i) < d.p ? 1.f : 0.f;
       });
       return t;
     }
@@ -155,9 +169,10 @@ RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, i
       if (g.name == t.replicated_in)
         rank_part = (uint64_t{1} << 40) + static_cast<uint64_t>(group_color_key(g, run, rank).first);
     uint64_t seed = mix({base_seed, static_cast<uint64_t>(spec.id), static_cast<uint64_t>(trial), i, rank_part});
-    at::Tensor values =
-        with_context("input '" + t.name + "'", [&] { return fill(t.init, tensor_shape(t, run, rank), seed, vars); });
-    out.tensors.push_back(values.to(to_aten(tensor_dtype(t, run))));
+    at::ScalarType dtype = to_aten(tensor_dtype(t, run));
+    at::Tensor values = with_context("input '" + t.name + "'",
+                                     [&] { return fill(t.init, tensor_shape(t, run, rank), seed, vars, dtype); });
+    out.tensors.push_back(values.scalar_type() == dtype ? values : values.to(dtype));
     out.names.push_back(t.name);
   }
   const ReferenceImpl* impl = find_reference(spec.slug);

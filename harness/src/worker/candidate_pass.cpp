@@ -128,26 +128,6 @@ std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& 
   return slots;
 }
 
-size_t total_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs) {
-  size_t total = 0;
-  auto add = [&](const TensorSpec& t) {
-    size_t biggest = 0;
-    for (int r = 0; r < run.world; ++r) {
-      size_t b = dtype_size(tensor_dtype(t, run));
-      for (int64_t d : tensor_shape(t, run, r)) b *= d;
-      biggest = std::max(biggest, b);
-    }
-    total += align_to_heap(biggest);
-  };
-  if (inputs) {
-    for (const auto& in : spec.inputs)
-      if (in.tensor) add(*in.tensor);
-  } else {
-    for (const auto& out : spec.outputs) add(out);
-  }
-  return total;
-}
-
 class CandidateHost {
  public:
   CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) : o_(o), env_(env), record_(record) {}
@@ -201,12 +181,11 @@ class CandidateHost {
 
   void create_runtime_and_slots() {
     const ProblemSpec& spec = env_.spec;
-    size_t in_bytes = total_bytes(spec, env_.run, true), out_bytes = total_bytes(spec, env_.run, false);
+    size_t in_bytes = heap_copy_bytes(spec, env_.run, true), out_bytes = heap_copy_bytes(spec, env_.run, false);
     plan_ = CopyPlan{};
     if (o_.time)
       plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
-                                     : timing_copies(in_bytes, env_.cuda ? cuda_l2_bytes() : 0, o_.timing,
-                                                     env_.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+                                     : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
     copies_ = plan_.copies;
     // The candidate's own symm_alloc space unless --heap-mib says otherwise (docs/abi.md), and room for the
     // alignment of the harness's blocks.

@@ -111,13 +111,13 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
   record["trials"] = trials;
 
   if (o.time) {
-    size_t in_bytes = 0;
-    for (const auto& t : last_inputs.tensors) in_bytes += t.numel() * t.element_size();
     // The candidate's calls rotate over these copies of distinct contents; the expected outputs of the copies
     // the driver drew are computed here (the candidate pass never learns which). Draw i names a call of
     // repetition i (later draws: of repetition 0, which always runs), so every repetition that runs is checked.
-    CopyPlan plan = timing_copies(in_bytes, env.cuda ? cuda_l2_bytes() : 0, o.timing,
-                                  env.cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+    // One plan for every rank (sized by the heap's copy, not this rank's own inputs), else ranks would compute
+    // the outputs of different copies.
+    size_t in_bytes = heap_copy_bytes(spec, env.run, true);
+    CopyPlan plan = world_timing_copies(spec, env.run, env.cuda, o.timing);
     nlohmann::json checked = nlohmann::json::array();
     for (size_t i = 0; i < o.timed_checks.size(); ++i) {
       int k = plan.checked_copy(static_cast<int>(i), o.timed_checks[i], o.timing);

@@ -204,6 +204,31 @@ CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions&
   return p;
 }
 
+size_t heap_copy_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs) {
+  size_t total = 0;
+  auto add = [&](const TensorSpec& t) {
+    size_t biggest = 0;
+    for (int r = 0; r < run.world; ++r) {
+      size_t b = dtype_size(tensor_dtype(t, run));
+      for (int64_t d : tensor_shape(t, run, r)) b *= d;
+      biggest = std::max(biggest, b);
+    }
+    total += align_to_heap(biggest);
+  };
+  if (inputs) {
+    for (const auto& in : spec.inputs)
+      if (in.tensor) add(*in.tensor);
+  } else {
+    for (const auto& out : spec.outputs) add(out);
+  }
+  return total;
+}
+
+CopyPlan world_timing_copies(const ProblemSpec& spec, const RunShape& run, bool cuda, const TimingOptions& o) {
+  return timing_copies(heap_copy_bytes(spec, run, true), cuda ? cuda_l2_bytes() : 0, o,
+                       cuda ? kTimingCopyBudgetCuda : kTimingCopyBudgetCpu);
+}
+
 TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::function<void(int)>& run,
                             const TimingOptions& o, const TimingHooks* hooks) {
   TimingStats s;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/runtime.h"
+#include "spec/problem_spec.h"
 
 namespace pkb {
 
@@ -163,5 +164,13 @@ int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes);
 // Copies for timing a candidate: the L2 rotation for the warm-ups, then one fresh copy per timed and probe
 // call of the largest plan (so memoizing on content never pays), within a memory budget per rank.
 CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes);
+
+// Bytes one copy of a rank's inputs (or outputs) takes in the symmetric heap: every tensor at its largest shape over
+// the ranks, aligned. The same on every rank, unlike the rank's own tensors (scatter's root holds W slices).
+size_t heap_copy_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs);
+
+// The candidate timing plan of an evaluation, one for the whole world: the reference pass draws its checked copies
+// from it and the candidate pass rotates over it, so both must size it from the same bytes on every rank.
+CopyPlan world_timing_copies(const ProblemSpec& spec, const RunShape& run, bool cuda, const TimingOptions& o);
 
 }  // namespace pkb
