@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace pkb {
 namespace {
 
@@ -17,15 +21,44 @@ constexpr std::array<uint32_t, 64> kRound = {
 
 constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-void Sha256::reset() {
-  state_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  buffered_ = 0;
-  total_bytes_ = 0;
+#if defined(__x86_64__)
+// The SHA extensions keep the working variables as two vectors, ABEF and CDGH (highest lane first), and do two
+// rounds per SHA256RNDS2; SHA256MSG1/MSG2 extend the message schedule four words at a time.
+__attribute__((target("sha,sse4.1,ssse3"))) void compress_with_sha_extensions(uint32_t* state, const uint8_t* blocks,
+                                                                              size_t count) {
+  const __m128i big_endian = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4));
+  __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+  __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+  for (; count > 0; --count, blocks += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];  // w[i % 4] holds schedule words 4i .. 4i+3 once computed
+    for (int i = 0; i < 16; ++i) {
+      if (i < 4) {
+        w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 16 * i)), big_endian);
+      } else {  // W[t] = sigma1(W[t-2]) + W[t-7] + sigma0(W[t-15]) + W[t-16], t = 4i .. 4i+3
+        __m128i part = _mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]);
+        part = _mm_add_epi32(part, _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
+        w[i % 4] = _mm_sha256msg2_epu32(part, w[(i + 3) % 4]);
+      }
+      __m128i k = _mm_add_epi32(w[i % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRound[4 * i])));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, k);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(k, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
+#endif
 
-void Sha256::compress(const uint8_t* block) {
+void compress_portable(uint32_t* state, const uint8_t* block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 | uint32_t(block[4 * i + 2]) << 8 |
@@ -36,8 +69,8 @@ void Sha256::compress(const uint8_t* block) {
     uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
   for (int i = 0; i < 64; ++i) {
     uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
     uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
@@ -50,23 +83,53 @@ void Sha256::compress(const uint8_t* block) {
     b = a;
     a = t1 + t2;
   }
-  state_[0] += a, state_[1] += b, state_[2] += c, state_[3] += d;
-  state_[4] += e, state_[5] += f, state_[6] += g, state_[7] += h;
+  state[0] += a, state[1] += b, state[2] += c, state[3] += d;
+  state[4] += e, state[5] += f, state[6] += g, state[7] += h;
+}
+
+}  // namespace
+
+bool Sha256::hardware_available() {
+#if defined(__x86_64__)
+  static const bool available = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  return available;
+#else
+  return false;
+#endif
+}
+
+Sha256::Sha256(Engine engine) : hardware_(engine == Engine::fastest && hardware_available()) { reset(); }
+
+void Sha256::reset() {
+  state_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  buffered_ = 0;
+  total_bytes_ = 0;
+}
+
+void Sha256::compress(const uint8_t* blocks, size_t count) {
+#if defined(__x86_64__)
+  if (hardware_) return compress_with_sha_extensions(state_.data(), blocks, count);
+#endif
+  for (size_t i = 0; i < count; ++i) compress_portable(state_.data(), blocks + 64 * i);
 }
 
 void Sha256::update(std::string_view data) {
   auto p = reinterpret_cast<const uint8_t*>(data.data());
   size_t n = data.size();
   total_bytes_ += n;
-  while (n > 0) {
+  if (buffered_ > 0) {  // complete the partial block first
     size_t take = std::min(n, buffer_.size() - buffered_);
     std::copy(p, p + take, buffer_.begin() + buffered_);
     buffered_ += take, p += take, n -= take;
-    if (buffered_ == buffer_.size()) {
-      compress(buffer_.data());
-      buffered_ = 0;
-    }
+    if (buffered_ < buffer_.size()) return;
+    compress(buffer_.data(), 1);
+    buffered_ = 0;
   }
+  size_t whole = n / buffer_.size();  // straight from the caller's bytes
+  compress(p, whole);
+  p += whole * buffer_.size(), n -= whole * buffer_.size();
+  std::copy(p, p + n, buffer_.begin());
+  buffered_ = n;
 }
 
 std::string Sha256::hex_digest() {

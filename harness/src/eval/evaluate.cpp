@@ -15,6 +15,7 @@
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/parallel.h"
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "inputs/inputs.h"
@@ -160,7 +161,9 @@ json digest_files(const fs::path& dir, const std::string& skip) {
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
   std::sort(paths.begin(), paths.end());
-  for (const auto& p : paths) files[fs::relative(p, dir).string()] = sha256_hex(read_text_file(p));
+  std::vector<std::string> digests(paths.size());  // hundreds of MB per entry: on the host's threads
+  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_hex(read_text_file(paths[i])); });
+  for (size_t i = 0; i < paths.size(); ++i) files[fs::relative(paths[i], dir).string()] = digests[i];
   return files;
 }
 
@@ -415,20 +418,6 @@ struct CandidateRun {
   json sandbox;
 };
 
-size_t output_bytes(const ProblemSpec& spec, const RunShape& run) {
-  size_t biggest = 0;
-  for (int r = 0; r < run.world; ++r) {
-    size_t total = 0;
-    for (const auto& out : spec.outputs) {
-      size_t b = dtype_size(tensor_dtype(out, run));
-      for (int64_t d : tensor_shape(out, run, r)) b *= d;
-      total += b;
-    }
-    biggest = std::max(biggest, total);
-  }
-  return biggest;
-}
-
 CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
                            const fs::path& cand_dir, const json& ref_record, const std::vector<CheckedCall>& calls) {
   // cand_dir (the driver's): logs, sealed/ (what was received), fifo/; only scratch/ is writable inside.
@@ -439,7 +428,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   std::set<std::string> keep;
   for (const auto& c : calls) keep.insert(c.label);
   int copies = ref_record.value("candidate_input_copies", 0);
-  size_t out_bytes = output_bytes(spec, run);
+  size_t out_bytes = heap_copy_bytes(spec, run, false);  // a capture's bytes, at most
   uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
 
   CandidateRun res;
@@ -465,13 +454,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
     box.read_only_at = {
         {spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
     box.writable = {scratch};
-    size_t in_bytes = 0;
-    for (const auto& in : spec.inputs)
-      if (in.tensor) {
-        size_t b = dtype_size(tensor_dtype(*in.tensor, run));
-        for (int64_t d : tensor_shape(*in.tensor, run, 0)) b *= d;
-        in_bytes += b;
-      }
+    size_t in_bytes = heap_copy_bytes(spec, run, true);  // the largest rank's, as the heap holds them
     // Files the job may write: logs, and on CPUs each rank's heap in /dev/shm (copies, outputs, arena).
     size_t heap_bound = kTimingCopyBudgetCpu + 4 * (in_bytes + out_bytes) + ((o.heap_mib ? o.heap_mib : 16) << 20);
     job.limits.file_size = std::max<size_t>(size_t{256} << 20, 2 * heap_bound);
