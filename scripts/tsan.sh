@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The code pkb runs from several threads (pkb_core_tests: tests/unit/concurrency_test.cpp, files_test.cpp; the
-# models' dispatch, retries and cache over loopback HTTP) built with ThreadSanitizer and run: any data race fails
-# it. A build dir of its own (default build-tsan beside the main one), torch-free targets only, so it costs
-# about a minute on two cores.
+# The code pkb runs from several threads (pkb_core_tests: tests/unit/concurrency_test.cpp, files_test.cpp,
+# seal_test.cpp; the models' dispatch, retries and cache over loopback HTTP) built with ThreadSanitizer and run:
+# any data race fails it. A build dir of its own (default build-tsan beside the main one), torch-free targets
+# only, so it costs about a minute on two cores.
 # scripts/test.sh builds it beside ctest (PKB_TSAN_BUILD_ONLY=1: build, no run) and runs it after. Exit status:
 # non-zero on a build failure, a failed test or a race.
 set -euo pipefail

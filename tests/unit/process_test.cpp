@@ -2,14 +2,28 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "core/cores.h"
 #include "core/files.h"
 #include "test_util.h"
+
+namespace {
+
+std::string read_or_empty(const std::filesystem::path& p) {  // "" when missing (or a /proc entry that is gone)
+  std::ifstream in(p);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : "";
+}
+
+}  // namespace
 
 TEST(Process, ExitCodeAndOutputTails) {
   pkb::test::TempDir tmp;
@@ -75,6 +89,40 @@ TEST(Process, AReportedProcessInAnotherSessionDiesWithTheGroup) {
       kill(escaped, SIGKILL);
     }
   }
+}
+
+// pkb killed while a child is still starting (bwrap builds its namespaces before it reports, tens of ms; a Slurm
+// requeue can come then): the handler must kill the child's group, or what the child forked outlives pkb. The
+// child here forks, then never reports, so the signal always lands in the wait.
+TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
+  pkb::test::TempDir tmp;
+  auto pid_file = tmp.path() / "pid";
+  pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    pkb::kill_children_on_termination();
+    pkb::ProcessOptions o;
+    o.timeout_s = 60;
+    o.info_fd = 3;
+    pkb::run_process({"sh", "-c", "sleep 300.7 & echo $! > " + pid_file.string() + "; sleep 30"}, o);
+    _exit(0);
+  }
+  for (int i = 0; i < 200 && read_or_empty(pid_file).empty(); ++i) usleep(20000);
+  std::string text = read_or_empty(pid_file);
+  ASSERT_FALSE(text.empty()) << "the child never started";
+  pid_t forked = std::stoi(text);
+  kill(worker, SIGTERM);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "the handler re-raises the signal";
+  auto running = [&] {  // a zombie (killed, not yet reaped by its new parent) is not running
+    std::string stat = read_or_empty("/proc/" + std::to_string(forked) + "/stat");
+    return !stat.empty() && stat.find(") Z ") == std::string::npos;
+  };
+  bool alive = running();
+  for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
+  EXPECT_FALSE(alive) << "what the starting child forked outlived the terminated parent";
+  if (alive) kill(forked, SIGKILL);
 }
 
 TEST(Process, SignalIsReported) {

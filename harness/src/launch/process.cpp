@@ -126,8 +126,8 @@ int open_reported_init(int fd) {
   return pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)) : -1;
 }
 
-// Forks and execs one child into process group `group` (0: a new group it leads); a process it reports on
-// opts.info_fd is opened into *namespace_init (-1 if none).
+// Forks and execs one child into process group `group` (0: a new group it leads, tracked for the termination
+// handler at once); a process it reports on opts.info_fd is opened into *namespace_init (-1 if none).
 pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group, int* namespace_init) {
   if (argv.empty()) throw Error("run_process: empty command");
   std::vector<std::string> env_strings;
@@ -179,6 +179,9 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     _exit(127);
   }
   setpgid(pid, group ? group : pid);  // also from the parent, so the group exists before we might signal it
+  // Tracked before waiting for the child's report: bwrap takes tens of ms to build the namespaces, and a SIGTERM
+  // then (a Slurm requeue) must still kill the group, else bwrap's own forks outlive this process.
+  if (group == 0) track_child(pid);
   close(out_fd);
   close(err_fd);
   if (info[1] >= 0) {
@@ -223,7 +226,6 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
     for (size_t i = 0; i < argvs.size(); ++i) {
       int init = -1;
       pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front(), &init));
-      if (i == 0) track_child(pids.front());
       if (init >= 0) inits.push_back(init), track_namespace_init(init);
     }
   } catch (...) {

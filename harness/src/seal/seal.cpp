@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 constexpr const char* kMagic = "PKBSEAL1";
 constexpr size_t kMaxHeader = 256;
 
+constexpr int kPipeBytes = 1 << 20;  // /proc/sys/fs/pipe-max-size's default
+
 bool label_ok(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s)
@@ -88,15 +90,18 @@ SealCollector::SealCollector(const fs::path& fifo_dir, const fs::path& out_dir, 
     s->out = &result_[r];
     s->fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (s->fd < 0) throw Error(p.string() + ": cannot open: " + std::strerror(errno));
+    // Captures of every timed call pass here (GBs per rank for large outputs): a 1 MiB pipe instead of the
+    // default 64 KiB wakes this thread and the writers 16x less often. Best effort: the default still works.
+    ::fcntl(s->fd, F_SETPIPE_SZ, kPipeBytes);
     keepalive_.push_back(::open(p.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
     streams_.push_back(std::move(s));
   }
-  thread_ = std::thread([this] { loop(); });
+  for (auto& s : streams_) threads_.emplace_back([this, stream = s.get()] { loop(*stream); });
 }
 
 SealCollector::~SealCollector() { finish(); }
 
-void SealCollector::loop() {
+void SealCollector::loop(Stream& stream) {
   std::vector<char> buf(1 << 20);
   auto complete = [](Stream& s) {
     SealedRank& out = *s.out;
@@ -164,9 +169,14 @@ void SealCollector::loop() {
           if (l == s.label) s.corrupt("outputs '" + s.label + "' sent twice");
         if (!out.error.empty()) break;
         if (keep_(s.label)) {
-          fs::create_directories(out_dir_ / s.label);
+          std::error_code ec;  // every rank's thread creates the label's directory: no throwing here
+          fs::create_directories(out_dir_ / s.label, ec);
           s.file_path = out_dir_ / s.label / ("rank" + std::to_string(s.rank) + ".safetensors");
           s.file.open(s.file_path, std::ios::binary | std::ios::trunc);
+          if (!s.file.is_open()) {
+            s.corrupt("cannot store frame " + s.label + " in " + s.file_path.string());
+            break;
+          }
         }
       }
       s.payload_left = bytes;
@@ -187,22 +197,16 @@ void SealCollector::loop() {
       return;
     }
   };
-  for (;;) {
-    std::vector<pollfd> fds;
-    for (auto& s : streams_)
-      if (!s->eof) fds.push_back({s->fd, POLLIN, 0});
-    if (fds.empty()) break;
+  while (!stream.eof) {
     bool stopping = stop_.load();
-    int rc = ::poll(fds.data(), fds.size(), stopping ? 0 : 50);
+    pollfd fd{stream.fd, POLLIN, 0};
+    int rc = ::poll(&fd, 1, stopping ? 0 : 50);
     if (rc < 0 && errno != EINTR) break;
-    for (auto& s : streams_)
-      if (!s->eof) drain(*s);
+    drain(stream);
     if (stopping && rc <= 0) break;  // nothing more is coming: the job is over
   }
-  for (auto& s : streams_) {
-    if (s->in_payload || !s->header.empty()) s->corrupt("stream cut off inside a frame");
-    if (s->file.is_open()) s->file.close();
-  }
+  if (stream.in_payload || !stream.header.empty()) stream.corrupt("stream cut off inside a frame");
+  if (stream.file.is_open()) stream.file.close();
 }
 
 const std::vector<SealedRank>& SealCollector::finish() {
@@ -211,7 +215,8 @@ const std::vector<SealedRank>& SealCollector::finish() {
   for (int fd : keepalive_)
     if (fd >= 0) ::close(fd);
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
   for (auto& s : streams_)
     if (s->fd >= 0) ::close(s->fd);
   return result_;

@@ -43,7 +43,7 @@ struct SealedRank {
   uint64_t bytes = 0;                // everything read
 };
 
-// Driver side: creates fifo_dir/rankR for every rank and reads them on a thread while the job runs. Outputs
+// Driver side: creates fifo_dir/rankR for every rank and reads each on a thread of its own while the job runs. Outputs
 // frames whose label `keep` accepts are written to out_dir/<label>/rankR.safetensors; the others are read and
 // dropped. A rank that sends more than max_bytes is cut off (its stream is corrupt).
 class SealCollector {
@@ -56,7 +56,7 @@ class SealCollector {
 
  private:
   struct Stream;
-  void loop();
+  void loop(Stream& s);
   std::filesystem::path out_dir_;
   uint64_t max_bytes_;
   std::function<bool(const std::string&)> keep_;
@@ -64,7 +64,7 @@ class SealCollector {
   std::vector<SealedRank> result_;
   std::vector<int> keepalive_;  // write ends held open so an unopened FIFO never reads as end-of-file
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::vector<std::thread> threads_;  // one per rank: W ranks' captures can be tens of GB at W = 4
   bool finished_ = false;
 };
 
