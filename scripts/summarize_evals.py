@@ -1,4 +1,6 @@
-"""Prints a markdown table from pkb eval --json records: status, baselines, candidate time, speedups, SOL%."""
+"""Prints a markdown table from pkb eval --json records: status, baselines, candidate time, speedups, SOL%.
+A record whose ranks shared a GPU (timing.contended) timed contention, not the kernel: its times are shown, its
+speedups and SOL% are not (as in pkb's own reports)."""
 import json
 import sys
 
@@ -21,10 +23,12 @@ for path in sys.argv[1:]:
     t = r.get("timing", {})
     roof = r.get("roofline", {})
     py, cpp, cand = us(t.get("baseline_pytorch_eager")), us(t.get("baseline_libtorch_nccl")), us(t.get("candidate"))
+    claims = not t.get("contended")
     rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-        r["problem"]["folder"], r["status"], fmt(py), fmt(cpp), fmt(cand),
-        fmt(py / cand if py and cand else None, "{:.2f}x"), fmt(cpp / cand if cpp and cand else None, "{:.2f}x"),
-        fmt(100 * roof["sol_candidate"] if roof.get("sol_candidate") else None, "{:.0f}%"),
+        r["problem"]["folder"], r["status"] + ("" if claims else " (ranks shared a GPU)"), fmt(py), fmt(cpp),
+        fmt(cand), fmt(py / cand if claims and py and cand else None, "{:.2f}x"),
+        fmt(cpp / cand if claims and cpp and cand else None, "{:.2f}x"),
+        fmt(100 * roof["sol_candidate"] if claims and roof.get("sol_candidate") else None, "{:.0f}%"),
         fmt(t.get("candidate", {}).get("cv", 0) * 100 if isinstance(t.get("candidate"), dict) else None, "{:.1f}%")))
 print("| problem | status | PyTorch eager µs | libtorch+NCCL µs | candidate µs | vs eager | vs libtorch | SOL% (link/HBM roofline) | CV |")
 print("|---|---|---|---|---|---|---|---|---|")
