@@ -32,6 +32,8 @@ import traceback
 import torch
 import torch.distributed as dist
 
+from dispatch_pin import DispatchPin
+
 SKIP_EXIT = 3  # every rank raised CannotRunHere: pkb reports a skip with the reason, not a failure
 
 
@@ -232,7 +234,12 @@ def run_problem(opts, rank, device, problem_dir, io):
     if opts.time:
         args = load_args(problem, os.path.join(io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
         # --timing-repeats: whole timings in a row; the first is the record's, all medians show the spread.
-        runs = [time_solution(solution, args, opts, device) for _ in range(opts.timing_repeats)]
+        local = (int(os.environ.get("LOCAL_RANK", -1)), int(os.environ.get("LOCAL_WORLD_SIZE", 0)))
+        runs = []
+        for _ in range(opts.timing_repeats):
+            with DispatchPin(*local) as pin:
+                runs.append(time_solution(solution, args, opts, device))
+            runs[-1].update(dispatch_cpu=pin.cpu, **({"dispatch_note": pin.note} if pin.cpu < 0 else {}))
         stats = runs[0]
         stats["repeat_medians_us"] = [r["median_us"] for r in runs]
         stats["repeat_paper_medians_us"] = [r["paper"]["median_us"] for r in runs]

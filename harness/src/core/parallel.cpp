@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cores.h"
+#include "core/dispatch_pin.h"
 
 namespace pkb {
 namespace {
@@ -62,9 +63,13 @@ void parallel_ranges(int64_t n, int64_t grain, const std::function<void(int64_t,
     }
     inside_chunk = false;
   };
+  auto spawned = [&] {
+    move_off_dispatch_cores();
+    work();
+  };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t)
-    if (!start_thread(pool, work)) break;
+    if (!start_thread(pool, spawned)) break;
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
@@ -84,10 +89,14 @@ void parallel_for_each(size_t n, int workers, const std::function<void(size_t)>&
       }
     }
   };
+  auto spawned = [&] {
+    move_off_dispatch_cores();
+    work();
+  };
   size_t threads = std::min(n, static_cast<size_t>(std::max(1, workers)));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t)
-    if (!start_thread(pool, work)) break;
+    if (!start_thread(pool, spawned)) break;
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

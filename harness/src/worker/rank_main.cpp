@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "core/cores.h"
+#include "core/dispatch_pin.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/parallel.h"
@@ -67,6 +68,7 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
   const int host_share = std::max(1, usable_cores() / ranks_here);
   at::set_num_threads(host_share);
   set_host_threads(host_share);
+  set_dispatch_slot(env.local_rank, ranks_here);
   if (o.device == "cuda") {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw Error("--device cuda: no CUDA device visible");

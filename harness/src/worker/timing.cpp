@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/dispatch_pin.h"
 #include "core/error.h"
 
 namespace pkb {
@@ -172,6 +173,8 @@ nlohmann::json TimingStats::to_json() const {
   j["repeated_median_us"] = repeated_median_us;
   j["clocks"] = clocks;
   j["throttled"] = throttled;
+  j["dispatch_cpu"] = dispatch_cpu;
+  if (dispatch_cpu < 0) j["dispatch_note"] = dispatch_note;
   return j;
 }
 
@@ -232,6 +235,10 @@ CopyPlan world_timing_copies(const ProblemSpec& spec, const RunShape& run, bool 
 TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::function<void(int)>& run,
                             const TimingOptions& o, const TimingHooks* hooks) {
   TimingStats s;
+  // Warm-up, repetitions and probe launch from one core of their own (core/dispatch_pin.h).
+  const DispatchPin pin;
+  s.dispatch_cpu = pin.cpu();
+  s.dispatch_note = pin.note();
   ClockMonitor clocks(rt.is_cuda() ? rt.device() : -1);
   const bool root = rt.rank() == 0;
   auto before = [&](int copy) {

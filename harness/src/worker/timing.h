@@ -113,6 +113,8 @@ struct TimingStats {
   double fresh_median_us = 0, repeated_median_us = 0;  // pkb medians of the two kinds, when both exist
   nlohmann::json clocks;                               // ClockMonitor::to_json()
   bool throttled = false;                              // any rank saw a throttle reason during a repetition
+  int dispatch_cpu = -1;  // the CPU this rank's calls were launched from (-1: not pinned, dispatch_note says why)
+  std::string dispatch_note;
 
   // The pkb method's fields at the top level (median_us, ..., iter_us, as records always had them), the paper
   // method's under "paper", and the repetitions, clocks and probe.
