@@ -110,8 +110,9 @@ DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem:
     return;
   }
   if (dispatch.empty()) {
-    note_ = "not pinned: " + std::to_string(allowed.size()) + " allowed CPUs hold fewer than 2 physical cores for each of " +
-            std::to_string(local_ranks) + " local ranks";
+    note_ = "not pinned: " + std::to_string(allowed.size()) +
+            " allowed CPUs hold fewer than 2 physical cores for each of " + std::to_string(local_ranks) +
+            " local ranks";
     return;
   }
   std::set<int> reserved;
