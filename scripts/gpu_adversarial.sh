@@ -88,5 +88,6 @@ check "timing not the forged 0.001 us" python3 -c 'import json,sys; sys.exit(jso
 evaluate inject_frames runtime_error sealed
 evaluate skip_when_unchecked incorrect "a timed call"
 evaluate repeat_detector correct
+evaluate affinity_detector correct
 echo "adversarial: $failures failed expectations"
 exit $((failures > 0))

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../unit/test_util.h"
+#include "core/dispatch_pin.h"
 #include "core/files.h"
 #include "core/sha256.h"
 #include "launch/process.h"
@@ -48,7 +49,7 @@ struct Eval {
 };
 
 Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, double timeout_s = 60,
-          std::map<std::string, std::string> env = {}) {
+          std::map<std::string, std::string> env = {}, const std::string& world = "2") {
   // A paper warm-up budget no run reaches: its 500 calls always run, so fixtures that count calls from the
   // command line (skip_when_unchecked) know where the timed calls start, the strongest position to attack from.
   auto r = pkb::test::run_cli(PKB_BINARY,
@@ -57,7 +58,7 @@ Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, doubl
                                "--problem",
                                "1",
                                "-w",
-                               "2",
+                               world,
                                "--device",
                                "cpu",
                                "--param",
@@ -239,6 +240,16 @@ TEST(Security, NoTwoCallsSeeTheSameInputContents) {
   auto e = eval(stage(tmp.path() / "cand", "repeat_detector"), tmp.path() / "eval", tmp.path() / "cache");
   EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
   EXPECT_EQ(e.record["timing"]["candidate"].value("repeated_content_iters", -1), 0);
+}
+
+// One rank, so that a machine of 2 CPUs pins it (core/dispatch_pin.h needs 2 cores per local rank).
+TEST(Security, TheCpuMaskCannotTellTimedCallsFromCheckedOnes) {
+  if (pkb::allowed_cpus().size() < 2) GTEST_SKIP() << "one CPU: nothing is pinned, the test would prove nothing";
+  pkb::test::TempDir tmp;
+  auto e =
+      eval(stage(tmp.path() / "cand", "affinity_detector"), tmp.path() / "eval", tmp.path() / "cache", 60, {}, "1");
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_GE(e.record["timing"]["candidate"].value("dispatch_cpu", -1), 0) << "not pinned: the test proved nothing";
 }
 
 TEST(Security, BytesThatAreNotUtf8NeverBreakARecord) {

@@ -111,6 +111,24 @@ TEST(DispatchPin, OtherThreadsLeaveTheDispatchCoreAndEveryMaskComesBack) {
   helper.join();
 }
 
+// The candidate pass holds a pin over all its judged calls and the timed loop asks for one inside it: the inner pin
+// reports the outer one's CPU and changes nothing, and only the outer one restores.
+TEST(DispatchPin, APinInsideAPinKeepsTheOuterOne) {
+  const std::vector<int> allowed = pkb::allowed_cpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "one allowed CPU: nothing to pin to";
+  pkb::test::TempDir no_topology;
+  {
+    pkb::DispatchPin outer(0, 1, no_topology.path());
+    ASSERT_EQ(outer.cpu(), allowed.back()) << outer.note();
+    {
+      pkb::DispatchPin inner(0, 1, no_topology.path());
+      EXPECT_EQ(inner.cpu(), outer.cpu());
+    }
+    EXPECT_EQ(mask_of(this_tid()), std::vector<int>{allowed.back()}) << "the inner pin undid the outer one";
+  }
+  EXPECT_EQ(mask_of(this_tid()), allowed);
+}
+
 TEST(DispatchPin, NothingIsPinnedWithoutTwoCoresPerLocalRankOrASlot) {
   pkb::test::TempDir no_topology;
   const std::vector<int> before = mask_of(this_tid());

@@ -92,6 +92,7 @@ std::vector<pid_t> process_threads() {
 std::atomic<int> slot_rank{-1}, slot_ranks{0};
 std::mutex held_mutex;
 std::optional<cpu_set_t> held_others;  // while a DispatchPin is held: where other threads run
+int held_cpu = -1;                     // ... and the CPU it pinned its thread to
 
 cpu_set_t mask_of(const std::vector<int>& cpus) {
   cpu_set_t set;
@@ -103,6 +104,13 @@ cpu_set_t mask_of(const std::vector<int>& cpus) {
 }  // namespace
 
 DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem::path& sys_cpu) {
+  {
+    std::lock_guard<std::mutex> lock(held_mutex);
+    if (held_others) {  // inside a pin already (a whole pass holds one): its CPU, nothing to change or restore
+      cpu_ = held_cpu;
+      return;
+    }
+  }
   const std::vector<int> allowed = allowed_cpus();
   const auto dispatch = dispatch_cores(physical_cores(allowed, sys_cpu), local_ranks);
   if (local_ranks < 1 || local_rank < 0 || local_rank >= local_ranks) {
@@ -136,8 +144,10 @@ DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem:
     saved_.emplace_back(tid, before);
   }
   cpu_ = dispatch[local_rank].front();
+  owner_ = true;
   std::lock_guard<std::mutex> lock(held_mutex);
   held_others = others;
+  held_cpu = cpu_;
 }
 
 void set_dispatch_slot(int local_rank, int local_ranks) {
@@ -148,9 +158,10 @@ void set_dispatch_slot(int local_rank, int local_ranks) {
 DispatchPin::DispatchPin() : DispatchPin(slot_rank.load(), slot_ranks.load()) {}
 
 DispatchPin::~DispatchPin() {
-  if (cpu_ >= 0) {
+  if (owner_) {
     std::lock_guard<std::mutex> lock(held_mutex);
     held_others.reset();
+    held_cpu = -1;
   }
   for (const auto& [tid, mask] : saved_) sched_setaffinity(tid, sizeof mask, &mask);
 }

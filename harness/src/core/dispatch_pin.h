@@ -38,7 +38,8 @@ std::vector<int> allowed_cpus();
 // While alive: the calling thread runs on the first CPU of its rank's dispatch core, every other thread of the
 // process on the allowed CPUs outside all local ranks' dispatch cores. The destructor restores every thread's
 // mask (threads that exited meanwhile are skipped). Never throws: where pinning is impossible it does nothing
-// and note() says why.
+// and note() says why. A pin made while another is held changes nothing and reports the held one's CPU (the
+// candidate pass holds one over all its judged calls, the timed loop asks for one inside it).
 class DispatchPin {
  public:
   DispatchPin(int local_rank, int local_ranks, const std::filesystem::path& sys_cpu = "/sys/devices/system/cpu");
@@ -52,6 +53,7 @@ class DispatchPin {
 
  private:
   std::vector<std::pair<int, cpu_set_t>> saved_;  // (thread id, its mask before)
+  bool owner_ = false;                            // false: not pinned, or inside another pin
   int cpu_ = -1;
   std::string note_;
 };

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/dispatch_pin.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "inputs/inputs.h"
@@ -143,6 +144,10 @@ class CandidateHost {
     create_runtime_and_slots();
     fill_context();
     lap("load_and_heap");
+    // Every judged call (trials, timing, post-timing trial) runs under the same pin, so the candidate's CPU mask
+    // cannot tell a timed call from a checked one. Made after the runtime, whose threads it then moves off the
+    // dispatch core (threads started by the pinned thread would inherit its one CPU).
+    const DispatchPin pin;
     record_["trials"] = nlohmann::json::array();
     bool set_up = false;
     for (size_t i = 0; i < o_.trials.size(); ++i) {
