@@ -5,6 +5,8 @@
 // copy captured (docs/architecture.md, "Security model"), then one more trial with fresh inputs to catch kernels
 // that only work once. Outputs and records go to the driver over the sealed channel as soon as they exist. The
 // candidate's failures become record statuses, never exceptions.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -145,8 +147,10 @@ class CandidateHost {
     fill_context();
     lap("load_and_heap");
     // Every judged call (trials, timing, post-timing trial) runs under the same pin, so the candidate's CPU mask
-    // cannot tell a timed call from a checked one. Made after the runtime, whose threads it then moves off the
-    // dispatch core (threads started by the pinned thread would inherit its one CPU).
+    // cannot tell a timed call from a checked one. Threads this thread starts under the pin inherit its one CPU,
+    // so what starts threads goes first: the runtime, and ATen's OpenMP pool (started by its first parallel
+    // region, which input generation would otherwise run under the pin); the pin then moves them off.
+    if (at::get_num_threads() > 1) (void)at::ones({int64_t{1} << 17}).sum();
     const DispatchPin pin;
     record_["trials"] = nlohmann::json::array();
     bool set_up = false;
