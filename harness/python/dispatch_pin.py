@@ -56,11 +56,11 @@ class DispatchPin:
         self.saved, self.cpu, self.note = [], -1, ""
 
     def __enter__(self):
-        allowed = sorted(os.sched_getaffinity(0))
-        dispatch = dispatch_cores(physical_cores(allowed, self.sys_cpu), self.local_ranks)
         if not 0 <= self.local_rank < self.local_ranks:
             self.note = "not pinned: no local rank given"
             return self
+        allowed = sorted(os.sched_getaffinity(0))
+        dispatch = dispatch_cores(physical_cores(allowed, self.sys_cpu), self.local_ranks)
         if not dispatch:
             self.note = (f"not pinned: {len(allowed)} allowed CPUs hold fewer than 2 physical cores for each of "
                          f"{self.local_ranks} local ranks")

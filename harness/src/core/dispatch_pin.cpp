@@ -111,12 +111,12 @@ DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem:
       return;
     }
   }
-  const std::vector<int> allowed = allowed_cpus();
-  const auto dispatch = dispatch_cores(physical_cores(allowed, sys_cpu), local_ranks);
   if (local_ranks < 1 || local_rank < 0 || local_rank >= local_ranks) {
     note_ = "not pinned: no local rank given";
     return;
   }
+  const std::vector<int> allowed = allowed_cpus();
+  const auto dispatch = dispatch_cores(physical_cores(allowed, sys_cpu), local_ranks);
   if (dispatch.empty()) {
     note_ = "not pinned: " + std::to_string(allowed.size()) +
             " allowed CPUs hold fewer than 2 physical cores for each of " + std::to_string(local_ranks) +

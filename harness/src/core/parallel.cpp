@@ -18,10 +18,14 @@ std::atomic<int> configured{0};  // 0: not set, usable_cores()
 thread_local bool inside_chunk = false;
 
 // False when the system refuses another thread: the loop then runs on those it has (the caller's at least).
+// A worker leaves the dispatch core first (core/dispatch_pin.h): it would inherit a pinned caller's one CPU.
 template <typename Work>
 bool start_thread(std::vector<std::thread>& pool, Work& work) {
   try {
-    pool.emplace_back(work);
+    pool.emplace_back([&work] {
+      move_off_dispatch_cores();
+      work();
+    });
     return true;
   } catch (const std::system_error&) {
     return false;
@@ -63,13 +67,9 @@ void parallel_ranges(int64_t n, int64_t grain, const std::function<void(int64_t,
     }
     inside_chunk = false;
   };
-  auto spawned = [&] {
-    move_off_dispatch_cores();
-    work();
-  };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t)
-    if (!start_thread(pool, spawned)) break;
+    if (!start_thread(pool, work)) break;
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
@@ -89,14 +89,10 @@ void parallel_for_each(size_t n, int workers, const std::function<void(size_t)>&
       }
     }
   };
-  auto spawned = [&] {
-    move_off_dispatch_cores();
-    work();
-  };
   size_t threads = std::min(n, static_cast<size_t>(std::max(1, workers)));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t)
-    if (!start_thread(pool, spawned)) break;
+    if (!start_thread(pool, work)) break;
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
