@@ -52,7 +52,7 @@ def cv(xs):
 def fmt(x, unit="", digits=1):
     return "-" if x is None else f"{x:.{digits}f}{unit}"
 
-worst = {}
+worst, per_timing = {}, []
 if mode == "baselines":
     print("| problem | baseline | pkb median us | IQR us | CV of median % | paper median us | CV of median % | paper/pkb | reps | throttled |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -70,6 +70,18 @@ if mode == "baselines":
             print(f"| {problem} | {name} | {t['median_us']:.1f} | {fmt(t.get('iqr_us'))} | {fmt(a, '', 2)} | {fmt(p)} | "
                   f"{fmt(b, '', 2)} | {fmt(p / t['median_us'] if p else None, 'x', 2)} | {t.get('reps')} | "
                   f"{'yes' if t.get('throttled') else 'no'} |")
+            per_timing.append((problem, name, t.get("repeat_medians_us", []), t.get("repeat_host_probe_us", [])))
+    # Each timing's median beside its host-speed probe (pkb-rank's and reference.py's differ in scale): a median
+    # that steps with the probe points at the host's CPU, one that steps alone at the GPU or the launch path.
+    print()
+    print("| problem | baseline | pkb median of each timing, us | host probe of each timing, us | corr |")
+    print("|---|---|---|---|---|")
+    for problem, name, medians, probes in per_timing:
+        r = None
+        if len(medians) == len(probes) >= 3 and statistics.pstdev(medians) > 0 and statistics.pstdev(probes) > 0:
+            r = statistics.correlation(medians, probes)
+        print(f"| {problem} | {name} | {', '.join(f'{m:.1f}' for m in medians)} | "
+              f"{', '.join(f'{q:.1f}' for q in probes) or '-'} | {fmt(r, '', 2)} |")
 else:
     print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | speedup paper | throttled |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -12,7 +12,8 @@
 # PKB_TIME=1 also times the baselines (validate --time) and prints their roofline table; PKB_VALIDATE_WORLDS lists
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU);
 # PKB_TIMING_SELECTION (baselines, default 1-30), PKB_TIMING_EXPERTS (default 1-8) and PKB_TIMING_REPEATS
-# (default 5) size the timing step. PKB_STEP_TIMEOUT=SECONDS ends any one step that runs longer (a failure), so
+# (default 5) size the timing step, PKB_TIMING_OPTIONS (e.g. "--rep-gap-ms 50 --max-reps 10") passes timing options
+# to both of its parts. PKB_STEP_TIMEOUT=SECONDS ends any one step that runs longer (a failure), so
 # one slow step cannot use up a time-limited call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -136,9 +137,11 @@ want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scrip
 # 5 evaluations of each expert kernel; tables of the medians' CV for both methods and the paper/pkb ratios.
 if want timing; then
   TAIL_LINES=45 step timing_baselines env PKB="$build/pkb" OUT="$out/timing_baselines" CUDA_VISIBLE_DEVICES=0 \
-    "$root/scripts/bench_timing.sh" baselines "${PKB_TIMING_SELECTION:-1-30}" "${PKB_TIMING_REPEATS:-5}"
+    "$root/scripts/bench_timing.sh" baselines "${PKB_TIMING_SELECTION:-1-30}" "${PKB_TIMING_REPEATS:-5}" \
+    ${PKB_TIMING_OPTIONS:-}
   TAIL_LINES=15 step timing_experts env PKB="$build/pkb" OUT="$out/timing_experts" CUDA_VISIBLE_DEVICES=0 \
-    "$root/scripts/bench_timing.sh" experts "${PKB_TIMING_EXPERTS:-1-8}" "${PKB_TIMING_REPEATS:-5}"
+    "$root/scripts/bench_timing.sh" experts "${PKB_TIMING_EXPERTS:-1-8}" "${PKB_TIMING_REPEATS:-5}" \
+    ${PKB_TIMING_OPTIONS:-}
 fi
 # What the sandbox costs an honest evaluation: the same cached candidate with and without it.
 if want sandbox; then

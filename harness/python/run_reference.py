@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import statistics
 import struct
 import sys
 import time
@@ -243,6 +244,7 @@ def run_problem(opts, rank, device, problem_dir, io):
         stats = runs[0]
         stats["repeat_medians_us"] = [r["median_us"] for r in runs]
         stats["repeat_paper_medians_us"] = [r["paper"]["median_us"] for r in runs]
+        stats["repeat_host_probe_us"] = [statistics.median(r["host_probe_us"]) for r in runs]
         if rank == 0:
             with open(os.path.join(io, "timing.py.json"), "w") as f:
                 json.dump(stats, f, indent=2)
@@ -267,6 +269,7 @@ def main():
     parser.add_argument("--timing-budget", type=float, default=2.0)
     parser.add_argument("--paper-warmup-budget", type=float, default=1.0)
     parser.add_argument("--timing-repeats", type=int, default=1)
+    parser.add_argument("--rep-gap-ms", type=float, default=0.0)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
     if len(opts.problem_dir) != len(opts.io):
@@ -431,6 +434,15 @@ class Clocks:
                 "samples": self.samples}
 
 
+def host_probe_us():
+    """Microseconds for a fixed chain of dependent integer operations in the interpreter: the host's speed as the
+    dispatching thread sees it (pkb-rank's host_probe_us runs a machine-code chain, so the two differ in scale)."""
+    x, t0 = 0x9E3779B9, time.perf_counter()
+    for _ in range(2000):
+        x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+    return 1e6 * (time.perf_counter() - t0)
+
+
 def time_solution(solution, args, opts, device):
     """Times solution() with both of pkb's methods, as pkb-rank times references and candidates
     (harness/src/worker/timing.h): warm-ups, then repetitions of a pkb block (a cross-rank barrier before each
@@ -500,9 +512,17 @@ def time_solution(solution, args, opts, device):
         dist.all_reduce(mean, op=dist.ReduceOp.MAX)
         paper_values.append(mean.item())
 
-    per_rep, reps, stopped, t0 = opts.iters + opts.paper_iters, 0, None, time.monotonic()
+    per_rep, reps, stopped, t0, probes = opts.iters + opts.paper_iters, 0, None, time.monotonic(), []
     while stopped is None:
         base = reps * per_rep
+        if reps > 0 and opts.rep_gap_ms > 0:  # as pkb-rank: a pause, then the pkb warm-up again
+            time.sleep(opts.rep_gap_ms / 1e3)
+            for i in range(opts.warmup):
+                dist.all_reduce(token)
+                solution(*copies[i % n])
+            sync()
+            dist.barrier()
+        probes.append(host_probe_us())
         clocks.sample(reps, "before")
         if reps % 2 == 0:
             pkb_block(base)
@@ -522,7 +542,8 @@ def time_solution(solution, args, opts, device):
     paper = summarize(paper_values)
     paper.update(reps=len(paper_values), rep_us=paper_values)
     stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
-                 paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()))
+                 paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()),
+                 host_probe_us=probes)
     return stats
 
 

@@ -135,6 +135,26 @@ int main(int argc, char** argv) {
       check(j.contains("median_us") && j["paper"].contains("median_us") && j.contains("iqr_us") && j["reps"] == 1,
             "record fields: pkb at the top level, paper beneath");
 
+    // A pause before every repetition after the first, then the pkb warm-up again on the warm-up copies; the
+    // host probe is sampled before every repetition.
+    o.budget_s = 60, o.ci_target = 0.01, o.rep_gap_ms = 20;
+    auto w0 = std::chrono::steady_clock::now();
+    Run g = timed_run(*rt, plan, o);
+    double gap_wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+    check(gap_wall_ms >= 2 * 20, "two pauses of 20 ms between three repetitions: " + std::to_string(gap_wall_ms));
+    check(g.before_copies.size() ==
+              static_cast<size_t>(o.warmup_calls() + 2 * o.warmup + 3 * o.calls_per_rep() + kEscapeProbeCalls),
+          "every pause is followed by the pkb warm-up");
+    size_t first_rep_end = o.warmup_calls() + o.calls_per_rep();
+    for (size_t i = first_rep_end; i < first_rep_end + o.warmup; ++i)
+      check(g.before_copies[i] < 3, "the warm-up after a pause uses warm-up copies");
+    if (rank == 0) {
+      check(g.stats.host_probe_us.size() == 3, "one host probe per repetition");
+      for (double p : g.stats.host_probe_us) check(p > 0 && p < 1e6, "host probe in µs: " + std::to_string(p));
+      check(g.stats.to_json()["host_probe_us"].size() == 3, "the record carries the probes");
+    }
+    o.rep_gap_ms = 0;
+
     // The real CPU runtime (shared-memory heap, MPI barrier, steady clock) with busy-waits: only lower bounds
     // hold on a loaded machine.
     auto cpu = make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "timing-test-" + std::to_string(tag));

@@ -71,8 +71,11 @@ TEST(TimingOptions, BadValuesNameTheOption) {
   o = {};
   o.ci_target = 0;
   EXPECT_THROW(o.validate(), Error);
+  o = {};
+  o.rep_gap_ms = -1;
+  EXPECT_THROW(o.validate(), Error);
   EXPECT_NO_THROW(TimingOptions{}.validate());
-  EXPECT_EQ(TimingOptions{}.to_args().size(), 20u);  // every option travels to pkb-rank and reference.py
+  EXPECT_EQ(TimingOptions{}.to_args().size(), 22u);  // every option travels to pkb-rank and reference.py
   EXPECT_EQ(timing_method_from_name("paper"), TimingMethod::paper);
   EXPECT_FALSE(timing_method_from_name("fast"));
 }
@@ -220,6 +223,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   o.save_inputs = o.precise = o.precise_too = o.time = true;
   o.timing.iters = 7;
   o.timing.max_reps = 9;
+  o.timing.rep_gap_ms = 12.5;
   o.timing.ci_target = 0.02;
   o.post_trial = 3;
   o.candidate = "/pkb/candidate.so";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "core/dispatch_pin.h"
 #include "core/error.h"
@@ -52,13 +53,14 @@ void TimingOptions::validate() const {
   need(budget_s > 0, "--timing-budget must be > 0 seconds");
   need(paper_warmup_budget_s > 0, "--paper-warmup-budget must be > 0 seconds");
   need(repeats >= 1, "--timing-repeats must be >= 1");
+  need(rep_gap_ms >= 0 && rep_gap_ms <= 60e3, "--rep-gap-ms must be in [0, 60000]");
 }
 
 nlohmann::json TimingOptions::to_json() const {
   return {{"warmup", warmup},           {"iters", iters},       {"paper_warmup", paper_warmup},
           {"paper_iters", paper_iters}, {"min_reps", min_reps}, {"max_reps", max_reps},
           {"ci_target", ci_target},     {"budget_s", budget_s}, {"paper_warmup_budget_s", paper_warmup_budget_s},
-          {"repeats", repeats}};
+          {"repeats", repeats},         {"rep_gap_ms", rep_gap_ms}};
 }
 
 std::vector<std::string> TimingOptions::to_args() const {
@@ -86,7 +88,9 @@ std::vector<std::string> TimingOptions::to_args() const {
           "--paper-warmup-budget",
           num(paper_warmup_budget_s),
           "--timing-repeats",
-          std::to_string(repeats)};
+          std::to_string(repeats),
+          "--rep-gap-ms",
+          num(rep_gap_ms)};
 }
 
 int TimingOptions::next_paper_warmup_chunk(int done, double elapsed_s) const {
@@ -143,6 +147,18 @@ bool repetitions_done(const TimingOptions& o, int reps, const SampleStats& pkb, 
   return reps >= o.min_reps && pkb.ci_half_rel() <= o.ci_target && paper.ci_half_rel() <= o.ci_target;
 }
 
+double host_probe_us() {
+  // 1 << 15 multiply-adds, each depending on the last: no instruction-level parallelism, no memory, so the time
+  // is the core's clock and whatever shares the core with this thread (an SMT sibling, the hypervisor).
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  const double t0 = now_us();
+  for (int i = 0; i < (1 << 15); ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    asm volatile("" : "+r"(x));  // keeps the chain: the compiler may neither fold nor vectorize it
+  }
+  return now_us() - t0;
+}
+
 namespace {
 const char* stop_reason(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper,
                         double elapsed_s) {
@@ -173,6 +189,7 @@ nlohmann::json TimingStats::to_json() const {
   j["repeated_median_us"] = repeated_median_us;
   j["clocks"] = clocks;
   j["throttled"] = throttled;
+  j["host_probe_us"] = host_probe_us;
   j["dispatch_cpu"] = dispatch_cpu;
   if (dispatch_cpu < 0) j["dispatch_note"] = dispatch_note;
   return j;
@@ -317,6 +334,19 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
   int reps = 0;
   for (int done = 0; !done;) {
     int base = reps * o.calls_per_rep();
+    if (reps > 0 && o.rep_gap_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.rep_gap_ms));
+      for (int i = 0; i < o.warmup; ++i) {
+        int k = plan.warmup_copy(i);
+        before(k);
+        rt.barrier();
+        run(k);
+      }
+      throw_if(rt.synchronize(), "warm-up after the pause");
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    double probe = host_probe_us();
+    if (root) s.host_probe_us.push_back(probe);
     clocks.sample(reps, "before");
     // Alternating which method goes first cancels drift and order effects between the two.
     if (reps % 2 == 0)

@@ -41,6 +41,10 @@ struct TimingOptions {
   // take 10 s and warm nothing more than 1 s does).
   double paper_warmup_budget_s = 1;
   int repeats = 1;  // baselines only (validate --time): whole timings in a row, for the medians' spread
+  // An untimed pause before every repetition after the first (then `warmup` untimed calls again), so that a
+  // timing's repetitions sample the node over a longer window: a host or GPU state that lasts tens of ms
+  // otherwise sets a whole timing's median (docs/architecture.md, "Timing").
+  double rep_gap_ms = 0;
 
   int calls_per_rep() const { return iters + paper_iters; }
   // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took
@@ -113,6 +117,9 @@ struct TimingStats {
   double fresh_median_us = 0, repeated_median_us = 0;  // pkb medians of the two kinds, when both exist
   nlohmann::json clocks;                               // ClockMonitor::to_json()
   bool throttled = false;                              // any rank saw a throttle reason during a repetition
+  // Rank 0's host-speed probe before every repetition (host_probe_us()): a node whose CPU slows down between
+  // repetitions shows here, beside the GPU's clocks.
+  std::vector<double> host_probe_us;
   int dispatch_cpu = -1;  // the CPU this rank's calls were launched from (-1: not pinned, dispatch_note says why)
   std::string dispatch_note;
 
@@ -128,6 +135,10 @@ struct TimingHooks {
   std::function<void(int copy)> before;
   std::function<void(int ordinal, int copy)> after_timed;
 };
+
+// Microseconds this thread takes for a fixed chain of dependent integer operations (~30 µs on a 3 GHz core):
+// the host's speed as the dispatching thread sees it, sampled before every repetition.
+double host_probe_us();
 
 // Escape-probe calls after the repetitions.
 constexpr int kEscapeProbeCalls = 5;

@@ -25,6 +25,10 @@ inline void add_timing_flags(CLI::App* cmd, TimingOptions& t, const std::string&
   cmd->add_option("--paper-warmup-budget", t.paper_warmup_budget_s,
                   "paper method: end the warm-up (chunks of 50 calls) once it ran this many seconds")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--rep-gap-ms", t.rep_gap_ms,
+                  "Untimed pause before each repetition after the first (then the pkb warm-up again), so that "
+                  "repetitions spread over time")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--timing-repeats", t.repeats, "Baselines: whole timings in a row; records each one's medians")
       ->check(CLI::PositiveNumber);
 }
