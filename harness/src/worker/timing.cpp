@@ -57,9 +57,9 @@ void TimingOptions::validate() const {
 }
 
 nlohmann::json TimingOptions::to_json() const {
-  return {{"warmup", warmup},           {"iters", iters},       {"paper_warmup", paper_warmup},
-          {"paper_iters", paper_iters}, {"min_reps", min_reps}, {"max_reps", max_reps},
-          {"ci_target", ci_target},     {"budget_s", budget_s}, {"paper_warmup_budget_s", paper_warmup_budget_s},
+  return {{"warmup", warmup},           {"iters", iters},          {"paper_warmup", paper_warmup},
+          {"paper_iters", paper_iters}, {"min_reps", min_reps},    {"max_reps", max_reps},
+          {"ci_target", ci_target},     {"budget_s", budget_s},    {"paper_warmup_budget_s", paper_warmup_budget_s},
           {"repeats", repeats},         {"rep_gap_ms", rep_gap_ms}};
 }
 
