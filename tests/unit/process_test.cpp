@@ -12,6 +12,7 @@
 
 #include "core/cores.h"
 #include "core/files.h"
+#include "launch/jobs.h"
 #include "test_util.h"
 
 namespace {
@@ -181,4 +182,44 @@ TEST(Cores, QuotaOfCpuMaxRoundsUpAndMaxIsUnlimited) {
   int cores = pkb::usable_cores();
   EXPECT_GE(cores, 1);
   EXPECT_LE(cores, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+namespace {
+
+// A problem reference.py can run on one CPU rank: a scalar input n, one output filled with n.
+pkb::PythonRunnerJob tiny_python_job(const std::filesystem::path& root, const std::string& body) {
+  pkb::test::write_file(root / "problem/problem.json",
+                        R"({"inputs": [{"name": "n", "value": 3}], "outputs": [{"name": "out"}]})");
+  pkb::test::write_file(root / "problem/reference.py", "import torch\n\ndef solution(n):\n" + body);
+  // safetensors with no tensors: an 8-byte little-endian header length, then the header (metadata only).
+  std::string header = R"({"__metadata__": {"scalar.n": "3"}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  pkb::test::write_file(root / "io/trial0/inputs.rank0.safetensors", bytes + header);
+  pkb::PythonRunnerJob job;
+  job.device = "cpu";
+  job.problem_dir = root / "problem";
+  job.io_dir = root / "io";
+  job.timeout_s = 120;
+  return job;
+}
+
+}  // namespace
+
+// A launch whose every rank finished is ok() as well as outcome ok: evaluate tested ok() while the batch code set
+// only the outcome, so every W = 1 evaluation on a GPU node failed its PyTorch-eager baseline with "exit -1".
+TEST(PythonRunner, FinishedRanksAreOkByEitherTest) {
+  ASSERT_FALSE(pkb::python_with_torch().empty()) << "no python3 with torch (scripts/setup.sh installs it)";
+  pkb::test::TempDir tmp;
+  pkb::PythonRunResult r =
+      pkb::run_python_runner(tiny_python_job(tmp.path(), "    return torch.full((2,), float(n))\n"));
+  EXPECT_EQ(r.outcome, pkb::PythonRunResult::Outcome::ok) << r.detail;
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "io/trial0/py.rank0.safetensors"));
+
+  pkb::test::TempDir bad;
+  pkb::PythonRunResult e = pkb::run_python_runner(tiny_python_job(bad.path(), "    raise ValueError('no such n')\n"));
+  EXPECT_EQ(e.outcome, pkb::PythonRunResult::Outcome::error);
+  EXPECT_FALSE(e.ok());
+  EXPECT_NE(e.detail.find("no such n"), std::string::npos) << e.detail;
 }

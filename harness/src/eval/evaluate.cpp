@@ -258,10 +258,11 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     for (const auto& t : o.timing.to_args()) py_args.push_back(t);
     PythonRunnerJob job{o.world, o.device, spec.dir, work, "0", py_args, o.timeout_s, {}};
     if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-    ProcessResult py = run_python_runner(job);
-    if (!py.ok())
-      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.summary() + ": " +
-                  stderr_tail(py, kMessageTailBytes));
+    PythonRunResult py = run_python_runner(job);
+    if (py.outcome == PythonRunResult::Outcome::error)
+      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
+    // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
+    info["python_skip"] = py.outcome == PythonRunResult::Outcome::skip ? py.detail : "";
   }
   write_json_atomically(work / "complete.json",
                         {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
@@ -540,9 +541,13 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   timing["baseline_pytorch_eager"] = py_t;
   bool have_py = py_t.is_object() && py_t.contains("median_us");
   timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
-  if (!have_py)
-    timing["baseline_note"] = rec["reference"].value("python", false) ? "reference.py timing missing"
-                                                                      : "Python torch absent: strict C++ baseline used";
+  if (!have_py) {
+    std::string skip = rec["reference"].value("python_skip", "");
+    timing["baseline_note"] = !skip.empty() ? "reference.py cannot run here (" + skip + "): C++ baseline used"
+                              : rec["reference"].value("python", false)
+                                  ? "reference.py timing missing"
+                                  : "Python torch absent: strict C++ baseline used";
+  }
   // Both methods' speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p).
   TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
   auto median_of = [](const json& t, TimingMethod m) {

@@ -207,6 +207,8 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
       if (all_ok) {  // this problem finished on every rank, whatever happened to the launch later
         PythonRunResult ok;
         ok.outcome = PythonRunResult::Outcome::ok;
+        ok.exited = true, ok.exit_code = 0;  // ok() must agree with the outcome (callers test either)
+        for (const auto& pr : ranks) ok.wall_s = std::max(ok.wall_s, pr.wall_s);
         results.push_back(ok);
         continue;
       }

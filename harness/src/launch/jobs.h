@@ -48,8 +48,8 @@ struct PythonRunnerJob {
   std::map<std::string, std::string> env;  // extra variables, e.g. CUDA_VISIBLE_DEVICES
 };
 
-// The W ranks' launch as one result (ok() when every rank exited 0; stderr_tail says why not) plus what the ranks
-// recorded in io_dir/py.rankR.json.
+// One problem's result from the W ranks' launch: ok() exactly when the outcome is ok (the problem finished on every
+// rank, even if a later problem of the batch then ended the launch); otherwise stderr_tail and detail say why.
 struct PythonRunResult : ProcessResult {
   enum class Outcome { ok, skip, error } outcome = Outcome::error;
   std::string detail;  // skip: the reason; error: "rank R: Type: message (reference.py:L in f: code)"
