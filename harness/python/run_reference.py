@@ -457,9 +457,12 @@ def time_solution(solution, args, opts, device):
     cuda = device.type == "cuda"
     clocks = Clocks(device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    for i in range(opts.warmup):
-        dist.all_reduce(token)
-        solution(*copies[i % n])
+    def pkb_warmup():  # at the start, and again after each --rep-gap-ms pause
+        for i in range(opts.warmup):
+            dist.all_reduce(token)
+            solution(*copies[i % n])
+
+    pkb_warmup()
     # As pkb-rank: the paper warm-up in synchronized chunks until paper_warmup ran or its budget is spent, rank 0's
     # clock deciding for every rank (the calls hold collectives).
     paper_warmup, w0 = 0, time.monotonic()
@@ -517,9 +520,7 @@ def time_solution(solution, args, opts, device):
         base = reps * per_rep
         if reps > 0 and opts.rep_gap_ms > 0:  # as pkb-rank: a pause, then the pkb warm-up again
             time.sleep(opts.rep_gap_ms / 1e3)
-            for i in range(opts.warmup):
-                dist.all_reduce(token)
-                solution(*copies[i % n])
+            pkb_warmup()
             sync()
             dist.barrier()
         probes.append(host_probe_us())

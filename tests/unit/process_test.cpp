@@ -12,6 +12,7 @@
 
 #include "core/cores.h"
 #include "core/files.h"
+#include "io/safetensors.h"
 #include "launch/jobs.h"
 #include "test_util.h"
 
@@ -191,11 +192,10 @@ pkb::PythonRunnerJob tiny_python_job(const std::filesystem::path& root, const st
   pkb::test::write_file(root / "problem/problem.json",
                         R"({"inputs": [{"name": "n", "value": 3}], "outputs": [{"name": "out"}]})");
   pkb::test::write_file(root / "problem/reference.py", "import torch\n\ndef solution(n):\n" + body);
-  // safetensors with no tensors: an 8-byte little-endian header length, then the header (metadata only).
-  std::string header = R"({"__metadata__": {"scalar.n": "3"}})";
-  std::string bytes(8, '\0');
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
-  pkb::test::write_file(root / "io/trial0/inputs.rank0.safetensors", bytes + header);
+  pkb::NamedTensors inputs;  // the scalar travels as metadata, as the reference pass saves it
+  inputs.metadata["scalar.n"] = "3";
+  std::filesystem::create_directories(root / "io/trial0");
+  pkb::write_safetensors(root / "io/trial0/inputs.rank0.safetensors", inputs);
   pkb::PythonRunnerJob job;
   job.device = "cpu";
   job.problem_dir = root / "problem";

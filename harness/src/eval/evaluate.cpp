@@ -262,7 +262,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     if (py.outcome == PythonRunResult::Outcome::error)
       throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
     // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
-    info["python_skip"] = py.outcome == PythonRunResult::Outcome::skip ? py.detail : "";
+    if (py.outcome == PythonRunResult::Outcome::skip) info["python_skip"] = py.detail;
   }
   write_json_atomically(work / "complete.json",
                         {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});

@@ -93,6 +93,12 @@ std::string last_line(const std::string& text) {
                      end + 1 - (begin == std::string::npos ? 0 : begin + 1));
 }
 
+double slowest_wall_s(const std::vector<ProcessResult>& ranks) {
+  double wall = 0;
+  for (const auto& pr : ranks) wall = std::max(wall, pr.wall_s);
+  return wall;
+}
+
 // One result for the W ranks, from their records first: the rank that raised first, not the peers that then lost
 // their connection to it or were killed.
 PythonRunResult combine(const std::vector<ProcessResult>& ranks, const std::vector<nlohmann::json>& records) {
@@ -115,8 +121,7 @@ PythonRunResult combine(const std::vector<ProcessResult>& ranks, const std::vect
   }
   const ProcessResult& lead = ranks[failed >= 0 ? failed : 0];
   static_cast<ProcessResult&>(out) = lead;
-  out.wall_s = 0;
-  for (const auto& pr : ranks) out.wall_s = std::max(out.wall_s, pr.wall_s);
+  out.wall_s = slowest_wall_s(ranks);
   if (failed < 0 && skips == static_cast<int>(ranks.size())) {
     out.outcome = PythonRunResult::Outcome::skip;
     out.detail = records[0].value("reason", "cannot run here");
@@ -208,7 +213,7 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
         PythonRunResult ok;
         ok.outcome = PythonRunResult::Outcome::ok;
         ok.exited = true, ok.exit_code = 0;  // ok() must agree with the outcome (callers test either)
-        for (const auto& pr : ranks) ok.wall_s = std::max(ok.wall_s, pr.wall_s);
+        ok.wall_s = slowest_wall_s(ranks);
         results.push_back(ok);
         continue;
       }

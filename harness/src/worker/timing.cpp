@@ -264,13 +264,17 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
   auto after = [&](int j, int copy) {
     if (hooks && hooks->after_timed) hooks->after_timed(j, copy);
   };
-  // Warm-up: the pkb method's (a barrier before each call), then the paper method's, back to back.
-  for (int i = 0; i < o.warmup; ++i) {
-    int k = plan.warmup_copy(i);
-    before(k);
-    rt.barrier();
-    run(k);
-  }
+  // The pkb method's warm-up (a barrier before each call): at the start, and again after each --rep-gap-ms pause.
+  auto pkb_warmup = [&] {
+    for (int i = 0; i < o.warmup; ++i) {
+      int k = plan.warmup_copy(i);
+      before(k);
+      rt.barrier();
+      run(k);
+    }
+  };
+  // Warm-up: the pkb method's, then the paper method's, back to back.
+  pkb_warmup();
   const double w0 = now_us();
   while (true) {
     int chunk = o.next_paper_warmup_chunk(s.paper_warmup_calls, (now_us() - w0) / 1e6);
@@ -336,12 +340,7 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     int base = reps * o.calls_per_rep();
     if (reps > 0 && o.rep_gap_ms > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.rep_gap_ms));
-      for (int i = 0; i < o.warmup; ++i) {
-        int k = plan.warmup_copy(i);
-        before(k);
-        rt.barrier();
-        run(k);
-      }
+      pkb_warmup();
       throw_if(rt.synchronize(), "warm-up after the pause");
       MPI_Barrier(MPI_COMM_WORLD);
     }
