@@ -44,22 +44,30 @@ fixture() {  # a CPU fixture with its header inlined: candidates are copied into
   sed -e "/#include \"fixture.h\"/r $root/tests/fixtures/cpu/fixture.h" -e '/#include "fixture.h"/d' \
     "$root/tests/fixtures/cpu/$1.cpp"
 }
-# 4 samples: shard 0/2 takes samples 0-1, shard 1/2 samples 2-3 (run/shard.h); sample 3 spins into its deadline,
-# which holds shard 1 long enough to requeue it between its two records.
+# 4 samples: shard 0/2 takes samples 0-1, shard 1/2 samples 2-3 (run/shard.h); sample 3 sleeps into its deadline,
+# which holds shard 1 long enough to requeue it between its two records. It sleeps rather than spins: the test runs
+# beside others on 2 cores, and a deadline generous enough for a correct kernel there (30 s: 10 s was missed once
+# under CI load) must not also cost a busy core.
 mkdir -p "$tmp/replay/001_allreduce" "$tmp/out"
 fixture correct >"$tmp/replay/001_allreduce/sample_0.cu"
 fixture wrong_value >"$tmp/replay/001_allreduce/sample_1.cu"
 fixture correct >"$tmp/replay/001_allreduce/sample_2.cu"
-fixture spin_forever >"$tmp/replay/001_allreduce/sample_3.cu"
+{ fixture correct | sed '/^extern "C" int pkb_run/,$d'; cat <<'CU'; } >"$tmp/replay/001_allreduce/sample_3.cu"
+#include <unistd.h>
+extern "C" int pkb_run(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int) {
+  for (;;) sleep(1);
+  return 0;
+}
+CU
 args=(--model "replay:$tmp/replay" --problems 1 --samples 4 --device cpu -w 2 --param M=64 --param N=48
-      --trials 1 --warmup 1 --iters 3 --timeout 10 --cache "$tmp/cache")  # its own cache: the references must be computed, as srun steps
+      --trials 1 --warmup 1 --iters 3 --timeout 30 --cache "$tmp/cache")  # its own cache: the references must be computed, as srun steps
 
 job=$(sbatch --parsable --array=0-1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root" \
         --output="$tmp/out/pkb-%A_%a.out" --export="ALL,PKB_BINARY=$pkb,PKB_LAUNCHER=srun" \
         "$root/scripts/slurm/pkb-array.sbatch" "${args[@]}" --out "$tmp/sharded")
 echo "submitted array job $job"
 shard1=$tmp/sharded/shard-1-of-2
-for _ in $(seq 900); do  # until shard 1 holds its first record; its spinning sample then runs for 10 s
+for _ in $(seq 900); do  # until shard 1 holds its first record; its sleeping sample then runs for 30 s
   [ -s "$shard1/results.jsonl" ] && break
   sleep 0.1
 done
@@ -74,8 +82,8 @@ finished() {
   grep -q "^run: " "$tmp/out/pkb-${job}_0.out" 2>/dev/null && grep -q "restart 1" "$tmp/out/pkb-${job}_1.out" &&
     [ "$(grep -c "^run: " "$tmp/out/pkb-${job}_1.out")" -ge 1 ] && [ -z "$(squeue -h -j "$job" 2>/dev/null)" ]
 }
-for _ in $(seq 600); do finished && break; sleep 0.2; done
-finished || fail "the array job did not finish within 120 s (task 1 must run again after its requeue): $(squeue -h -j "$job")"
+for _ in $(seq 900); do finished && break; sleep 0.2; done
+finished || fail "the array job did not finish within 180 s (task 1 must run again after its requeue): $(squeue -h -j "$job")"
 [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["invocations"])' "$shard1/manifest.json")" = 2 ] ||
   fail "shard 1 was not resumed (manifest invocations != 2)"
 grep -q "resuming: 1 of 2 samples already recorded" "$tmp/out/pkb-${job}_1.out" || fail "shard 1 did not resume"

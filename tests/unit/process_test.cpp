@@ -95,7 +95,7 @@ TEST(Process, AReportedProcessInAnotherSessionDiesWithTheGroup) {
 
 // pkb killed while a child is still starting (bwrap builds its namespaces before it reports, tens of ms; a Slurm
 // requeue can come then): the handler must kill the child's group, or what the child forked outlives pkb. The
-// child here forks, then never reports, so the signal always lands in the wait.
+// child here forks, then never reports, so the signal always lands in the wait (which it cuts to 2 s).
 TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
   pkb::test::TempDir tmp;
   auto pid_file = tmp.path() / "pid";
@@ -125,6 +125,44 @@ TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
   for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
   EXPECT_FALSE(alive) << "what the starting child forked outlived the terminated parent";
   if (alive) kill(forked, SIGKILL);
+}
+
+// What bwrap does when it starts a sandbox: it clones the namespace init, which leads a session of its own (out of
+// reach of group kills) and gets its death signal only later, and reports it on the info fd. A termination in
+// between must wait for the report and kill the init, not kill bwrap alone and leave the init running. Modelled by
+// a child that starts an escaping process, reports it 0.6 s later, and is terminated 0.3 s in.
+TEST(Process, ATerminationBeforeTheReportWaitsForItAndKillsTheReportedProcess) {
+  pkb::test::TempDir tmp;
+  auto pid_file = tmp.path() / "pid";
+  pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    pkb::kill_children_on_termination();
+    pkb::ProcessOptions o;
+    o.timeout_s = 60;
+    o.info_fd = 3;
+    std::string script = "setsid sleep 300.9 & echo $! > " + pid_file.string() +
+                         "; sleep 0.6; printf '{\n \"child-pid\": %s\n}\n' $! >&3; sleep 30";
+    pkb::run_process({"sh", "-c", script}, o);
+    _exit(0);
+  }
+  for (int i = 0; i < 200 && read_or_empty(pid_file).empty(); ++i) usleep(10000);
+  std::string text = read_or_empty(pid_file);
+  ASSERT_FALSE(text.empty()) << "the child never started";
+  pid_t escaped = std::stoi(text);
+  usleep(300000);
+  kill(worker, SIGTERM);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "the handler re-raises the signal";
+  auto running = [&] {  // a zombie (killed, not yet reaped by its new parent) is not running
+    std::string stat = read_or_empty("/proc/" + std::to_string(escaped) + "/stat");
+    return !stat.empty() && stat.find(") Z ") == std::string::npos;
+  };
+  bool alive = running();
+  for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
+  EXPECT_FALSE(alive) << "the process reported after the termination outlived the terminated parent";
+  if (alive) kill(escaped, SIGKILL);
 }
 
 TEST(Process, SignalIsReported) {

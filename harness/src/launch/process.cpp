@@ -9,10 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -64,7 +67,7 @@ void kill_namespace_init(int pidfd) {
   if (pidfd >= 0) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
 }
 
-extern "C" void kill_children_and_die(int sig) {
+void kill_children_and_die(int sig) {
   for (auto& slot : g_namespace_inits)
     if (int fd = slot.load()) kill_namespace_init(fd - 1);
   for (auto& slot : g_children)
@@ -72,6 +75,39 @@ extern "C" void kill_children_and_die(int sig) {
   signal(sig, SIG_DFL);
   raise(sig);
 }
+
+// Children being started that will report a namespace init, and a termination signal that came meanwhile. bwrap's
+// init leads a session of its own and gets --die-with-parent's death signal only some time after bwrap clones it:
+// pkb dying between that clone and reading the report would kill bwrap and leave the init, and the whole sandbox,
+// running (seen under load in a Slurm requeue). So the handler leaves the death to the last such start to finish,
+// once every init is tracked. Dekker-style: the handler stores the signal then reads the count; a start raises the
+// count then reads the signal; sequentially consistent atomics make at least one of them see the other.
+std::atomic<int> g_reporting_starts{0};
+std::atomic<int> g_pending_termination{0};
+
+extern "C" void on_termination(int sig) {
+  g_pending_termination.store(sig);
+  if (g_reporting_starts.load() == 0) kill_children_and_die(sig);
+}
+
+// Held by spawn() from before the fork until the reported init is tracked (or known not to exist).
+class ReportingStart {
+ public:
+  ReportingStart() {
+    g_reporting_starts.fetch_add(1);
+    die_if_terminated();  // a signal that came before: start nothing
+  }
+  ~ReportingStart() {
+    if (g_reporting_starts.fetch_sub(1) == 1) die_if_terminated();
+  }
+  ReportingStart(const ReportingStart&) = delete;
+  ReportingStart& operator=(const ReportingStart&) = delete;
+
+ private:
+  static void die_if_terminated() {
+    if (int sig = g_pending_termination.load()) kill_children_and_die(sig);
+  }
+};
 
 int open_sink(const std::filesystem::path& p) {
   if (p.empty()) return ::open("/dev/null", O_WRONLY);
@@ -106,15 +142,23 @@ namespace {
 
 // The pidfd of the process a child reports on its info pipe (`"child-pid": N`, bwrap's --info-fd JSON), or -1.
 // bwrap writes it once the namespaces exist, before the command starts; EOF (bwrap failed) or 10 s end the wait.
+// A termination that comes meanwhile (deferred, see ReportingStart) cuts the wait to 2 s from then.
 int open_reported_init(int fd) {
   std::string text;
   double give_up = now_s() + 10;
+  bool cut = false;
   while (text.find('}') == std::string::npos && text.size() < 4096) {
+    if (!cut && g_pending_termination.load()) cut = true, give_up = std::min(give_up, now_s() + 2);
     pollfd p = {fd, POLLIN, 0};
-    int wait_ms = static_cast<int>((give_up - now_s()) * 1000);
-    if (wait_ms <= 0 || poll(&p, 1, wait_ms) <= 0) break;
+    int wait_ms = std::min(100, static_cast<int>((give_up - now_s()) * 1000));  // slices: see a termination soon
+    if (wait_ms <= 0) break;
+    int ready = poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;  // the deferred handler returned into this poll
+    if (ready < 0) break;
+    if (ready == 0) continue;
     char buf[512];
     ssize_t got = read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     text.append(buf, static_cast<size_t>(got));
   }
@@ -127,9 +171,11 @@ int open_reported_init(int fd) {
 }
 
 // Forks and execs one child into process group `group` (0: a new group it leads, tracked for the termination
-// handler at once); a process it reports on opts.info_fd is opened into *namespace_init (-1 if none).
+// handler at once); a process it reports on opts.info_fd is opened into *namespace_init (-1 if none) and tracked.
 pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group, int* namespace_init) {
   if (argv.empty()) throw Error("run_process: empty command");
+  std::optional<ReportingStart> reporting;
+  if (opts.info_fd >= 0) reporting.emplace();
   std::vector<std::string> env_strings;
   for (char** e = environ; !opts.clear_env && *e; ++e) {
     std::string kv = *e;
@@ -188,6 +234,7 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     close(info[1]);
     *namespace_init = open_reported_init(info[0]);
     close(info[0]);
+    if (*namespace_init >= 0) track_namespace_init(*namespace_init);
   }
   return pid;
 }
@@ -226,7 +273,7 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
     for (size_t i = 0; i < argvs.size(); ++i) {
       int init = -1;
       pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front(), &init));
-      if (init >= 0) inits.push_back(init), track_namespace_init(init);
+      if (init >= 0) inits.push_back(init);
     }
   } catch (...) {
     if (!pids.empty()) {
@@ -283,7 +330,7 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
 
 void kill_children_on_termination() {
   struct sigaction sa = {};
-  sa.sa_handler = kill_children_and_die;
+  sa.sa_handler = on_termination;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }

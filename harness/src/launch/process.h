@@ -51,7 +51,8 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
 // Makes SIGINT, SIGTERM and SIGHUP kill every child process group still running, and every reported namespace
 // init (ProcessOptions::info_fd), before this process dies of the signal: children lead their own groups, so a
 // Ctrl-C, a `kill` or a Slurm cancel aimed at pkb would otherwise leave mpirun and its ranks (a spinning
-// candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed.
+// candidate, say) running. Children also get SIGKILL if pkb itself is SIGKILLed. A signal that comes while a
+// child is starting and has not yet reported its namespace init takes effect once it has (at most 2 s later).
 void kill_children_on_termination();
 
 // Runs a short command and returns its standard output ("" if it failed or printed nothing).
