@@ -70,21 +70,25 @@ if mode == "baselines":
             print(f"| {problem} | {name} | {t['median_us']:.1f} | {fmt(t.get('iqr_us'))} | {fmt(a, '', 2)} | {fmt(p)} | "
                   f"{fmt(b, '', 2)} | {fmt(p / t['median_us'] if p else None, 'x', 2)} | {t.get('reps')} | "
                   f"{'yes' if t.get('throttled') else 'no'} |")
-            per_timing.append((problem, name, t.get("repeat_medians_us", []), t.get("repeat_host_probe_us", [])))
-    # Each timing's median beside its host-speed probe (pkb-rank's and reference.py's differ in scale): a median
-    # that steps with the probe points at the host's CPU, one that steps alone at the GPU or the launch path.
+            per_timing.append((problem, name, t.get("repeat_medians_us", []), t.get("repeat_host_probe_us", []),
+                               t.get("repeat_host_chase_probe_us", [])))
+    # Each timing's median beside its host-speed probes (pkb-rank's and reference.py's differ in scale; reference.py
+    # has no chase probe): a median that steps with a probe points at the host's CPU, one that steps alone at the
+    # GPU or the launch path. chain: the dependent multiply chain; chase: the cache-and-branch walk.
+    def corr(xs, ys):
+        if len(xs) == len(ys) >= 3 and statistics.pstdev(xs) > 0 and statistics.pstdev(ys) > 0:
+            return statistics.correlation(xs, ys)
+        return None
     print()
-    print("| problem | baseline | pkb median of each timing, us | host probe of each timing, us | corr |")
-    print("|---|---|---|---|---|")
-    for problem, name, medians, probes in per_timing:
-        r = None
-        if len(medians) == len(probes) >= 3 and statistics.pstdev(medians) > 0 and statistics.pstdev(probes) > 0:
-            r = statistics.correlation(medians, probes)
-        print(f"| {problem} | {name} | {', '.join(f'{m:.1f}' for m in medians)} | "
-              f"{', '.join(f'{q:.1f}' for q in probes) or '-'} | {fmt(r, '', 2)} |")
+    print("| problem | baseline | pkb median of each timing, us | chain probe, us | corr | chase probe, us | corr |")
+    print("|---|---|---|---|---|---|---|")
+    for problem, name, medians, probes, chases in per_timing:
+        join = lambda xs: ", ".join(f"{q:.1f}" for q in xs) or "-"
+        print(f"| {problem} | {name} | {join(medians)} | {join(probes)} | {fmt(corr(medians, probes), '', 2)} | "
+              f"{join(chases)} | {fmt(corr(medians, chases), '', 2)} |")
 else:
-    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | speedup paper | throttled |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | speedup paper | throttled | host speed ratio (drift) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     folders = sorted({os.path.basename(p).split(".run")[0] for p in glob.glob(f"{out}/*.run*.json")})
     for d in folders:
         runs = []
@@ -95,7 +99,7 @@ else:
                 pass
         ok = [r for r in runs if r.get("status") == "correct"]
         if not ok:
-            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | |")
+            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | | |")
             if not runs and os.path.exists(f"{out}/eval.stderr"):  # say why, in the table's log
                 print("  stderr: " + open(f"{out}/eval.stderr", errors="replace").read()[-600:].replace("\n", " / "))
             continue
@@ -107,7 +111,8 @@ else:
         worst["expert paper"] = max(worst.get("expert paper", 0), cv(b) or 0)
         print(f"| {d} | {len(ok)} | {statistics.mean(a):.1f} | {fmt(cv(a), '', 2)} | {statistics.mean(b):.1f} | "
               f"{fmt(cv(b), '', 2)} | {statistics.mean(b) / statistics.mean(a):.2f}x | {sp('pkb'):.2f}x | "
-              f"{sp('paper'):.2f}x | {'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} |")
+              f"{sp('paper'):.2f}x | {'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} | "
+              f"{', '.join(fmt(r['timing'].get('host_speed_ratio'), '', 2) + ('!' if r['timing'].get('host_drift') else '') for r in ok)} |")
 print()
 for k, v in sorted(worst.items()):
     print(f"worst CV of the median, {k}: {v:.2f}% (target <= 2%)")

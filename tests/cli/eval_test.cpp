@@ -112,6 +112,10 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
               1e-9);
   EXPECT_EQ(t["candidate"]["clocks"]["available"], false);  // CPU ranks
   EXPECT_FALSE(t["throttled"].get<bool>());
+  // The host probes, before every repetition, and the candidate's host speed against the baseline's.
+  EXPECT_EQ(t["candidate"]["host_chase_probe_us"].size(), static_cast<size_t>(reps));
+  EXPECT_GT(t["host_speed_ratio"].get<double>(), 0);
+  EXPECT_TRUE(t["host_drift"].is_boolean());
   EXPECT_GT(t["baseline_libtorch_nccl"]["median_us"].get<double>(), 0);
   EXPECT_EQ(t["baseline"], "libtorch_nccl");
   EXPECT_NEAR(t["speedup"].get<double>(),

@@ -152,6 +152,9 @@ int main(int argc, char** argv) {
       check(g.stats.host_probe_us.size() == 3, "one host probe per repetition");
       for (double p : g.stats.host_probe_us) check(p > 0 && p < 1e6, "host probe in µs: " + std::to_string(p));
       check(g.stats.to_json()["host_probe_us"].size() == 3, "the record carries the probes");
+      check(g.stats.host_chase_probe_us.size() == 3, "one chase probe per repetition");
+      for (double p : g.stats.host_chase_probe_us) check(p > 0 && p < 1e6, "chase probe in µs: " + std::to_string(p));
+      check(g.stats.to_json()["host_chase_probe_us"].size() == 3, "the record carries the chase probes");
     }
     o.rep_gap_ms = 0;
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "eval/evaluate.h"
 #include "launch/jobs.h"
 #include "spec/catalog.h"
 #include "test_util.h"
@@ -166,6 +167,42 @@ TEST(TimingClocks, UnavailableWithoutNvml) {
   EXPECT_FALSE(cpu.throttled());
   EXPECT_EQ(throttle_reason_names(0x1 | 0x4 | 0x40), (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
   EXPECT_TRUE(throttle_reason_names(0x1 | 0x2).empty());  // idle and application clocks are not throttling
+}
+
+// The chase probe's table is one cycle: a walk from anywhere visits every entry before it returns, so the probe's
+// 8192 steps touch 8192 distinct entries (no short loop the cache or the predictor could learn).
+TEST(TimingHostProbe, ChaseTableIsOneCycleThroughEveryEntry) {
+  for (uint32_t n : {2u, 3u, 1000u, 1u << 18}) {
+    std::vector<uint32_t> next = single_cycle_permutation(n, 0x5eed);
+    std::vector<bool> seen(n, false);
+    uint32_t at = 0, steps = 0;
+    do {
+      ASSERT_LT(next[at], n);
+      ASSERT_FALSE(seen[at]) << "entry " << at << " visited twice at n = " << n;
+      seen[at] = true;
+      at = next[at];
+      ++steps;
+    } while (at != 0 && steps <= n);
+    EXPECT_EQ(steps, n) << "the cycle from 0 misses entries at n = " << n;
+  }
+  EXPECT_EQ(single_cycle_permutation(1000, 7), single_cycle_permutation(1000, 7));
+  EXPECT_NE(single_cycle_permutation(1000, 7), single_cycle_permutation(1000, 8));
+  double t = host_chase_probe_us();
+  EXPECT_TRUE(t > 0 && t < 1e6) << t;
+}
+
+// host_drift: the candidate's and the baseline's host probes (medians) more than 1.2x apart, either way.
+TEST(TimingHostProbe, DriftFlagsProbesFarApartEitherWay) {
+  auto timing = [](std::vector<double> probes) { return nlohmann::json{{"host_chase_probe_us", probes}}; };
+  nlohmann::json same = host_speed_comparison(timing({100, 300, 101}), timing({99, 100, 102}));
+  EXPECT_NEAR(same["host_speed_ratio"].get<double>(), 101.0 / 100, 1e-12);  // medians: one outlier is ignored
+  EXPECT_FALSE(same["host_drift"].get<bool>());
+  EXPECT_TRUE(host_speed_comparison(timing({130}), timing({100}))["host_drift"].get<bool>());
+  EXPECT_TRUE(host_speed_comparison(timing({100}), timing({130}))["host_drift"].get<bool>());
+  EXPECT_FALSE(host_speed_comparison(timing({119}), timing({100}))["host_drift"].get<bool>());
+  // A record from before the probe (or without it) claims nothing.
+  EXPECT_TRUE(host_speed_comparison(timing({100}), nlohmann::json{{"median_us", 5}}).empty());
+  EXPECT_TRUE(host_speed_comparison(nlohmann::json(), timing({100})).empty());
 }
 
 // reference.py's timing (harness/python/run_reference.py) must summarize exactly as pkb-rank does, or its

@@ -30,6 +30,7 @@
 #include "spec/catalog.h"
 #include "spec/roofline.h"
 #include "spec/topology.h"
+#include "worker/timing.h"
 #include "worker/worker.h"
 
 #ifndef PKB_TORCH_VERSION_STRING
@@ -584,6 +585,7 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   for (const json* t : {&cpp_t, &py_t}) throttled |= t->is_object() && t->value("throttled", false);
   timing["stream_escape"] = escape;
   timing["throttled"] = throttled;  // a GPU clock was capped (power, thermal) in a timed block of any timing
+  timing.update(host_speed_comparison(cand_t, cpp_t));
   rec["timing"] = timing;
   if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
   if (rec.contains("gpu_sharing")) {
@@ -604,6 +606,19 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
 }
 
 }  // namespace
+
+json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
+  auto chase_median = [](const json& t) {
+    if (!t.is_object() || !t.contains("host_chase_probe_us") || !t["host_chase_probe_us"].is_array()) return 0.0;
+    std::vector<double> v;
+    for (const json& x : t["host_chase_probe_us"])
+      if (x.is_number() && x.get<double>() > 0) v.push_back(x.get<double>());
+    return v.empty() ? 0.0 : summarize(v).median;
+  };
+  double c = chase_median(candidate_timing), b = chase_median(baseline_timing);
+  if (c <= 0 || b <= 0) return json::object();
+  return {{"host_speed_ratio", c / b}, {"host_drift", c / b > kHostDriftRatio || b / c > kHostDriftRatio}};
+}
 
 CompileOptions eval_compile_options(const EvalOptions& o) {
   CompileOptions co;
@@ -775,6 +790,12 @@ std::string format_verdict(const json& r) {
                   t.value("method", "pkb").c_str(), t.value("stream_escape", false) ? " [stream escape flagged]" : "",
                   t.value("throttled", false) ? " [GPU throttled]" : "");
     s << buf;
+    if (t.value("host_drift", false)) {
+      std::snprintf(buf, sizeof buf,
+                    "  [host drift: the candidate's host probe ran %.2fx the baseline's; the speedup carries it]\n",
+                    t.value("host_speed_ratio", 0.0));
+      s << buf;
+    }
     if (t.contains("by_method") && t["by_method"].is_object())
       for (const auto& [m, x] : t["by_method"].items()) {
         std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %.2fx\n", m.c_str(),

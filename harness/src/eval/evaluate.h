@@ -67,6 +67,15 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const std::filesystem::pa
 // How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
 CompileOptions eval_compile_options(const EvalOptions& o);
 
+// Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
+// spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
+constexpr double kHostDriftRatio = 1.2;
+// {host_speed_ratio: the candidate timing's median cache-and-branch probe over the libtorch+NCCL baseline timing's
+// (both pkb-rank's host_chase_probe_us, the baseline possibly cached from hours before), host_drift: beyond
+// kHostDriftRatio either way}: a speedup of dispatch-bound work timed on differently contended cores carries that
+// ratio. Empty when either timing lacks the probe (records from before it, CPU-less stubs).
+nlohmann::json host_speed_comparison(const nlohmann::json& candidate_timing, const nlohmann::json& baseline_timing);
+
 // One readable verdict: status, errors, times, speedup.
 std::string format_verdict(const nlohmann::json& record);
 

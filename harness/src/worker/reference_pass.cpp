@@ -150,7 +150,8 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
     // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
     nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
-    nlohmann::json host_probes = nlohmann::json::array();  // each timing's median host-speed probe
+    nlohmann::json host_probes = nlohmann::json::array();  // each timing's median host-speed probes
+    nlohmann::json chase_probes = nlohmann::json::array();
     for (int r = 0; r < o.timing.repeats; ++r) {
       TimingStats stats = time_iterations(
           *rt, CopyPlan{copies, copies}, [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
@@ -158,10 +159,12 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
       medians.push_back(stats.pkb.stats.median);
       paper_medians.push_back(stats.paper.stats.median);
       host_probes.push_back(summarize(stats.host_probe_us).median);
+      chase_probes.push_back(summarize(stats.host_chase_probe_us).median);
     }
     record["timing"]["repeat_medians_us"] = medians;
     record["timing"]["repeat_paper_medians_us"] = paper_medians;
     record["timing"]["repeat_host_probe_us"] = host_probes;
+    record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
     record["timing"]["input_copies"] = copies;
   }
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <thread>
 
 #include "core/dispatch_pin.h"
@@ -159,6 +161,41 @@ double host_probe_us() {
   return now_us() - t0;
 }
 
+std::vector<uint32_t> single_cycle_permutation(uint32_t n, uint32_t seed) {
+  std::vector<uint32_t> next(n);
+  std::iota(next.begin(), next.end(), 0u);
+  std::mt19937 rng(seed);
+  // Sattolo: swapping each entry only with an earlier one (never itself) leaves one cycle, not several.
+  for (uint32_t i = n; i-- > 1;) std::swap(next[i], next[std::uniform_int_distribution<uint32_t>(0, i - 1)(rng)]);
+  return next;
+}
+
+double host_chase_probe_us() {
+  constexpr uint32_t kEntries = (1u << 20) / sizeof(uint32_t);
+  constexpr int kSteps = 1 << 13;
+  static const std::vector<uint32_t> next = single_cycle_permutation(kEntries, 0x5eed);
+  uint64_t warm = 0;
+  for (uint32_t v : next) warm += v;  // the table into the cache: the walk measures the core, not what evicted it
+  asm volatile("" : : "r"(warm));
+  uint32_t at = 0;
+  uint64_t acc = 0;
+  const double t0 = now_us();
+  for (int i = 0; i < kSteps; ++i) {
+    at = next[at];
+    // A branch on the loaded value (half of them mispredicted); the empty asm in each arm keeps it a branch.
+    if (at & 1) {
+      acc += at;
+      asm volatile("" : "+r"(acc));
+    } else {
+      acc ^= at;
+      asm volatile("" : "+r"(acc));
+    }
+  }
+  const double t = now_us() - t0;
+  asm volatile("" : : "r"(acc), "r"(at));
+  return t;
+}
+
 namespace {
 const char* stop_reason(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper,
                         double elapsed_s) {
@@ -190,6 +227,7 @@ nlohmann::json TimingStats::to_json() const {
   j["clocks"] = clocks;
   j["throttled"] = throttled;
   j["host_probe_us"] = host_probe_us;
+  j["host_chase_probe_us"] = host_chase_probe_us;
   j["dispatch_cpu"] = dispatch_cpu;
   if (dispatch_cpu < 0) j["dispatch_note"] = dispatch_note;
   return j;
@@ -344,8 +382,8 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
       throw_if(rt.synchronize(), "warm-up after the pause");
       MPI_Barrier(MPI_COMM_WORLD);
     }
-    double probe = host_probe_us();
-    if (root) s.host_probe_us.push_back(probe);
+    double probe = host_probe_us(), chase = host_chase_probe_us();
+    if (root) s.host_probe_us.push_back(probe), s.host_chase_probe_us.push_back(chase);
     clocks.sample(reps, "before");
     // Alternating which method goes first cancels drift and order effects between the two.
     if (reps % 2 == 0)

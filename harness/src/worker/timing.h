@@ -13,6 +13,7 @@
 // call may see input contents an earlier call saw; our `paper` times are therefore never more cache-friendly.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -120,6 +121,9 @@ struct TimingStats {
   // Rank 0's host-speed probe before every repetition (host_probe_us()): a node whose CPU slows down between
   // repetitions shows here, beside the GPU's clocks.
   std::vector<double> host_probe_us;
+  // Rank 0's cache-and-branch probe before every repetition (host_chase_probe_us()), beside it: dispatch-like code
+  // (an interpreter, a launch path) slows with a contended core while the multiply chain does not.
+  std::vector<double> host_chase_probe_us;
   int dispatch_cpu = -1;  // the CPU this rank's calls were launched from (-1: not pinned, dispatch_note says why)
   std::string dispatch_note;
 
@@ -139,6 +143,16 @@ struct TimingHooks {
 // Microseconds this thread takes for a fixed chain of dependent integer operations (~30 µs on a 3 GHz core):
 // the host's speed as the dispatching thread sees it, sampled before every repetition.
 double host_probe_us();
+
+// Microseconds this thread takes for a fixed walk of dependent loads through one random cycle of an L2-sized table
+// (1 MiB, brought into the cache first, untimed), branching on each loaded value: the host's speed for branchy,
+// cache-bound code, which an SMT sibling or a tenant sharing the core's caches slows (~10x the multiply chain's
+// time). Sampled before every repetition beside host_probe_us().
+double host_chase_probe_us();
+
+// A single cycle through 0..n-1 (Sattolo's shuffle, seeded): following it from any entry visits all n entries
+// before returning. The chase probe's table; exposed for its test.
+std::vector<uint32_t> single_cycle_permutation(uint32_t n, uint32_t seed);
 
 // Escape-probe calls after the repetitions.
 constexpr int kEscapeProbeCalls = 5;
