@@ -48,6 +48,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
     ps.c_pkb += s.correct(Policy::pkb);
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
     ps.contended += s.correct(Policy::robust) && s.record.contended;
+    ps.host_drift += s.correct(Policy::robust) && s.record.host_drift;
   }
   ps.c_fast = count_fast(p.samples, st.headline_p);
   ps.pass_robust = estimates(ps.n, ps.c_robust, st.ks);
@@ -72,6 +73,7 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
   for (const auto& [kind, count] : ps.failures) a.failures[kind] += count;
   a.generation_failed += ps.generation_failed;
   a.contended += ps.contended;
+  a.host_drift += ps.host_drift;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
   a.correct += ps.c_robust;

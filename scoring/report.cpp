@@ -48,6 +48,7 @@ ojson problem_json(const ProblemScore& p) {
           {"generation_failed", p.generation_failed},
           {"not_evaluated", p.not_evaluated},
           {"contended", p.contended},
+          {"host_drift", p.host_drift},
           {"missing", p.missing},
           {"failures", failures_json(p.failures)},
           {"pass_at_k", at_k_json(p.pass_robust, unknown)},
@@ -140,6 +141,7 @@ ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
           {"generation_failed", a.generation_failed},
           {"not_evaluated", a.not_evaluated},
           {"contended", a.contended},
+          {"host_drift", a.host_drift},
           {"not_fully_evaluated", a.not_fully_evaluated},
           {"missing", a.missing},
           {"failures", failures_json(a.failures)},
@@ -219,6 +221,10 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
     o << "**" << plural(s.overall.contended, "correct sample was", "correct samples were")
       << " judged with ranks sharing a GPU: a functional check. Their times measure contention, so they claim no "
          "speedup or SOL% and count as not fast.**\n\n";
+  if (s.overall.host_drift)
+    o << "**" << plural(s.overall.host_drift, "correct sample was", "correct samples were")
+      << " timed while the host ran more than 1.2x faster or slower than during its baseline's timing "
+         "(timing.host_drift): their speedups carry that ratio.**\n\n";
   if (!s.turns.empty())
     o << "Multi-turn run (" << s.turns.size() << " turns): every sample counts as its best turn; per turn: "
       << "\"Turns\" below.\n\n";

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "record_util.h"
+#include "scoring/report.h"
 
 using namespace pkb::scoring;
 using pkb::test::record_line;
@@ -332,6 +333,27 @@ TEST(Score, TimingMethodPicksWhichSpeedupCounts) {
   EXPECT_NEAR(*paper.problems[0].geomean_speedup(), std::sqrt(1.2 * 1.5), 1e-12);
   st.timing_method = "fastest";
   EXPECT_THROW(score(r, st), pkb::Error);
+}
+
+// A correct sample timed on a host faster or slower than its baseline's (timing.host_drift) keeps its speedup and
+// is counted, per problem and overall, and summary.md says so; an incorrect one is not counted.
+TEST(Score, HostDriftIsCountedOverCorrectSamples) {
+  auto line = [](const std::string& sha, bool drift, const std::string& status) {
+    auto j = nlohmann::json::parse(pkb::test::record_line({.sha256 = sha, .status = status, .speedup = 2.0}));
+    if (drift) j["timing"]["host_drift"] = true, j["timing"]["host_speed_ratio"] = 1.5;
+    return j.dump() + "\n";
+  };
+  LoadedResults r = parse(line("a", true, "correct") + line("b", false, "correct") + line("c", true, "incorrect"));
+  ScoreSettings st;
+  st.ks = {1};
+  Scores s = score(r, st);
+  EXPECT_EQ(s.problems[0].host_drift, 1);
+  EXPECT_EQ(s.overall.host_drift, 1);
+  EXPECT_EQ(s.problems[0].c_fast, 2) << "the flag informs; it does not take the speedup away";
+  EXPECT_NE(summary_md(s, r).find("1 correct sample was timed while the host ran more than 1.2x"), std::string::npos)
+      << summary_md(s, r);
+  Scores clean = score(parse(line("b", false, "correct")), st);
+  EXPECT_EQ(summary_md(clean, r).find("timing.host_drift"), std::string::npos);
 }
 
 // Ranks that shared a GPU timed contention: such a record claims no speedup or SOL% under any method, even if

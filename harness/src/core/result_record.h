@@ -68,10 +68,12 @@ struct ResultRecord {
   std::string baseline;                                // timing.baseline: pytorch_eager or libtorch_nccl
   std::string timing_method;                         // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
   std::optional<double> speedup_pkb, speedup_paper;  // timing.by_method.<m>.speedup: both methods' speedups
-  bool contended = false;               // timing.contended: ranks shared a GPU, so the times measure contention and the
-                                        // record claims no speedup or SOL% (any found beside it is dropped when read)
-  std::optional<double> sol_candidate;  // roofline.sol_candidate (fraction)
-  std::optional<double> sol_baseline;   // roofline.sol_baseline_<baseline> (fraction)
+  bool contended = false;   // timing.contended: ranks shared a GPU, so the times measure contention and the
+                            // record claims no speedup or SOL% (any found beside it is dropped when read)
+  bool host_drift = false;  // timing.host_drift: the candidate's host ran > 1.2x faster or slower than the baseline's
+                            // (the speedup carries that ratio; eval/evaluate.h host_speed_comparison)
+  std::optional<double> sol_candidate;       // roofline.sol_candidate (fraction)
+  std::optional<double> sol_baseline;        // roofline.sol_baseline_<baseline> (fraction)
   std::optional<int> warmup, iters, trials;  // timing_settings and trials: the timing method
   std::optional<double> total_s;             // wall.total_s: the evaluation's wall time (seconds)
   nlohmann::json provenance = nlohmann::json::object();
