@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -93,10 +94,12 @@ TEST(Process, AReportedProcessInAnotherSessionDiesWithTheGroup) {
   }
 }
 
-// pkb killed while a child is still starting (bwrap builds its namespaces before it reports, tens of ms; a Slurm
-// requeue can come then): the handler must kill the child's group, or what the child forked outlives pkb. The
-// child here forks, then never reports, so the signal always lands in the wait (which it cuts to 2 s).
-TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
+// Forks a worker that, under kill_children_on_termination, runs `script` (given the file it must write the pid of
+// the process it starts into) with an info fd, terminates the worker `delay_us` after that pid appears, and expects
+// the handler to re-raise and the process to be gone (a zombie, killed but not yet reaped by its new parent, is gone).
+namespace {
+void expect_termination_kills(const std::function<std::string(const std::string& pid_file)>& script,
+                              useconds_t delay_us, const char* what) {
   pkb::test::TempDir tmp;
   auto pid_file = tmp.path() / "pid";
   pid_t worker = fork();
@@ -106,25 +109,36 @@ TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
     pkb::ProcessOptions o;
     o.timeout_s = 60;
     o.info_fd = 3;
-    pkb::run_process({"sh", "-c", "sleep 300.7 & echo $! > " + pid_file.string() + "; sleep 30"}, o);
+    pkb::run_process({"sh", "-c", script(pid_file.string())}, o);
     _exit(0);
   }
-  for (int i = 0; i < 200 && read_or_empty(pid_file).empty(); ++i) usleep(20000);
+  for (int i = 0; i < 400 && read_or_empty(pid_file).empty(); ++i) usleep(10000);
   std::string text = read_or_empty(pid_file);
   ASSERT_FALSE(text.empty()) << "the child never started";
-  pid_t forked = std::stoi(text);
+  pid_t started = std::stoi(text);
+  usleep(delay_us);
   kill(worker, SIGTERM);
   int status = 0;
   waitpid(worker, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "the handler re-raises the signal";
-  auto running = [&] {  // a zombie (killed, not yet reaped by its new parent) is not running
-    std::string stat = read_or_empty("/proc/" + std::to_string(forked) + "/stat");
+  auto running = [&] {
+    std::string stat = read_or_empty("/proc/" + std::to_string(started) + "/stat");
     return !stat.empty() && stat.find(") Z ") == std::string::npos;
   };
   bool alive = running();
   for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
-  EXPECT_FALSE(alive) << "what the starting child forked outlived the terminated parent";
-  if (alive) kill(forked, SIGKILL);
+  EXPECT_FALSE(alive) << what;
+  if (alive) kill(started, SIGKILL);
+}
+}  // namespace
+
+// pkb killed while a child is still starting (bwrap builds its namespaces before it reports, tens of ms; a Slurm
+// requeue can come then): the handler must kill the child's group, or what the child forked outlives pkb. The
+// child here forks, then never reports, so the signal always lands in the wait (which it cuts to 2 s).
+TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
+  expect_termination_kills(
+      [](const std::string& pid_file) { return "sleep 300.7 & echo $! > " + pid_file + "; sleep 30"; }, 0,
+      "what the starting child forked outlived the terminated parent");
 }
 
 // What bwrap does when it starts a sandbox: it clones the namespace init, which leads a session of its own (out of
@@ -132,37 +146,12 @@ TEST(Process, ATerminationWhileTheChildIsStartingKillsItsGroup) {
 // between must wait for the report and kill the init, not kill bwrap alone and leave the init running. Modelled by
 // a child that starts an escaping process, reports it 0.6 s later, and is terminated 0.3 s in.
 TEST(Process, ATerminationBeforeTheReportWaitsForItAndKillsTheReportedProcess) {
-  pkb::test::TempDir tmp;
-  auto pid_file = tmp.path() / "pid";
-  pid_t worker = fork();
-  ASSERT_GE(worker, 0);
-  if (worker == 0) {
-    pkb::kill_children_on_termination();
-    pkb::ProcessOptions o;
-    o.timeout_s = 60;
-    o.info_fd = 3;
-    std::string script = "setsid sleep 300.9 & echo $! > " + pid_file.string() +
-                         "; sleep 0.6; printf '{\n \"child-pid\": %s\n}\n' $! >&3; sleep 30";
-    pkb::run_process({"sh", "-c", script}, o);
-    _exit(0);
-  }
-  for (int i = 0; i < 200 && read_or_empty(pid_file).empty(); ++i) usleep(10000);
-  std::string text = read_or_empty(pid_file);
-  ASSERT_FALSE(text.empty()) << "the child never started";
-  pid_t escaped = std::stoi(text);
-  usleep(300000);
-  kill(worker, SIGTERM);
-  int status = 0;
-  waitpid(worker, &status, 0);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "the handler re-raises the signal";
-  auto running = [&] {  // a zombie (killed, not yet reaped by its new parent) is not running
-    std::string stat = read_or_empty("/proc/" + std::to_string(escaped) + "/stat");
-    return !stat.empty() && stat.find(") Z ") == std::string::npos;
-  };
-  bool alive = running();
-  for (int i = 0; i < 20 && alive; ++i) usleep(50000), alive = running();
-  EXPECT_FALSE(alive) << "the process reported after the termination outlived the terminated parent";
-  if (alive) kill(escaped, SIGKILL);
+  expect_termination_kills(
+      [](const std::string& pid_file) {
+        return "setsid sleep 300.9 & echo $! > " + pid_file +
+               "; sleep 0.6; printf '{\n \"child-pid\": %s\n}\n' $! >&3; sleep 30";
+      },
+      300000, "the process reported after the termination outlived the terminated parent");
 }
 
 TEST(Process, SignalIsReported) {
