@@ -10,5 +10,5 @@ if [ ! -f "$build/CMakeCache.txt" ] || [ $# -gt 0 ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${PKB_BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
 fi
 targets=()
-for t in ${PKB_BUILD_TARGETS:-}; do targets+=(--target "$t"); done  # e.g. "pkb pkb-rank": skip the tests
+for t in ${PKB_BUILD_TARGETS:-}; do targets+=(--target "$t"); done  # e.g. "pkb pkb-rank pkb-candidate": skip the tests
 cmake --build "$build" -j "$jobs" "${targets[@]}"

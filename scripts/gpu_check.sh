@@ -69,7 +69,7 @@ if ! command -v bwrap >/dev/null && [ -z "${PKB_BWRAP:-}" ] && [ -x "$root/.gpu/
   export PKB_BWRAP="$root/.gpu/bwrap"
 fi
 echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; install bubblewrap or set PKB_BWRAP')}"
-targets="pkb pkb-rank"
+targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests"
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \

@@ -18,40 +18,21 @@ struct Case {
   const char* message;  // a fragment the verdict must contain
 };
 
-nlohmann::json eval_fixture(const std::string& fixture, double timeout_s) {
+nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
+                            std::vector<std::string> problem_args = {"--problem", "1", "--param", "M=64", "--param",
+                                                                     "N=48"}) {
   pkb::test::TempDir tmp;
   pkb::ProcessOptions o;
   o.timeout_s = 120;
   o.stdout_path = tmp.path() / "out";
   o.stderr_path = tmp.path() / "err";
   auto src = pkb::repo_root() / "tests/fixtures/cpu" / (fixture + ".cpp");
-  auto r = pkb::run_process({PKB_BINARY,
-                             "eval",
-                             src.string(),
-                             "--problem",
-                             "1",
-                             "-w",
-                             "2",
-                             "--device",
-                             "cpu",
-                             "--param",
-                             "M=64",
-                             "--param",
-                             "N=48",
-                             "--trials",
-                             "2",
-                             "--warmup",
-                             "1",
-                             "--iters",
-                             "5",
-                             "--timeout",
-                             std::to_string(timeout_s),
-                             "--out",
-                             (tmp.path() / "eval").string(),
-                             "--cache",
-                             PKB_TEST_CACHE,
-                             "--json"},
-                            o);
+  std::vector<std::string> argv = {PKB_BINARY, "eval", src.string()};
+  argv.insert(argv.end(), problem_args.begin(), problem_args.end());
+  argv.insert(argv.end(), {"-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1", "--iters", "5", "--timeout",
+                           std::to_string(timeout_s), "--out", (tmp.path() / "eval").string(), "--cache",
+                           PKB_TEST_CACHE, "--json"});
+  auto r = pkb::run_process(argv, o);
   EXPECT_TRUE(r.exited) << r.summary();
   EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
   std::string out = pkb::file_tail(tmp.path() / "out", 1 << 24);
@@ -129,8 +110,19 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_GE(j["checks"]["timed_calls_checked"].get<int>(), 1);
   EXPECT_EQ(timed_checks, 2 * j["checks"]["timed_calls_checked"].get<int>());
   EXPECT_TRUE(j["sandbox"]["enabled"].get<bool>());
+  EXPECT_EQ(j["sandbox"]["rank_program"], "pkb-candidate");  // problem 1 has no prepare step: no libtorch
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// Problem 24's inputs need its libtorch prepare step (a per-rank expert preference added to the draws), so its
+// candidates run in pkb-rank; a correct candidate is correct only if it saw the prepared inputs (on the raw draws
+// the losses differ by O(1): problem.json's deviations).
+TEST(Eval, CandidateOfAProblemWithAPrepareStepRunsInPkbRank) {
+  auto j = eval_fixture("load_balancing_loss", 60,
+                        {"--problem", "24", "--dtype", "fp32", "--param", "M=96", "--param", "NE=8", "--param", "K=2"});
+  EXPECT_EQ(j.value("status", ""), "correct") << j.dump(2).substr(0, 3000);
+  EXPECT_EQ(j["sandbox"]["rank_program"], "pkb-rank");
 }
 
 // Scatter's root holds W slices, the other ranks one: a timing plan sized by each rank's own inputs differed between

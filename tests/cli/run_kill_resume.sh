@@ -33,10 +33,10 @@ rc=0; wait "$pid" || rc=$?
 echo "first invocation interrupted (exit $rc) after $(wc -l <"$run/results.jsonl") record(s)"
 [ "$rc" -ne 0 ] || { echo "FAIL: the run finished before it was interrupted; the test proves nothing"; exit 1; }
 for _ in $(seq 100); do  # SIGKILLed ranks take a moment to be reaped
-  pgrep -f "pkb-rank.*$run" >/dev/null || break
+  pgrep -f "pkb-(rank|candidate).*$run" >/dev/null || break
   sleep 0.1
 done
-if pgrep -f "pkb-rank.*$run" >/dev/null; then echo "FAIL: ranks survived the interrupted run"; exit 1; fi
+if pgrep -f "pkb-(rank|candidate).*$run" >/dev/null; then echo "FAIL: ranks survived the interrupted run"; exit 1; fi
 
 "$pkb" "${args[@]}" >"$tmp/second.out" 2>"$tmp/second.err" || { echo "FAIL: resumed run failed"; cat "$tmp/second.err"; exit 1; }
 grep -q "resuming: [12] of 3 samples already recorded" "$tmp/second.err" ||

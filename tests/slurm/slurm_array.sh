@@ -18,7 +18,7 @@ cleanup() {
   "$root/scripts/slurm/local_cluster.sh" stop "$cluster" || true
   # Whatever still runs with this test's directory on its command line is this test's (a failed run may leave
   # some): the sandboxes' namespace inits first (killing one ends its namespace), then anything left.
-  for pid in $(pgrep -f "^bwrap .*$tmp") $(pgrep -f "pkb-rank.*$tmp"); do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $(pgrep -f "^bwrap .*$tmp") $(pgrep -f "pkb-(rank|candidate).*$tmp"); do kill -9 "$pid" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -96,13 +96,13 @@ steps=$(grep -c "launch task StepId=[0-9]*\.[0-9]" "$cluster/slurmd.log" || true
 echo "job steps launched by srun: $steps"
 # The unsharded run, afterwards (not beside the shards: 2 cores, and a correct kernel must not miss its deadline).
 "$pkb" run "${args[@]}" --out "$tmp/unsharded" >"$tmp/unsharded.log" 2>&1 || { cat "$tmp/unsharded.log"; fail "the unsharded run failed"; }
-for _ in $(seq 50); do pgrep -f "pkb-rank.*$tmp" >/dev/null || break; sleep 0.1; done  # SIGKILLed ranks: reaped
+for _ in $(seq 50); do pgrep -f "pkb-(rank|candidate).*$tmp" >/dev/null || break; sleep 0.1; done  # SIGKILLed ranks: reaped
 # When Slurm kills a task mid-evaluation (requeue, cancel) nothing of it may survive: the candidate's sandbox is a
 # session of its own (out of reach of process-group kills, and of proctrack/linuxproc once its bwrap dies), so
 # pkb's SIGTERM handler kills each sandbox's namespace init, which bwrap reported (launch/process.h info_fd).
-leaked() { pgrep -f "pkb-rank.*$tmp" >/dev/null; }
+leaked() { pgrep -f "pkb-(rank|candidate).*$tmp" >/dev/null; }
 if leaked; then
-  ps -o pid,ppid,pgid,sid,stat,etimes,args -p "$(pgrep -d, -f "pkb-rank.*$tmp")" | cut -c1-150
+  ps -o pid,ppid,pgid,sid,stat,etimes,args -p "$(pgrep -d, -f "pkb-(rank|candidate).*$tmp")" | cut -c1-150
   fail "ranks of the requeued task outlived it"
 fi
 

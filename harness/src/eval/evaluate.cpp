@@ -450,6 +450,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   w.heap_mib = o.heap_mib;
 
   RankJob job = rank_job(o, to_args(w), cand_dir, "candidate");
+  // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
+  job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
   Sandbox box;
   if (boxed) {
     box.gpu = o.device == "cuda";
@@ -468,7 +470,9 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   }
   res.process = run_rank_job(job);
   const std::vector<SealedRank>& got = collector.finish();
-  res.sandbox = {{"enabled", boxed}, {"file_size_limit", job.limits.file_size}};
+  res.sandbox = {{"enabled", boxed},
+                 {"file_size_limit", job.limits.file_size},
+                 {"rank_program", rank_program_path(job.program).filename().string()}};
   if (!boxed) res.sandbox["note"] = "--no-sandbox: candidate code ran with the driver's user, files and network";
   for (size_t r = 0; r < got.size(); ++r) {
     const SealedRank& g = got[r];

@@ -1,7 +1,5 @@
-// Deterministic random inputs. Every value is a pure function of (base seed, problem id, trial, input index,
-// rank — or no rank for replicated inputs, element index), computed on the CPU with our own counter-based
-// generator, so the reference pass, the candidate pass, the oracle and the Python runner all see the same bytes
-// on any machine and any libtorch version.
+// The inputs as libtorch tensors: pkb's draws (inputs/draw.h) finished by the problem's prepare step, where it
+// registers one (reference/reference.h).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/draw.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
@@ -25,18 +24,14 @@ struct RankInputs {
 
 // Draws, then applies the problem's registered prepare function if it has one.
 RankInputs make_inputs(const ProblemSpec& spec, const RunShape& run, int rank, int trial, uint64_t base_seed);
-
-// Scalar arguments by name, evaluated for this run.
-std::map<std::string, int64_t> scalar_values(const ProblemSpec& spec, const RunShape& run);
-
-// For each named group: member lists (world ranks ordered by key, ties by rank), one per color.
-std::map<std::string, std::vector<std::vector<int>>> group_layout(const ProblemSpec& spec, const RunShape& run);
+// Whether the problem registers a prepare step: its inputs need libtorch (the candidate pass then runs in pkb-rank,
+// not in the torch-free pkb-candidate).
+bool has_prepare_step(const ProblemSpec& spec);
+// The tensor owning t's buffer (no copy).
+at::Tensor to_aten_tensor(HostTensor&& t);
 
 struct OracleContext;
 // The context an oracle (and a prepare function) sees for this run.
 OracleContext oracle_context(const ProblemSpec& spec, const RunShape& run);
-
-// color and key of `rank` in group g, as the communicator split needs them.
-std::pair<int, int> group_color_key(const GroupSpec& g, const RunShape& run, int rank);
 
 }  // namespace pkb

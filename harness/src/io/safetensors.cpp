@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "inputs/inputs.h"
+#include "io/safetensors_encode.h"
 
 namespace pkb {
 
@@ -19,32 +20,15 @@ const at::Tensor& NamedTensors::get(const std::string& name) const {
 }
 
 std::string safetensors_bytes(const NamedTensors& t) {
-  json header = json::object();
-  json order = json::array();
   std::vector<at::Tensor> cpu;
-  uint64_t offset = 0;
+  std::vector<TensorBytesView> views;
   for (size_t i = 0; i < t.tensors.size(); ++i) {
-    at::Tensor c = t.tensors[i].to(at::kCPU).contiguous();
-    uint64_t bytes = c.numel() * c.element_size();
-    header[t.names[i]] = {{"dtype", dtype_safetensors_name(from_aten(c.scalar_type()))},
-                          {"shape", c.sizes().vec()},
-                          {"data_offsets", {offset, offset + bytes}}};
-    order.push_back(t.names[i]);
-    offset += bytes;
-    cpu.push_back(c);
+    cpu.push_back(t.tensors[i].to(at::kCPU).contiguous());
+    const at::Tensor& c = cpu.back();
+    views.push_back({t.names[i], from_aten(c.scalar_type()), c.sizes().vec(), c.data_ptr(),
+                     static_cast<size_t>(c.numel()) * c.element_size()});
   }
-  json meta = json::object();
-  for (const auto& [k, v] : t.metadata) meta[k] = v;
-  meta["order"] = order.dump();
-  header["__metadata__"] = meta;
-  std::string h = header.dump();
-  h.append((8 - h.size() % 8) % 8, ' ');  // align the data section to 8 bytes
-  uint64_t hlen = h.size();
-  std::string bytes(8, '\0');
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(hlen >> (8 * i));
-  bytes += h;
-  for (const auto& c : cpu) bytes.append(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
-  return bytes;
+  return encode_safetensors(views, t.metadata);
 }
 
 void write_safetensors(const std::filesystem::path& path, const NamedTensors& t) {

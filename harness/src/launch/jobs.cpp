@@ -28,21 +28,23 @@ std::string trial_list(int first, int last) {
   return s;
 }
 
-namespace {
-std::filesystem::path rank_program() { return executable_dir() / "pkb-rank"; }
-}  // namespace
+std::filesystem::path rank_program_path(RankProgram p) {
+  return executable_dir() / (p == RankProgram::reference ? "pkb-rank" : "pkb-candidate");
+}
 
 std::future<void> prefetch_rank_job_libraries() {
   return std::async(std::launch::async, [] {
-    try {
-      library_dirs_outside_system(rank_program());
-    } catch (const std::exception&) {  // the launch calls it again and reports what went wrong
+    for (RankProgram p : {RankProgram::candidate, RankProgram::reference}) {
+      try {
+        library_dirs_outside_system(rank_program_path(p));
+      } catch (const std::exception&) {  // the launch calls it again and reports what went wrong
+      }
     }
   });
 }
 
 ProcessResult run_rank_job(const RankJob& job) {
-  std::vector<std::string> program = {rank_program().string()};
+  std::vector<std::string> program = {rank_program_path(job.program).string()};
   program.insert(program.end(), job.args.begin(), job.args.end());
   // A sandboxed job always runs mpirun inside its sandbox (launch/mpirun.h says why srun cannot).
   bool srun = !job.sandbox && rank_launcher() == Launcher::srun;

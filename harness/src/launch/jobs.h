@@ -20,10 +20,15 @@ namespace pkb {
 std::vector<int> trial_range(int first, int last);
 std::string trial_list(int first, int last);
 
+// The rank programs, built beside pkb: pkb-rank (references; candidates whose inputs need libtorch) and
+// pkb-candidate (every other candidate, without libtorch).
+enum class RankProgram { reference, candidate };
+std::filesystem::path rank_program_path(RankProgram p);
+
 struct RankJob {
   int world = 1;
   bool cuda = false;
-  std::vector<std::string> args;  // pkb-rank's arguments (the program itself is added)
+  std::vector<std::string> args;  // the rank program's arguments (the program itself is added)
   std::filesystem::path dir;      // TAG.stdout / TAG.stderr go here
   std::string tag = "mpirun";
   double timeout_s = 120;
@@ -31,11 +36,13 @@ struct RankJob {
   const Sandbox* sandbox = nullptr;        // run mpirun and the ranks inside it (pkb-rank and its libraries are
                                            // bound in read-only); nullptr: directly
   SandboxLimits limits;                    // with a sandbox
+  RankProgram program = RankProgram::reference;
 };
 ProcessResult run_rank_job(const RankJob& job);
-// Resolves in the background what a sandboxed rank job binds of pkb-rank's libraries (ldd: ~0.3 s, since it maps
-// libtorch's ~300 dependencies), so that the work before the first sandboxed launch hides it; the answer is kept
-// for the process. The future's destructor waits for it; a failure is left for the launch itself to report.
+// Resolves in the background what a sandboxed rank job binds of both rank programs' libraries (ldd of pkb-rank:
+// ~0.3 s, since it maps libtorch's ~300 dependencies), so that the work before the first sandboxed launch hides
+// it; the answer is kept for the process. The future's destructor waits for it; a failure is left for the launch itself
+// to report.
 std::future<void> prefetch_rank_job_libraries();
 
 struct PythonRunnerJob {

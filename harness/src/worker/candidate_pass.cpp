@@ -4,10 +4,10 @@
 // compared afterwards. Then timing over input copies of distinct contents, every call poisoned and one call per
 // copy captured (docs/architecture.md, "Security model"), then one more trial with fresh inputs to catch kernels
 // that only work once. Outputs and records go to the driver over the sealed channel as soon as they exist. The
-// candidate's failures become record statuses, never exceptions.
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
+// candidate's failures become record statuses, never exceptions. No libtorch here: the inputs come from the
+// rank program's CandidateInputSource (worker/worker.h), the outputs leave as raw bytes.
 #include <dlfcn.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,9 +16,10 @@
 
 #include "core/dispatch_pin.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/parallel.h"
-#include "inputs/inputs.h"
-#include "io/safetensors.h"
+#include "inputs/draw.h"
+#include "io/safetensors_encode.h"
 #include "runtime/runtime.h"
 #include "seal/seal.h"
 #include "worker/worker.h"
@@ -133,7 +134,8 @@ std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& 
 
 class CandidateHost {
  public:
-  CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) : o_(o), env_(env), record_(record) {}
+  CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record, const CandidateInputSource& inputs)
+      : o_(o), env_(env), record_(record), inputs_source_(inputs) {}
 
   void run() {
     auto t0 = std::chrono::steady_clock::now();
@@ -148,9 +150,10 @@ class CandidateHost {
     lap("load_and_heap");
     // Every judged call (trials, timing, post-timing trial) runs under the same pin, so the candidate's CPU mask
     // cannot tell a timed call from a checked one. Threads this thread starts under the pin inherit its one CPU,
-    // so what starts threads goes first: the runtime, and ATen's OpenMP pool (started by its first parallel
-    // region, which input generation would otherwise run under the pin); the pin then moves them off.
-    if (at::get_num_threads() > 1) (void)at::ones({int64_t{1} << 17}).sum();
+    // so what starts threads goes first: the runtime, and the input source's pools (in pkb-rank ATen's OpenMP pool,
+    // started by its first parallel region, which a prepare step would otherwise run under the pin); the pin then
+    // moves them off.
+    if (inputs_source_.start_pools) inputs_source_.start_pools();
     const DispatchPin pin;
     record_["trials"] = nlohmann::json::array();
     bool set_up = false;
@@ -265,10 +268,9 @@ class CandidateHost {
   }
 
   bool check_trial(int trial, bool first) {
-    RankInputs in = make_inputs(env_.spec, env_.run, env_.rank, trial, o_.seed);
+    std::vector<HostTensor> in = make_inputs(trial);
     auto& slots = inputs_[0];
-    for (size_t i = 0; i < slots.size(); ++i)
-      rt_->copy(slots[i].data, in.tensors[i].contiguous().data_ptr(), slots[i].bytes);
+    for (size_t i = 0; i < slots.size(); ++i) rt_->copy(slots[i].data, in[i].data.get(), slots[i].bytes);
     for (const auto& s : outputs_) rt_->fill(s.data, 0xFF, s.bytes);
     if (auto err = rt_->synchronize(); !err.empty()) return fail("before trial " + std::to_string(trial) + ": " + err);
     if (first && setup_) {
@@ -288,45 +290,58 @@ class CandidateHost {
     if (!err.empty()) return fail("trial " + std::to_string(trial) + ": " + err);
     MPI_Barrier(MPI_COMM_WORLD);  // peers may write into our outputs: wait for every rank to finish
 
-    NamedTensors saved = read_outputs([](const Slot& s) { return s.data; });
-    send_outputs("trial" + std::to_string(trial), saved);
+    send_outputs("trial" + std::to_string(trial), read_outputs([](const Slot& s) { return s.data; }));
     record_["trials"].push_back({{"trial", trial}, {"inputs_mutated", mutated_inputs(slots, in)}});
     write_rank_record(o_.out_dir, env_.rank, record_);
     return true;
   }
 
-  // This rank's outputs as tensors, read from the output slots or from where `where(slot)` says.
+  // One trial's (or timing copy's) inputs, checked against the slots they will fill: a source that disagrees
+  // with problem.json is a harness error, not the candidate's.
+  std::vector<HostTensor> make_inputs(int trial) {
+    std::vector<HostTensor> in = inputs_source_.make(env_.spec, env_.run, env_.rank, trial, o_.seed);
+    const auto& slots = inputs_[0];
+    if (in.size() != slots.size())
+      throw Error("the input source gave " + std::to_string(in.size()) + " inputs, not " +
+                  std::to_string(slots.size()));
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].dtype != slots[i].dtype || in[i].shape != slots[i].shape || in[i].bytes != slots[i].bytes)
+        throw Error("input '" + slots[i].name + "': the input source's shape or dtype differs from problem.json's");
+    return in;
+  }
+
+  // This rank's outputs as host bytes, read from the output slots or from where `where(slot)` says.
   template <class Where>
-  NamedTensors read_outputs(Where where) {
-    NamedTensors saved;
+  std::vector<HostTensor> read_outputs(Where where) {
+    std::vector<HostTensor> saved;
     for (const auto& s : outputs_) {
-      at::Tensor t = at::empty(s.shape, at::TensorOptions().dtype(to_aten(s.dtype)));
-      rt_->copy(t.data_ptr(), where(s), s.bytes);
-      saved.names.push_back(s.name);
-      saved.tensors.push_back(t);
+      saved.emplace_back(s.name, s.dtype, s.shape);
+      rt_->copy(saved.back().data.get(), where(s), s.bytes);
     }
     return saved;
   }
 
   // Outputs leave the process as soon as they exist: to the driver over the sealed channel (or, without one,
   // into the job directory).
-  void send_outputs(const std::string& label, const NamedTensors& saved) {
+  void send_outputs(const std::string& label, const std::vector<HostTensor>& saved) {
+    std::vector<TensorBytesView> views;
+    for (const HostTensor& t : saved) views.push_back({t.name, t.dtype, t.shape, t.data.get(), t.bytes});
+    std::string bytes = encode_safetensors(views);
     if (seal().enabled()) {
-      seal().send("outputs", label, safetensors_bytes(saved));
+      seal().send("outputs", label, bytes);
       return;
     }
     std::filesystem::create_directories(std::filesystem::path(o_.out_dir) / label);
-    write_safetensors(std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"),
-                      saved);
+    write_file_atomically(
+        std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"), bytes);
   }
 
-  nlohmann::json mutated_inputs(const std::vector<Slot>& slots, const RankInputs& in) {
+  nlohmann::json mutated_inputs(const std::vector<Slot>& slots, const std::vector<HostTensor>& in) {
     nlohmann::json mutated = nlohmann::json::array();
     for (size_t i = 0; i < slots.size(); ++i) {
-      at::Tensor now = at::empty_like(in.tensors[i]);
-      rt_->copy(now.data_ptr(), slots[i].data, slots[i].bytes);
-      if (std::memcmp(now.data_ptr(), in.tensors[i].contiguous().data_ptr(), slots[i].bytes) != 0)
-        mutated.push_back(slots[i].name);
+      HostTensor now(slots[i].name, slots[i].dtype, slots[i].shape);
+      rt_->copy(now.data.get(), slots[i].data, slots[i].bytes);
+      if (!in[i].same_bytes(now.data.get())) mutated.push_back(slots[i].name);
     }
     return mutated;
   }
@@ -343,17 +358,16 @@ class CandidateHost {
       record_["phase_s"][name] = std::chrono::duration<double>(now - t0).count();
       t0 = now;
     };
-    std::vector<RankInputs> contents(copies_);
+    std::vector<std::vector<HostTensor>> contents(copies_);
     // Generating the copies is the bulk of a checked timing's cost; the generator fills each tensor on the
-    // rank's host threads (copies one after another: ATen's own ops, e.g. the dtype conversion, stay on this
-    // thread rather than nesting its OpenMP pool inside ours).
-    for (int k = 0; k < copies_; ++k)
-      contents[k] = make_inputs(env_.spec, env_.run, env_.rank, kTimedTrialBase + k, o_.seed);
+    // rank's host threads (copies one after another: a prepare step's ATen ops stay on this thread rather than
+    // nesting ATen's OpenMP pool inside ours).
+    for (int k = 0; k < copies_; ++k) contents[k] = make_inputs(kTimedTrialBase + k);
     record_["timing_input_threads"] = host_threads();
     sub_phase("timing_generate");
     for (int k = 0; k < copies_; ++k) {
       for (size_t i = 0; i < inputs_[k].size(); ++i)
-        rt_->copy(inputs_[k][i].data, contents[k].tensors[i].contiguous().data_ptr(), inputs_[k][i].bytes);
+        rt_->copy(inputs_[k][i].data, contents[k][i].data.get(), inputs_[k][i].bytes);
     }
     sub_phase("timing_upload");
     std::vector<std::vector<int>> visits(copies_);  // timed ordinals of each copy's first repetition
@@ -432,6 +446,7 @@ class CandidateHost {
   const WorkerOptions& o_;
   WorkerEnv& env_;
   nlohmann::json& record_;
+  const CandidateInputSource& inputs_source_;
   void* handle_ = nullptr;
   RunFn run_ = nullptr;
   SetupFn setup_ = nullptr;
@@ -448,9 +463,10 @@ class CandidateHost {
 
 }  // namespace
 
-void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record,
+                        const CandidateInputSource& inputs) {
   if (env.cuda) record["gpu"] = runtime_versions(env.device).gpu;
-  CandidateHost(o, env, record).run();
+  CandidateHost(o, env, record, inputs).run();
 }
 
 }  // namespace pkb

@@ -1,14 +1,18 @@
-// Shared pieces of pkb-rank's two passes. The reference pass runs the libtorch reference (bf16 outputs, the
-// precise fp32-upcast outputs, baseline timing); the candidate pass hosts a candidate library through the ABI.
-// Both write outputs as safetensors and a JSON record per rank under --out; neither ever sees expected values.
+// Shared pieces of the rank programs' two passes. The reference pass (pkb-rank) runs the libtorch reference (bf16
+// outputs, the precise fp32-upcast outputs, baseline timing); the candidate pass hosts a candidate library through
+// the ABI, in pkb-candidate (no libtorch in the process) or, for a problem whose inputs a libtorch prepare step
+// finishes, in pkb-rank. Both write outputs as safetensors and a JSON record per rank under --out; neither ever
+// sees expected values.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "inputs/host_tensor.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
@@ -46,7 +50,27 @@ struct WorkerEnv {
   int device = 0;  // CUDA device of this rank
   bool cuda = false;
   bool shared_gpu = false;  // several ranks on one GPU: no NCCL (the references stage through host memory)
+  int host_threads = 1;     // this rank's share of the node's cores, for host-side work (input generation)
 };
+
+// Where the candidate pass's inputs come from: pkb's draws alone (pkb-candidate) or make_inputs, the draws and the
+// problem's libtorch prepare step (pkb-rank).
+struct CandidateInputSource {
+  std::function<std::vector<HostTensor>(const ProblemSpec&, const RunShape&, int rank, int trial, uint64_t seed)> make;
+  // Starts the thread pools `make` uses, before the judged calls' CPU pin (threads started under it would inherit
+  // its one CPU). May be empty.
+  std::function<void()> start_pools;
+};
+
+// What a rank program runs: pkb-rank both passes, pkb-candidate the candidate pass only (reference empty).
+struct RankPasses {
+  std::string program;  // its name, in messages
+  std::function<void(const WorkerOptions&, WorkerEnv&, nlohmann::json&)> reference;
+  CandidateInputSource candidate_inputs;
+  std::function<void(const WorkerEnv&)> configure;  // once the rank's environment is known (may be empty)
+};
+// The rank program's main: parses the worker flags, runs the jobs, writes the records; the exit status.
+int rank_main(int argc, char** argv, const RankPasses& passes);
 
 // The command line that gives pkb-rank these options (defaults left out).
 std::vector<std::string> to_args(const WorkerOptions& o);
@@ -68,6 +92,7 @@ constexpr int kTimedTrialBase = 1000000;
 void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record);
 // Candidate pass: fills record["status"] (ok, load_error, runtime_error), trials, timing; never throws for the
 // candidate's failures, only for harness errors.
-void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record);
+void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record,
+                        const CandidateInputSource& inputs);
 
 }  // namespace pkb
