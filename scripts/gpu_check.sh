@@ -4,8 +4,8 @@
 # Logs and records go to $OUT (the device tool's folder) or results/gpu_check, and after every step into
 # $OUT/0-results.tar as well (the device tool brings back only a few shallow files: the archive holds every log and
 # small record, however the call ends). Exit status: non-zero if any step failed.
-# PKB_STEPS picks steps (default: all of comm unit validate fixtures escape adversarial experts bench timing sandbox
-# run replay shards regress topology);
+# PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
+# sandbox run replay shards regress topology);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
 # for the largest problems at full shape);
@@ -35,7 +35,7 @@ world=${PKB_WORLD:-$gpus}
 # PKB_SHARED_EXTRA lists further world sizes for the expert kernels (e.g. "4 8").
 if [ -z "${PKB_WORLD:-}" ] && [ "$gpus" = 1 ]; then world=2; fi
 echo "gpus: $gpus, world: $world$([ "$world" -gt "$gpus" ] && echo ' (ranks share GPUs)')"
-steps=" ${PKB_STEPS:-comm unit validate fixtures escape adversarial experts bench timing sandbox run replay shards regress topology} "
+steps=" ${PKB_STEPS:-comm unit validate fixtures escape retime adversarial experts bench timing sandbox run replay shards regress topology} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, remembers failure
@@ -126,6 +126,26 @@ if want escape; then
   step escape_expert_not_flagged expect_status "$build/pkb" problems/001_allreduce/solution.cu "$world" \
     "$out/eval_escape" correct false
 fi
+# Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
+# eager baseline runs too; the record must use the fresh timings and keep the cached medians.
+retime_check() {  # retime_check PKB OUTDIR
+  mkdir -p "$2"
+  CUDA_VISIBLE_DEVICES=0 "$1" eval problems/001_allreduce/solution.cu --problem 1 -w 1 --device cuda \
+    --retime-baseline always --out "$2" --json >"$2/record.json" || return 1
+  python3 - "$2/record.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, b = r["timing"], r["timing"].get("baseline_retimed", {})
+eager = (t.get("baseline_pytorch_eager") or {}).get("median_us")
+print(r["status"], "| fresh libtorch+NCCL", t["baseline_libtorch_nccl"]["median_us"], "eager", eager,
+      "| cached", b.get("libtorch_nccl_median_us"), b.get("pytorch_eager_median_us"), "| cached probe ratio",
+      b.get("host_speed_ratio"), "| speedup", t.get("speedup"), "| retime_s", r["wall"].get("retime_s"))
+ok = r["status"] == "correct" and b.get("reason") == "always" and "error" not in b and b.get("pytorch_eager_retimed")
+sys.exit(0 if ok else 1)
+PY
+}
+export -f retime_check
+want retime && step retime retime_check "$build/pkb" "$out/retime"
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../unit/test_util.h"
+#include "core/files.h"
 #include "launch/jobs.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
@@ -20,8 +21,10 @@ struct Case {
 
 nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
                             std::vector<std::string> problem_args = {"--problem", "1", "--param", "M=64", "--param",
-                                                                     "N=48"}) {
+                                                                     "N=48"},
+                            const std::filesystem::path& out_dir = {}) {
   pkb::test::TempDir tmp;
+  const std::filesystem::path eval_out = out_dir.empty() ? tmp.path() / "eval" : out_dir;
   pkb::ProcessOptions o;
   o.timeout_s = 120;
   o.stdout_path = tmp.path() / "out";
@@ -30,8 +33,7 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
   std::vector<std::string> argv = {PKB_BINARY, "eval", src.string()};
   argv.insert(argv.end(), problem_args.begin(), problem_args.end());
   argv.insert(argv.end(), {"-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1", "--iters", "5", "--timeout",
-                           std::to_string(timeout_s), "--out", (tmp.path() / "eval").string(), "--cache",
-                           PKB_TEST_CACHE, "--json"});
+                           std::to_string(timeout_s), "--out", eval_out.string(), "--cache", PKB_TEST_CACHE, "--json"});
   auto r = pkb::run_process(argv, o);
   EXPECT_TRUE(r.exited) << r.summary();
   EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
@@ -39,7 +41,7 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
   auto j = nlohmann::json::parse(out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << out << pkb::file_tail(tmp.path() / "err");
   // The record was appended to results.jsonl too.
-  std::string jsonl = pkb::file_tail(tmp.path() / "eval/results.jsonl", 1 << 24);
+  std::string jsonl = pkb::file_tail(eval_out / "results.jsonl", 1 << 24);
   EXPECT_NE(jsonl.find("\"schema\":\"pkb.result/1\""), std::string::npos);
   EXPECT_EQ(r.exit_code, j.value("status", "") == "correct" ? 0 : 1);
   return j;
@@ -113,6 +115,35 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_EQ(j["sandbox"]["rank_program"], "pkb-candidate");  // problem 1 has no prepare step: no libtorch
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// --retime-baseline always: the baselines are timed again beside the candidate (never cached), and the speedup is
+// against that timing; the cached baseline's median stays in the record. never: the cached one, nothing re-timed.
+TEST(Eval, RetimedBaselinesReplaceTheCachedOnes) {
+  pkb::test::TempDir out;
+  auto j =
+      eval_fixture("correct", 60,
+                   {"--problem", "1", "--param", "M=64", "--param", "N=48", "--retime-baseline", "always"}, out.path());
+  ASSERT_EQ(j.value("status", ""), "correct") << j.dump(2).substr(0, 3000);
+  const auto& t = j["timing"];
+  ASSERT_TRUE(t.contains("baseline_retimed")) << t.dump(2);
+  EXPECT_EQ(t["baseline_retimed"]["reason"], "always");
+  EXPECT_FALSE(t["baseline_retimed"].contains("error")) << t["baseline_retimed"].dump();
+  EXPECT_GT(t["baseline_retimed"]["libtorch_nccl_median_us"].get<double>(), 0);  // the cached timing's
+  EXPECT_GT(j["wall"]["retime_s"].get<double>(), 0);
+  EXPECT_EQ(j["timing_settings"]["retime_baseline"], "always");
+  // The fresh timing is the one the record uses: the re-timing pass's own rank 0 record says so.
+  auto fresh = nlohmann::json::parse(
+      pkb::read_text_file(std::filesystem::path(j["run_dir"].get<std::string>()) / "retime/rank0.json"));
+  EXPECT_EQ(t["baseline_libtorch_nccl"]["median_us"], fresh["timing"]["median_us"]);
+  EXPECT_NEAR(t["speedup"].get<double>(),
+              fresh["timing"]["median_us"].get<double>() / t["candidate"]["median_us"].get<double>(), 1e-9);
+
+  auto cached = eval_fixture("correct", 60,
+                             {"--problem", "1", "--param", "M=64", "--param", "N=48", "--retime-baseline", "never"});
+  ASSERT_EQ(cached.value("status", ""), "correct");
+  EXPECT_FALSE(cached["timing"].contains("baseline_retimed"));
+  EXPECT_FALSE(cached["wall"].contains("retime_s"));
 }
 
 // Problem 24's inputs need its libtorch prepare step (a per-rank expert preference added to the draws), so its

@@ -47,15 +47,15 @@ TEST(RankPrograms, BothCandidateHostsGiveTheReferencePassInputs) {
   for (const std::string dtype : {"bf16", "fp32"}) {
     const size_t bytes = 24 * 40 * (dtype == "bf16" ? 2 : 4);
     const fs::path ref = tmp.path() / (dtype + "-reference");
-    std::vector<std::string> ref_cmd = {PKB_RANK_BINARY, "--problem-dir", problem, "--out", ref.string(),
-                                        "--dtype", dtype, "--save-inputs"};
+    std::vector<std::string> ref_cmd = {PKB_RANK_BINARY, "--problem-dir", problem, "--out",
+                                        ref.string(),    "--dtype",       dtype,   "--save-inputs"};
     ref_cmd.insert(ref_cmd.end(), shape.begin(), shape.end());
     auto r = run_ranks(ref_cmd, ref);
     ASSERT_TRUE(r.ok()) << r.summary() << pkb::file_tail(ref / "stderr");
     for (const std::string host : {PKB_RANK_BINARY, PKB_CANDIDATE_BINARY}) {
       const fs::path out = tmp.path() / (dtype + "-" + fs::path(host).filename().string());
-      std::vector<std::string> cmd = {host, "--problem-dir", problem, "--out", out.string(), "--dtype", dtype,
-                                      "--candidate", lib.string()};
+      std::vector<std::string> cmd = {host,      "--problem-dir", problem,       "--out",     out.string(),
+                                      "--dtype", dtype,           "--candidate", lib.string()};
       cmd.insert(cmd.end(), shape.begin(), shape.end());
       auto c = run_ranks(cmd, out);
       ASSERT_TRUE(c.ok()) << host << ": " << c.summary() << pkb::file_tail(out / "stderr");

@@ -1,19 +1,20 @@
 // The torch-free generator's conversions (inputs/draw.h) against libtorch's: pkb-candidate hands candidates bytes
 // converted by this code, the reference pass tensors whose bytes it made, so they must be the bytes ATen makes.
+#include "inputs/draw.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "inputs/draw.h"
 #include "inputs/inputs.h"
 
 namespace {
 
 // Every exponent, both signs, mantissas with ties and near-ties for both targets, subnormals, infinities and NaN.
 std::vector<float> awkward_floats() {
-  std::vector<float> v = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.99f, 65520.f, 65536.f, 1e-8f, 5.96e-8f, 2.98e-8f,
-                          6.1e-5f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY, NAN, 1.401e-45f};
+  std::vector<float> v = {0.f,      -0.f,     1.f,     -1.f,    65504.f,  65519.99f, 65520.f,   65536.f, 1e-8f,
+                          5.96e-8f, 2.98e-8f, 6.1e-5f, 3.4e38f, -3.4e38f, INFINITY,  -INFINITY, NAN,     1.401e-45f};
   std::mt19937 rng(7);
   for (uint32_t exponent = 0; exponent < 256; ++exponent)
     for (uint32_t low : {0x0000u, 0x8000u, 0x7FFFu, 0x8001u, 0x18000u, 0x1000u, 0x0FFFu, 0x1001u, 0x3000u, 0x2000u}) {

@@ -40,6 +40,18 @@ int run_eval(EvalCliOptions& o) {
 
 }  // namespace
 
+void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
+  add_timing_flags(cmd, e.timing);
+  cmd->add_option("--timing-method", e.timing_method,
+                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
+      ->check(CLI::IsMember({"pkb", "paper"}));
+  cmd->add_option("--retime-baseline", e.retime_baseline,
+                  "Time the baselines again right after a correct candidate, in place of the cached ones: drift "
+                  "(default: when the host probes say the host's speed changed), always (same-window baselines) or "
+                  "never")
+      ->check(CLI::IsMember({"drift", "always", "never"}));
+}
+
 void add_eval_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<EvalCliOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel: compile, check, time");
@@ -52,10 +64,7 @@ void add_eval_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->e.seed, "Base seed");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  add_timing_flags(cmd, o->e.timing);
-  cmd->add_option("--timing-method", o->e.timing_method,
-                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
-      ->check(CLI::IsMember({"pkb", "paper"}));
+  add_eval_timing_flags(cmd, o->e);
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
   cmd->add_option(
          "--ranks-per-gpu", o->e.ranks_per_gpu,

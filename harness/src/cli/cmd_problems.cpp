@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "reference/reference.h"
+#include "reference/registered.h"
 #include "spec/catalog.h"
 
 namespace pkb::cli {
@@ -40,7 +40,7 @@ json problem_json(const ProblemSpec& p) {
           {"source", p.source},
           {"world_size", world_text(p)},
           {"parameters", p.parameters},
-          {"has_reference", find_reference(p.slug) != nullptr},
+          {"has_reference", has_registered_reference(p.slug)},
           {"has_solution", std::filesystem::exists(p.dir / "solution.cu")}};
 }
 
@@ -54,7 +54,7 @@ int run_list(const ProblemsOptions& o) {
     std::printf("%-4s %-28s %-18s %-20s %-4s %-4s %s\n", "id", "slug", "category", "world size", "ref", "sol", "title");
     for (const auto& p : c.problems)
       std::printf("%-4d %-28s %-18s %-20s %-4s %-4s %s\n", p.id, p.slug.c_str(), category_name(p.category),
-                  world_text(p).c_str(), find_reference(p.slug) ? "yes" : "no",
+                  world_text(p).c_str(), has_registered_reference(p.slug) ? "yes" : "no",
                   std::filesystem::exists(p.dir / "solution.cu") ? "yes" : "no", p.title.c_str());
     std::printf("%zu problems\n", c.problems.size());
   }

@@ -55,10 +55,7 @@ void add_regress_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", r.run.out_dir, "Run directory (default: results/regress/<UTC time>)");
   cmd->add_option("--cache", r.run.eval.cache_dir, "Compile and reference-pass cache");
   cmd->add_option("--trials", r.run.eval.trials, "Checked trials per kernel")->check(CLI::PositiveNumber);
-  add_timing_flags(cmd, r.run.eval.timing);
-  cmd->add_option("--timing-method", r.run.eval.timing_method,
-                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
-      ->check(CLI::IsMember({"pkb", "paper"}));
+  add_eval_timing_flags(cmd, r.run.eval);
   cmd->add_option("--timeout", r.run.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->callback([o, &action] { action = [o] { return run_regress(*o); }; });

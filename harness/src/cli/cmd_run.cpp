@@ -109,10 +109,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
   cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
   cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(CLI::PositiveNumber);
-  add_timing_flags(cmd, r.eval.timing);
-  cmd->add_option("--timing-method", r.eval.timing_method,
-                  "Which timing drives the speedup, fast_p and the curves: pkb (default) or paper; both are recorded")
-      ->check(CLI::IsMember({"pkb", "paper"}));
+  add_eval_timing_flags(cmd, r.eval);
   cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
   cmd->add_flag(

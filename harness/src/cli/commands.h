@@ -6,6 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+namespace pkb {
+struct EvalOptions;
+}
+
 namespace pkb::cli {
 
 using Action = std::function<int()>;
@@ -20,5 +24,9 @@ void add_report_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_regress_command(CLI::App& app, Action& action);
 void add_leaderboard_command(CLI::App& app, Action& action);
+
+// The evaluation's timing flags, one spelling for eval, run and regress: the timing options (worker/timing_cli.h),
+// --timing-method and --retime-baseline.
+void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e);
 
 }  // namespace pkb::cli

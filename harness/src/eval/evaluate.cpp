@@ -271,6 +271,32 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   return dir;
 }
 
+// The baselines timed again now, next to the candidate's timing and never cached: the libtorch+NCCL reference pass
+// with --time (one trial) in `dir`, and where the evaluation has one, reference.py's eager timing on the inputs
+// that pass saved there. Returns {libtorch_nccl, pytorch_eager} timings (eager null when not timed).
+std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
+                                       const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  WorkerOptions w = worker_options(spec, o, dir);
+  w.trials = {0};
+  w.save_inputs = python;
+  ProcessResult pr = launch(o, to_args(w), dir, "retime");
+  std::vector<json> records = read_rank_records(dir, o.world);
+  if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
+    throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
+  json py = nullptr;
+  if (python) {
+    std::vector<std::string> py_args = {"--time"};
+    for (const auto& t : o.timing.to_args()) py_args.push_back(t);
+    PythonRunnerJob job{o.world, o.device, spec.dir, dir, "0", py_args, o.timeout_s, {}};
+    if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+    if (run_python_runner(job).outcome == PythonRunResult::Outcome::ok) py = read_json_or_null(dir / "timing.py.json");
+  }
+  return {records[0]["timing"], py};
+}
+
 struct Failure {
   EvalStatus status;
   std::string message;
@@ -541,6 +567,30 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   json cand_t = records[0].value("timing", json());
   json cpp_t = ref_record.value("timing", json());
   json py_t = read_json_or_null(ref_dir / "timing.py.json");
+  // A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
+  // host probes say the cached baselines were timed on a host of another speed (docs/architecture.md, "Timing").
+  const json cached_drift = host_speed_comparison(cand_t, cpp_t);
+  const bool retime =
+      bad.empty() && !rec.contains("gpu_sharing") && cand_t.is_object() &&
+      (o.retime_baseline == "always" || (o.retime_baseline == "drift" && cached_drift.value("host_drift", false)));
+  if (retime) {
+    auto t_retime = std::chrono::steady_clock::now();
+    const bool had_py = py_t.is_object() && py_t.contains("median_us");
+    json cached = {{"reason", o.retime_baseline == "always" ? "always" : "host drift"},
+                   {"libtorch_nccl_median_us", cpp_t.is_object() ? cpp_t.value("median_us", 0.0) : 0.0},
+                   {"pytorch_eager_median_us", had_py ? py_t.value("median_us", 0.0) : 0.0}};
+    cached.update(cached_drift);
+    try {
+      auto [fresh_cpp, fresh_py] = retime_baselines(spec, o, had_py, cand_dir / "retime");
+      cpp_t = fresh_cpp;
+      if (had_py && fresh_py.is_object()) py_t = fresh_py;
+      cached["pytorch_eager_retimed"] = had_py && fresh_py.is_object();
+    } catch (const std::exception& e) {
+      cached["error"] = e.what();  // the cached baselines stand; the record says why
+    }
+    timing["baseline_retimed"] = cached;
+    wall["retime_s"] = since(t_retime);
+  }
   timing["candidate"] = cand_t;
   timing["baseline_libtorch_nccl"] = cpp_t;
   timing["baseline_pytorch_eager"] = py_t;
@@ -699,6 +749,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
       {"timing_settings", o.timing.to_json()},
       {"provenance", prov}};
   rec["timing_settings"]["method"] = o.timing_method;
+  rec["timing_settings"]["retime_baseline"] = o.retime_baseline;
   if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
   json wall = json::object();
   auto finish = [&](EvalStatus s, const std::string& message) -> EvalResult {

@@ -40,7 +40,11 @@ struct EvalOptions {
   std::map<std::string, int64_t> params;
   TimingOptions timing{.warmup = 20};
   std::string timing_method = "pkb";  // which timing drives timing.speedup (both are measured and recorded)
-  double timeout_s = 120;             // per launch
+  // When the baselines are timed again right after a correct candidate's timing, in place of the cached ones:
+  // "drift" (the host probes say the host's speed changed since the cached timing), "always" (same-window
+  // baselines for every correct candidate, one reference launch more each) or "never".
+  std::string retime_baseline = "drift";
+  double timeout_s = 120;  // per launch
   double compile_timeout_s = 180;
   std::string arch = "sm_90a";
   bool allow_nccl = false;
@@ -71,7 +75,7 @@ CompileOptions eval_compile_options(const EvalOptions& o);
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
 constexpr double kHostDriftRatio = 1.2;
 // {host_speed_ratio: the candidate timing's median cache-and-branch probe over the libtorch+NCCL baseline timing's
-// (both pkb-rank's host_chase_probe_us, the baseline possibly cached from hours before), host_drift: beyond
+// (both the rank programs' host_chase_probe_us, the baseline possibly cached from hours before), host_drift: beyond
 // kHostDriftRatio either way}: a speedup of dispatch-bound work timed on differently contended cores carries that
 // ratio. Empty when either timing lacks the probe (records from before it, CPU-less stubs).
 nlohmann::json host_speed_comparison(const nlohmann::json& candidate_timing, const nlohmann::json& baseline_timing);

@@ -160,7 +160,7 @@ uint16_t float_to_f16_bits(float v) {
   const uint32_t u = float_bits(v);
   const auto sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t magnitude = u & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return sign | 0x7E00u;  // NaN
+  if (magnitude > 0x7F800000u) return sign | 0x7E00u;   // NaN
   if (magnitude >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above round to infinity
   if (magnitude < 0x38800000u) {
     // Below 2^-14: a subnormal half, in units of 2^-24 (the scaling is exact; nearbyint rounds ties to even, and
@@ -200,9 +200,8 @@ std::vector<HostTensor> draw_inputs(const ProblemSpec& spec, const RunShape& run
         rank_part = (uint64_t{1} << 40) + static_cast<uint64_t>(group_color_key(g, run, rank).first);
     uint64_t seed = mix({base_seed, static_cast<uint64_t>(spec.id), static_cast<uint64_t>(trial), i, rank_part});
     DType dtype = tensor_dtype(t, run);
-    HostTensor values = with_context("input '" + t.name + "'", [&] {
-      return fill(t.name, t.init, tensor_shape(t, run, rank), seed, vars, dtype);
-    });
+    HostTensor values = with_context(
+        "input '" + t.name + "'", [&] { return fill(t.name, t.init, tensor_shape(t, run, rank), seed, vars, dtype); });
     out.push_back(values.dtype == dtype ? std::move(values) : convert_host_tensor(values, dtype));
   }
   return out;

@@ -9,9 +9,8 @@ std::string encode_safetensors(const std::vector<TensorBytesView>& tensors,
   nlohmann::json header = nlohmann::json::object(), order = nlohmann::json::array();
   uint64_t offset = 0;
   for (const TensorBytesView& t : tensors) {
-    header[t.name] = {{"dtype", dtype_safetensors_name(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes}}};
+    header[t.name] = {
+        {"dtype", dtype_safetensors_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
     order.push_back(t.name);
     offset += t.bytes;
   }

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "reference/reference.h"
+#include "reference/registered.h"
 
 namespace pkb {
 namespace {
@@ -52,5 +53,7 @@ const std::vector<int>& OracleContext::group_of(const std::string& name, int ran
       if (m == rank) return members;
   throw Error("oracle: rank " + std::to_string(rank) + " is in no group '" + name + "'");
 }
+
+bool has_registered_reference(const std::string& slug) { return find_reference(slug) != nullptr; }
 
 }  // namespace pkb

@@ -13,8 +13,7 @@ int main(int argc, char** argv) {
   passes.program = "pkb-rank";
   passes.reference = run_reference_pass;
   passes.configure = [](const WorkerEnv& env) { at::set_num_threads(env.host_threads); };
-  passes.candidate_inputs.make = [](const ProblemSpec& spec, const RunShape& run, int rank, int trial,
-                                    uint64_t seed) {
+  passes.candidate_inputs.make = [](const ProblemSpec& spec, const RunShape& run, int rank, int trial, uint64_t seed) {
     RankInputs in = make_inputs(spec, run, rank, trial, seed);
     std::vector<HostTensor> out;
     for (size_t i = 0; i < in.tensors.size(); ++i) {
