@@ -47,9 +47,9 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
       ->check(CLI::IsMember({"pkb", "paper"}));
   cmd->add_option("--retime-baseline", e.retime_baseline,
                   "Time the baselines again right after a correct candidate, in place of the cached ones: drift "
-                  "(default: when the host probes say the host's speed changed), always (same-window baselines) or "
-                  "never")
-      ->check(CLI::IsMember({"drift", "always", "never"}));
+                  "(when the host probes say the host's speed changed), always (same-window baselines), never, or "
+                  "auto (default: drift on GPUs, never on CPU ranks)")
+      ->check(CLI::IsMember({"auto", "drift", "always", "never"}));
 }
 
 void add_eval_command(CLI::App& app, Action& action) {

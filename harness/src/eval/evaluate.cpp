@@ -570,13 +570,13 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   // A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
   // host probes say the cached baselines were timed on a host of another speed (docs/architecture.md, "Timing").
   const json cached_drift = host_speed_comparison(cand_t, cpp_t);
-  const bool retime =
-      bad.empty() && !rec.contains("gpu_sharing") && cand_t.is_object() &&
-      (o.retime_baseline == "always" || (o.retime_baseline == "drift" && cached_drift.value("host_drift", false)));
+  const std::string policy = o.retime_baseline != "auto" ? o.retime_baseline : (o.device == "cuda" ? "drift" : "never");
+  const bool retime = bad.empty() && !rec.contains("gpu_sharing") && cand_t.is_object() &&
+                      (policy == "always" || (policy == "drift" && cached_drift.value("host_drift", false)));
   if (retime) {
     auto t_retime = std::chrono::steady_clock::now();
     const bool had_py = py_t.is_object() && py_t.contains("median_us");
-    json cached = {{"reason", o.retime_baseline == "always" ? "always" : "host drift"},
+    json cached = {{"reason", policy == "always" ? "always" : "host drift"},
                    {"libtorch_nccl_median_us", cpp_t.is_object() ? cpp_t.value("median_us", 0.0) : 0.0},
                    {"pytorch_eager_median_us", had_py ? py_t.value("median_us", 0.0) : 0.0}};
     cached.update(cached_drift);
