@@ -34,7 +34,7 @@ std::vector<float> awkward_floats() {
   return v;
 }
 
-TEST(Draw, HalfWidthRoundingIsATensRounding) {
+TEST(Draw, HalfWidthRoundingMatchesC10) {
   for (float f : awkward_floats()) {
     uint16_t bf = c10::BFloat16(f).x, half = c10::Half(f).x;
     if (std::isnan(f)) {  // any NaN encoding is a NaN; ours are quiet
@@ -48,7 +48,7 @@ TEST(Draw, HalfWidthRoundingIsATensRounding) {
 }
 
 // fp32 and int64 (what the distributions draw) to every dtype, as Tensor::to converts, on values each target holds.
-TEST(Draw, ConversionsAreTensorTos) {
+TEST(Draw, ConversionsMatchTensorTo) {
   std::mt19937_64 rng(3);
   const int64_t n = 4096;
   pkb::HostTensor floats("f", pkb::DType::f32, {n}), ints("i", pkb::DType::i64, {n});
