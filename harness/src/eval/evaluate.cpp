@@ -205,6 +205,16 @@ void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const 
   }
 }
 
+// The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
+// timing lands in io_dir/timing.py.json).
+PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
+  std::vector<std::string> py_args = {"--time"};
+  for (const auto& t : o.timing.to_args()) py_args.push_back(t);
+  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, o.timeout_s, {}};
+  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  return run_python_runner(job);
+}
+
 // The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
 // directory and renamed into place once complete; if another process finished first, its result is used. An
 // entry whose files do not match their recorded digests is discarded and computed again.
@@ -255,11 +265,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   write_expected_outputs(spec, run, o, work);
   info["oracle_s"] = since(t_oracle);
   if (python) {
-    std::vector<std::string> py_args = {"--time"};
-    for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-    PythonRunnerJob job{o.world, o.device, spec.dir, work, "0", py_args, o.timeout_s, {}};
-    if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-    PythonRunResult py = run_python_runner(job);
+    PythonRunResult py = time_eager_baseline(spec, o, work);
     if (py.outcome == PythonRunResult::Outcome::error)
       throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
     // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
@@ -287,13 +293,8 @@ std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOption
   if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
     throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
   json py = nullptr;
-  if (python) {
-    std::vector<std::string> py_args = {"--time"};
-    for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-    PythonRunnerJob job{o.world, o.device, spec.dir, dir, "0", py_args, o.timeout_s, {}};
-    if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-    if (run_python_runner(job).outcome == PythonRunResult::Outcome::ok) py = read_json_or_null(dir / "timing.py.json");
-  }
+  if (python && time_eager_baseline(spec, o, dir).outcome == PythonRunResult::Outcome::ok)
+    py = read_json_or_null(dir / "timing.py.json");
   return {records[0]["timing"], py};
 }
 
