@@ -293,6 +293,20 @@ TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("manifest.json was written with dtype = \"bf16\""), std::string::npos) << r.err;
   EXPECT_EQ(result_lines(run).size(), 1u);
+  // The baselines' re-timing policy decides what the speedups are measured against: another one is another run.
+  args = cpu_run_args("replay:" + replay.string(), run, 1);
+  args.insert(args.end(), {"--retime-baseline", "always"});
+  r = pkb_cli(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("manifest.json was written with retime_baseline = \"auto\""), std::string::npos) << r.err;
+  // A manifest from before the policy was recorded meant the default, and resumes with it.
+  json manifest = json::parse(read_text_file(run / "manifest.json"));
+  manifest["settings"].erase("retime_baseline");
+  write_file(run / "manifest.json", manifest.dump());
+  r = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 1));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(read_text_file(run / "manifest.json"))["settings"]["retime_baseline"], "auto");
+  EXPECT_EQ(result_lines(run).size(), 1u);
 }
 
 TEST(Run, WithoutAGpuCompilesValidatesAndReportsTheEvaluationsSkipped) {

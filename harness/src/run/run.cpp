@@ -61,6 +61,7 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"iters", o.eval.timing.iters},
           {"timing", o.eval.timing.to_json()},
           {"timing_method", o.eval.timing_method},
+          {"retime_baseline", o.eval.retime_baseline},
           {"params", o.eval.params},
           {"variant", prompt::variant_name(g.prompt.variant)},
           {"temperature", g.temperature ? json(*g.temperature) : json()},
@@ -70,8 +71,13 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"shard", shard_json(o.shard, o.samples)}};
 }
 
-// What a manifest written before a setting existed meant by it.
-json legacy_setting(const std::string& field) { return field == "stop_speedup" ? json(1.0) : json(); }
+// What a manifest written before a setting existed meant by it. retime_baseline: runs made before the manifest
+// recorded it used the default (or, before re-timing existed, re-timed nothing: the same as auto on CPU ranks).
+json legacy_setting(const std::string& field) {
+  if (field == "stop_speedup") return 1.0;
+  if (field == "retime_baseline") return "auto";
+  return json();
+}
 
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
 // of two runs' records.
