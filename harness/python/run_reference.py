@@ -235,10 +235,9 @@ def run_problem(opts, rank, device, problem_dir, io):
     if opts.time:
         args = load_args(problem, os.path.join(io, f"trial{trials[0]}", f"inputs.rank{rank}.safetensors"), device)
         # --timing-repeats: whole timings in a row; the first is the record's, all medians show the spread.
-        local = (int(os.environ.get("LOCAL_RANK", -1)), int(os.environ.get("LOCAL_WORLD_SIZE", 0)))
         runs = []
         for _ in range(opts.timing_repeats):
-            with DispatchPin(*local) as pin:
+            with DispatchPin() as pin:  # the CPUs pkb chose for this rank (PKB_DISPATCH_*)
                 runs.append(time_solution(solution, args, opts, device))
             runs[-1].update(dispatch_cpu=pin.cpu, **({"dispatch_note": pin.note} if pin.cpu < 0 else {}))
         stats = runs[0]

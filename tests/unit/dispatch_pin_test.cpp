@@ -1,5 +1,5 @@
 // core/dispatch_pin: which CPU a rank's dispatching thread takes, that the process's other threads leave it, that
-// every mask comes back, and that run_reference.py (the PyTorch-eager baseline's timer) chooses as pkb-rank does.
+// every mask comes back, and that run_reference.py (the PyTorch-eager baseline's timer) applies the plan pkb gives it.
 #include "core/dispatch_pin.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -140,42 +141,72 @@ TEST(DispatchPin, NothingIsPinnedWithoutTwoCoresPerLocalRankOrASlot) {
   EXPECT_EQ(mask_of(this_tid()), before);
 }
 
-// run_reference.py (it times the PyTorch-eager baselines) takes the rule from dispatch_pin.py: both must choose alike.
-TEST(DispatchPin, RunReferencePyChoosesTheSameCores) {
+// The plan a rank's pin follows: its own core's first CPU, the others outside every local rank's dispatch core.
+TEST(DispatchPin, ThePlanKeepsEveryLocalRanksDispatchCoreFree) {
   pkb::test::TempDir tmp;
-  const Cores topology{{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7}};
-  write_topology(tmp.path(), topology);
-  const std::vector<std::vector<int>> allowed_sets{
-      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, {1, 2, 9, 10, 14}, {0, 3, 5, 7, 8, 11, 15}};
-  std::string expected, script = "import json, sys; sys.path.insert(0, sys.argv[1]); import dispatch_pin as r\n";
-  for (const auto& allowed : allowed_sets) {
-    std::string list;
-    for (int c : allowed) list += (list.empty() ? "" : ",") + std::to_string(c);
-    const Cores cores = pkb::physical_cores(allowed, tmp.path());
-    for (int ranks = 1; ranks <= 4; ++ranks) {
-      for (const auto& core : pkb::dispatch_cores(cores, ranks))
-        for (int c : core) expected += std::to_string(c) + " ";
-      expected += "|";
-      script += "print(' '.join(str(c) for core in r.dispatch_cores(r.physical_cores([" + list + "], sys.argv[2]), " +
-                std::to_string(ranks) + ") for c in core), end=' |')\n";
-    }
-  }
-  const fs::path py = tmp.path() / "choose.py";
-  std::ofstream(py) << script;
-  const std::string command = "python3 " + py.string() + " " + PKB_PYTHON_DIR + " " + tmp.path().string();
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string got;
-  char buf[256];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) got.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << got;
-  // Python prints "a b |" per case where C++ wrote "a b |": compare without the spaces.
-  auto squeeze = [](std::string s) {
-    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  write_topology(tmp.path(), {{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7}});
+  const std::vector<int> allowed{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const pkb::DispatchPlan first = pkb::dispatch_plan(0, 2, allowed, tmp.path());
+  const pkb::DispatchPlan second = pkb::dispatch_plan(1, 2, allowed, tmp.path());
+  EXPECT_EQ(first.cpu, 7);
+  EXPECT_EQ(second.cpu, 6);
+  EXPECT_EQ(first.others, (std::vector<int>{0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(second.others, first.others);
+  const pkb::DispatchPlan crowded = pkb::dispatch_plan(0, 5, allowed, tmp.path());
+  EXPECT_EQ(crowded.cpu, -1);
+  EXPECT_NE(crowded.note.find("fewer than 2 physical cores for each of 5"), std::string::npos) << crowded.note;
+  EXPECT_EQ(pkb::dispatch_plan_env(crowded).at("PKB_DISPATCH_CPU"), "");
+  EXPECT_EQ(pkb::dispatch_plan_env(first),
+            (std::map<std::string, std::string>{{"PKB_DISPATCH_CPU", "7"},
+                                                {"PKB_DISPATCH_OTHERS", "0,1,2,3,4,5,8,9,10,11,12,13"},
+                                                {"PKB_DISPATCH_NOTE", ""}}));
+}
+
+// run_reference.py (it times the PyTorch-eager baselines) applies the plan pkb passes in its environment: its
+// dispatching thread on the plan's CPU, a thread that existed before on the others, every mask back afterwards; and
+// with a plan that pins nothing, nothing moves and the note is the plan's.
+TEST(DispatchPin, RunReferencePyAppliesThePlanItIsGiven) {
+  const std::vector<int> allowed = pkb::allowed_cpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "one allowed CPU: nothing to pin to";
+  pkb::test::TempDir tmp;
+  auto run_python = [&](const pkb::DispatchPlan& plan) {
+    std::string command = "env";
+    for (const auto& [k, v] : pkb::dispatch_plan_env(plan)) command += " " + k + "='" + v + "'";
+    const fs::path py = tmp.path() / "apply.py";
+    std::ofstream(py) << R"(import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+from dispatch_pin import DispatchPin
+release = threading.Event()
+helper = threading.Thread(target=release.wait)
+helper.start()
+def masks():
+    return " ".join(",".join(map(str, sorted(os.sched_getaffinity(t)))) for t in (0, helper.native_id))
+with DispatchPin() as pin:
+    inside = masks()
+print(pin.cpu, "|", pin.note, "|", inside, "|", masks())
+release.set()
+)";
+    command += " python3 " + py.string() + " " + PKB_PYTHON_DIR;
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string got;
+    char buf[256];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe)) got.append(buf, n);
+    EXPECT_EQ(pclose(pipe), 0) << got;
+    return got;
+  };
+  auto list = [](const std::vector<int>& cpus) {
+    std::string s;
+    for (int c : cpus) s += (s.empty() ? "" : ",") + std::to_string(c);
     return s;
   };
-  EXPECT_EQ(squeeze(got), squeeze(expected));
-  EXPECT_NE(squeeze(expected), std::string(12, '|')) << "every case chose nothing: the comparison proves little";
+  pkb::test::TempDir no_topology;
+  const pkb::DispatchPlan plan = pkb::dispatch_plan(0, 1, allowed, no_topology.path());
+  ASSERT_EQ(plan.cpu, allowed.back()) << plan.note;
+  const std::string all = list(allowed);
+  EXPECT_EQ(run_python(plan), std::to_string(plan.cpu) + " |  | " + std::to_string(plan.cpu) + " " + list(plan.others) +
+                                  " | " + all + " " + all + "\n");
+  const pkb::DispatchPlan crowded = pkb::dispatch_plan(0, 1 << 20, allowed, no_topology.path());
+  EXPECT_EQ(run_python(crowded), "-1 | " + crowded.note + " | " + all + " " + all + " | " + all + " " + all + "\n");
 }
 
 }  // namespace

@@ -77,6 +77,37 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+DispatchPlan dispatch_plan(int local_rank, int local_ranks, const std::vector<int>& allowed,
+                           const std::filesystem::path& sys_cpu) {
+  DispatchPlan plan;
+  if (local_ranks < 1 || local_rank < 0 || local_rank >= local_ranks) {
+    plan.note = "not pinned: no local rank given";
+    return plan;
+  }
+  const auto dispatch = dispatch_cores(physical_cores(allowed, sys_cpu), local_ranks);
+  if (dispatch.empty()) {
+    plan.note = "not pinned: " + std::to_string(allowed.size()) +
+                " allowed CPUs hold fewer than 2 physical cores for each of " + std::to_string(local_ranks) +
+                " local ranks";
+    return plan;
+  }
+  std::set<int> reserved;
+  for (const auto& core : dispatch) reserved.insert(core.begin(), core.end());
+  for (int c : allowed)
+    if (!reserved.count(c)) plan.others.push_back(c);
+  plan.cpu = dispatch[local_rank].front();
+  return plan;
+}
+
+std::map<std::string, std::string> dispatch_plan_env(const DispatchPlan& plan) {
+  std::string others;
+  for (int c : plan.others) others += (others.empty() ? "" : ",") + std::to_string(c);
+  // All three, empty where unused: none is left to what the environment happened to hold.
+  return {{"PKB_DISPATCH_CPU", plan.cpu < 0 ? "" : std::to_string(plan.cpu)},
+          {"PKB_DISPATCH_OTHERS", plan.cpu < 0 ? "" : others},
+          {"PKB_DISPATCH_NOTE", plan.note}};
+}
+
 namespace {
 
 std::vector<pid_t> process_threads() {
@@ -111,28 +142,16 @@ DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem:
       return;
     }
   }
-  if (local_ranks < 1 || local_rank < 0 || local_rank >= local_ranks) {
-    note_ = "not pinned: no local rank given";
+  const DispatchPlan plan = dispatch_plan(local_rank, local_ranks, allowed_cpus(), sys_cpu);
+  if (plan.cpu < 0) {
+    note_ = plan.note;
     return;
   }
-  const std::vector<int> allowed = allowed_cpus();
-  const auto dispatch = dispatch_cores(physical_cores(allowed, sys_cpu), local_ranks);
-  if (dispatch.empty()) {
-    note_ = "not pinned: " + std::to_string(allowed.size()) +
-            " allowed CPUs hold fewer than 2 physical cores for each of " + std::to_string(local_ranks) +
-            " local ranks";
-    return;
-  }
-  std::set<int> reserved;
-  for (const auto& core : dispatch) reserved.insert(core.begin(), core.end());
-  std::vector<int> rest;
-  for (int c : allowed)
-    if (!reserved.count(c)) rest.push_back(c);
   const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
   std::vector<pid_t> tids = process_threads();
   tids.erase(std::remove(tids.begin(), tids.end(), self), tids.end());
   tids.insert(tids.begin(), self);  // this thread first: if it cannot be pinned, nothing else moves
-  const cpu_set_t mine = mask_of({dispatch[local_rank].front()}), others = mask_of(rest);
+  const cpu_set_t mine = mask_of({plan.cpu}), others = mask_of(plan.others);
   for (pid_t tid : tids) {
     cpu_set_t before;
     if (sched_getaffinity(tid, sizeof before, &before) != 0) continue;  // exited meanwhile
@@ -143,7 +162,7 @@ DispatchPin::DispatchPin(int local_rank, int local_ranks, const std::filesystem:
     }
     saved_.emplace_back(tid, before);
   }
-  cpu_ = dispatch[local_rank].front();
+  cpu_ = plan.cpu;
   owner_ = true;
   std::lock_guard<std::mutex> lock(held_mutex);
   held_others = others;

@@ -7,13 +7,15 @@
 // Each local rank takes a distinct physical core counted from the last (the first cores take most interrupts); the
 // process's other threads move to the allowed CPUs outside every local rank's dispatch core while it is held.
 // Nothing is pinned where the allowed CPUs hold fewer than two physical cores per local rank (then it would take
-// half the process's CPUs), e.g. for two ranks on the 2-core CI machine. run_reference.py applies the same rule
-// (harness/python/dispatch_pin.py; tests/unit/dispatch_pin_test.cpp holds the two to the same choices).
+// half the process's CPUs), e.g. for two ranks on the 2-core CI machine. The choice is made here only:
+// run_reference.py's ranks (pkb starts them) get their plan in the environment (dispatch_plan_env) and
+// harness/python/dispatch_pin.py just applies it.
 #pragma once
 
 #include <sched.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,20 @@ std::vector<std::vector<int>> dispatch_cores(const std::vector<std::vector<int>>
 
 // The CPUs this process may run on (sched_getaffinity), ascending.
 std::vector<int> allowed_cpus();
+
+// Where a pin puts a rank's threads: the dispatching thread on `cpu`, every other thread on `others`. cpu -1 (and
+// `note` says why): nothing is pinned.
+struct DispatchPlan {
+  int cpu = -1;
+  std::vector<int> others;
+  std::string note;
+};
+DispatchPlan dispatch_plan(int local_rank, int local_ranks, const std::vector<int>& allowed,
+                           const std::filesystem::path& sys_cpu = "/sys/devices/system/cpu");
+
+// A plan as the environment of a process that applies it itself (run_reference.py's ranks): PKB_DISPATCH_CPU and
+// PKB_DISPATCH_OTHERS (CPUs, comma-separated), both empty where nothing is pinned and PKB_DISPATCH_NOTE says why.
+std::map<std::string, std::string> dispatch_plan_env(const DispatchPlan& plan);
 
 // While alive: the calling thread runs on the first CPU of its rank's dispatch core, every other thread of the
 // process on the allowed CPUs outside all local ranks' dispatch cores. The destructor restores every thread's

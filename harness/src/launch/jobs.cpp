@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/dispatch_pin.h"
 #include "core/error.h"
 #include "launch/mpirun.h"
 #include "spec/catalog.h"
@@ -182,6 +183,9 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
   argv.insert(argv.end(), {"--trials", job.trials, "--device", job.device, "--timeout", std::to_string(job.timeout_s)});
   argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
   const std::filesystem::path& log_dir = entries.front().io_dir;  // the ranks' stdout and stderr
+  std::vector<std::map<std::string, std::string>> dispatch_env;   // the ranks inherit this process's allowed CPUs
+  for (int r = 0; r < job.world; ++r)
+    dispatch_env.push_back(dispatch_plan_env(dispatch_plan(r, job.world, allowed_cpus())));
   for (int attempt = 1;; ++attempt) {
     std::string port = std::to_string(free_local_port());
     std::vector<std::vector<std::string>> argvs;
@@ -201,6 +205,8 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
                 {"LOCAL_RANK", std::to_string(r)},
                 {"WORLD_SIZE", std::to_string(job.world)},
                 {"LOCAL_WORLD_SIZE", std::to_string(job.world)}};
+      // Where the rank's timing dispatches from: the rule pkb-rank follows, chosen here, applied by dispatch_pin.py.
+      for (auto& [k, v] : dispatch_env[r]) po.env[k] = v;
       po.env.insert(job.env.begin(), job.env.end());
       argvs.push_back(argv);
       opts.push_back(po);
