@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 
 from dispatch_pin import DispatchPin
+from rotation import rotation_calls, rotation_count
 
 SKIP_EXIT = 3  # every rank raised CannotRunHere: pkb reports a skip with the reason, not a failure
 
@@ -258,7 +259,7 @@ def main():
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--time", action="store_true", help="time solution() on the first trial's inputs")
     # The timing options, spelled as pkb-rank's (worker/timing_cli.h); pkb always passes them all.
-    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--paper-warmup", type=int, default=500)
     parser.add_argument("--paper-iters", type=int, default=100)
@@ -319,13 +320,13 @@ def wait_for_records(io, world, timeout_s):
         time.sleep(0.02)
 
 
-def rotation_copies(args, device, budget_bytes=2 << 30):
-    """As many input copies as exceed 3x L2, within 2 GiB: the rule pkb-rank uses (worker/timing.cpp)."""
-    nbytes = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-    if device.type != "cuda" or nbytes == 0:
+def rotation_copies(args, device, opts, budget_bytes=2 << 30):
+    """Input copies for timing: pkb-rank's rule (rotation.py) on CUDA, 2 on CPU ranks (as pkb-rank)."""
+    if device.type != "cuda":
         return 2
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size
-    return max(1, min(3 * l2 // nbytes + 1, max(1, budget_bytes // nbytes)))
+    nbytes = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+    calls = rotation_calls(opts.warmup, opts.paper_warmup, opts.iters, opts.paper_iters, opts.max_reps)
+    return rotation_count(nbytes, torch.cuda.get_device_properties(device).L2_cache_size, budget_bytes, calls)
 
 
 PAPER_WARMUP_CHUNK = 50
@@ -450,7 +451,7 @@ def time_solution(solution, args, opts, device):
     until both medians' CIs are within the target, the budget is spent or max_reps ran. Inputs rotate over copies
     exceeding 3x L2; host clocks on CPU."""
     copies = [args] + [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-                       for _ in range(rotation_copies(args, device) - 1)]
+                       for _ in range(rotation_copies(args, device, opts) - 1)]
     n = len(copies)
     token = torch.zeros(1, device=device)
     cuda = device.type == "cuda"

@@ -83,19 +83,48 @@ TEST(TimingOptions, BadValuesNameTheOption) {
 
 TEST(TimingRotation, CopiesExceedThreeTimesL2) {
   const size_t l2 = 60 * kMiB;  // H200
+  const size_t calls = rotation_calls(TimingOptions{});
+  EXPECT_EQ(calls, 10u + 500u + 5u * (50u + 100u));  // the warm-ups and five repetitions of both methods
   // 2 MiB inputs: 91 copies, 182 MiB = 3.03x L2 (the old cap of 64 copies gave 2.13x).
-  EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda), 91);
+  EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda, calls), 91);
   for (size_t bytes : {size_t{4096}, kMiB, 2 * kMiB, 7 * kMiB + 3, 64 * kMiB, 300 * kMiB}) {
-    int n = rotation_copies(bytes, l2, kTimingCopyBudgetCuda);
-    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda) {  // within the budget: always > 3x L2
+    int n = rotation_copies(bytes, l2, kTimingCopyBudgetCuda, calls);
+    // Within the budget and the calls: always > 3x L2, or one copy per call (no call's inputs were used before).
+    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda && static_cast<size_t>(n) < calls) {
       EXPECT_GT(n * bytes, 3 * l2) << bytes;
     }
     EXPECT_LE(n * bytes, std::max(bytes, kTimingCopyBudgetCuda)) << bytes;
+    EXPECT_LE(static_cast<size_t>(n), calls) << bytes;
   }
-  // 4 KiB inputs would need 46081 copies; the 2 GiB budget is not what stops them, the L2 rule is.
-  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda), 46081);
-  EXPECT_EQ(rotation_copies(kMiB, l2, 32 * kMiB), 32);  // the budget caps
-  EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda), 1);
+  // 4 KiB inputs would want 46081 copies, but a timing makes 1260 calls: a copy past the last is never used
+  // (reference.py's timer once cloned 5 million copies of problem 23's 0-dim inputs, for hours).
+  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, calls), 1260);
+  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, 1 << 30), 46081);
+  EXPECT_EQ(rotation_copies(kMiB, l2, 32 * kMiB, calls), 32);  // the budget caps
+  EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda, calls), 1);
+}
+
+// run_reference.py times the PyTorch-eager baselines with harness/python/rotation.py's count: the same as pkb-rank's
+// for the same bytes, L2, budget and options (the eager and libtorch baselines rotate alike).
+TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
+  test::TempDir tmp;
+  TimingOptions o;
+  o.warmup = 7, o.paper_warmup = 300, o.iters = 40, o.paper_iters = 60, o.max_reps = 4;
+  const size_t l2 = 60 * kMiB;
+  const std::vector<size_t> sizes = {0, 2, 30, 4096, 150000, kMiB, 2 * kMiB, 7 * kMiB + 3, 300 * kMiB, 3000 * kMiB};
+  std::string script =
+      "import sys\nsys.path.insert(0, sys.argv[1])\nfrom rotation import rotation_calls, "
+      "rotation_count\ncalls = rotation_calls(7, 300, 40, 60, 4)\nprint(calls, *[rotation_count(b, " +
+      std::to_string(l2) + ", " + std::to_string(kTimingCopyBudgetCuda) + ", calls) for b in " +
+      nlohmann::json(sizes).dump() + "])\n";
+  test::write_file(tmp.path() / "r.py", script);
+  test::CliRun run =
+      test::run_cli("python3", {(tmp.path() / "r.py").string(), (repo_root() / "harness/python").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string expected = std::to_string(rotation_calls(o));
+  for (size_t b : sizes)
+    expected += " " + std::to_string(rotation_copies(b, l2, kTimingCopyBudgetCuda, rotation_calls(o)));
+  EXPECT_EQ(run.out, expected + "\n");
 }
 
 TEST(TimingCopies, EveryTimedCallHasFreshContentsApartFromWarmUps) {

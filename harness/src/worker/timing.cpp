@@ -244,17 +244,17 @@ int CopyPlan::checked_copy(int i, uint64_t draw, const TimingOptions& o) const {
   return timed_copy(rep * o.calls_per_rep() + static_cast<int>(draw % o.calls_per_rep()));
 }
 
-int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes) {
+int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes, size_t calls) {
   if (input_bytes == 0) return 1;
   size_t want = 3 * l2_bytes / input_bytes + 1;
   size_t fit = std::max<size_t>(1, budget_bytes / input_bytes);
-  return static_cast<int>(std::clamp<size_t>(std::min(want, fit), 1, 1 << 16));
+  return static_cast<int>(std::clamp<size_t>(std::min({want, fit, calls}), 1, 1 << 16));
 }
 
 CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions& o, size_t budget_bytes) {
   size_t fit = input_bytes ? std::max<size_t>(2, budget_bytes / input_bytes) : size_t{1} << 20;
   CopyPlan p;
-  p.warmup_copies = std::clamp(rotation_copies(input_bytes, l2_bytes, budget_bytes / 2), 1,
+  p.warmup_copies = std::clamp(rotation_copies(input_bytes, l2_bytes, budget_bytes / 2, o.warmup_calls()), 1,
                                static_cast<int>(std::min<size_t>(fit / 2, 1 << 16)));
   size_t want = static_cast<size_t>(o.max_timed_calls() + kEscapeProbeCalls);
   size_t fresh = std::clamp<size_t>(std::min(want, fit - p.warmup_copies), 1, 8192);

@@ -184,9 +184,15 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
 constexpr size_t kTimingCopyBudgetCuda = size_t{2} << 30;
 constexpr size_t kTimingCopyBudgetCpu = size_t{32} << 20;
 
-// Copies of `input_bytes` that together exceed 3x the L2 cache (at least 1), within `budget_bytes`: the
-// rotation that keeps a call's inputs out of L2.
-int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes);
+// Copies of `input_bytes` that together exceed 3x the L2 cache (at least 1), within `budget_bytes` and no more than
+// `calls`, the calls that rotate over them: the rotation that keeps a call's inputs out of L2. A copy past the
+// last call would never be used (4 KiB inputs want 46081 copies; a default timing makes 1260 calls).
+// harness/python/rotation.py is the same rule for run_reference.py (a unit test holds the two together).
+int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes, size_t calls);
+// The calls of one timing that rotate over its copies: the warm-ups and max_reps repetitions of both methods.
+inline size_t rotation_calls(const TimingOptions& o) {
+  return static_cast<size_t>(o.warmup_calls()) + static_cast<size_t>(o.max_timed_calls());
+}
 
 // Copies for timing a candidate: the L2 rotation for the warm-ups, then one fresh copy per timed and probe
 // call of the largest plan (so memoizing on content never pays), within a memory budget per rank.

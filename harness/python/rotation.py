@@ -1,0 +1,17 @@
+"""The L2 rotation's copy count for run_reference.py: pkb-rank's rotation_copies (harness/src/worker/timing.h),
+kept free of torch so that tests/unit/timing_test.cpp can hold the two together."""
+
+
+def rotation_count(input_bytes, l2_bytes, budget_bytes, calls):
+    """Copies of input_bytes that together exceed 3x the L2 (at least 1), within budget_bytes and no more than the
+    calls that rotate over them (a copy past the last call is never used)."""
+    if input_bytes == 0:
+        return 1
+    want = 3 * l2_bytes // input_bytes + 1
+    fit = max(1, budget_bytes // input_bytes)
+    return max(1, min(want, fit, calls, 1 << 16))
+
+
+def rotation_calls(warmup, paper_warmup, iters, paper_iters, max_reps):
+    """The calls of one timing that rotate over its copies: the warm-ups and max_reps repetitions of both methods."""
+    return warmup + paper_warmup + max_reps * (iters + paper_iters)
