@@ -52,6 +52,7 @@ Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, doubl
           std::map<std::string, std::string> env = {}, const std::string& world = "2") {
   // A paper warm-up budget no run reaches: its 500 calls always run, so fixtures that count calls from the
   // command line (skip_when_unchecked) know where the timed calls start, the strongest position to attack from.
+  // The repetitions are as few as still time both methods twice: the attacks are on the checks, not the speed.
   auto r = pkb::test::run_cli(PKB_BINARY,
                               {"eval",
                                src.string(),
@@ -73,6 +74,12 @@ Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, doubl
                                "5",
                                "--paper-warmup-budget",
                                "600",
+                               "--paper-iters",
+                               "3",
+                               "--min-reps",
+                               "1",
+                               "--max-reps",
+                               "2",
                                "--timeout",
                                std::to_string(timeout_s),
                                "--out",
