@@ -87,8 +87,10 @@ if mode == "baselines":
         print(f"| {problem} | {name} | {join(medians)} | {join(probes)} | {fmt(corr(medians, probes), '', 2)} | "
               f"{join(chases)} | {fmt(corr(medians, chases), '', 2)} |")
 else:
-    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | speedup paper | throttled | host speed ratio (drift) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    # The speedup's CV beside the median's: a speedup against baselines re-timed in the same window (retimed: how
+    # many evaluations re-timed theirs, --retime-baseline) can hold steadier than either timing alone.
+    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | CV of speedup % | speedup paper | throttled | retimed | host speed ratio (drift) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     folders = sorted({os.path.basename(p).split(".run")[0] for p in glob.glob(f"{out}/*.run*.json")})
     for d in folders:
         runs = []
@@ -99,19 +101,22 @@ else:
                 pass
         ok = [r for r in runs if r.get("status") == "correct"]
         if not ok:
-            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | | |")
+            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | | | | |")
             if not runs and os.path.exists(f"{out}/eval.stderr"):  # say why, in the table's log
                 print("  stderr: " + open(f"{out}/eval.stderr", errors="replace").read()[-600:].replace("\n", " / "))
             continue
         cand = [r["timing"]["candidate"] for r in ok]
         a = [c["median_us"] for c in cand]
         b = [c["paper"]["median_us"] for c in cand]
-        sp = lambda m: statistics.mean([r["timing"]["by_method"][m].get("speedup", 0) for r in ok])
+        speedups = lambda m: [r["timing"]["by_method"][m].get("speedup", 0) for r in ok]
+        sp = lambda m: statistics.mean(speedups(m))
+        retimed = sum(1 for r in ok if r["timing"].get("baseline_retimed"))
         worst["expert pkb"] = max(worst.get("expert pkb", 0), cv(a) or 0)
         worst["expert paper"] = max(worst.get("expert paper", 0), cv(b) or 0)
         print(f"| {d} | {len(ok)} | {statistics.mean(a):.1f} | {fmt(cv(a), '', 2)} | {statistics.mean(b):.1f} | "
               f"{fmt(cv(b), '', 2)} | {statistics.mean(b) / statistics.mean(a):.2f}x | {sp('pkb'):.2f}x | "
-              f"{sp('paper'):.2f}x | {'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} | "
+              f"{fmt(cv(speedups('pkb')), '', 2)} | {sp('paper'):.2f}x | "
+              f"{'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} | {retimed} | "
               f"{', '.join(fmt(r['timing'].get('host_speed_ratio'), '', 2) + ('!' if r['timing'].get('host_drift') else '') for r in ok)} |")
 print()
 for k, v in sorted(worst.items()):

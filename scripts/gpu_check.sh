@@ -13,7 +13,7 @@
 # the world sizes validated (default: the step's W; on one GPU e.g. "1 2 4": W > 1 shares the GPU);
 # PKB_TIMING_SELECTION (baselines, default 1-30), PKB_TIMING_EXPERTS (default 1-8) and PKB_TIMING_REPEATS
 # (default 5) size the timing step, PKB_TIMING_OPTIONS (e.g. "--rep-gap-ms 50 --max-reps 10") passes timing options
-# to both of its parts. PKB_STEP_TIMEOUT=SECONDS ends any one step that runs longer (a failure), so
+# to both of its parts and PKB_TIMING_EVAL_OPTIONS (e.g. "--retime-baseline always") eval options to the experts' part. PKB_STEP_TIMEOUT=SECONDS ends any one step that runs longer (a failure), so
 # one slow step cannot use up a time-limited call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -161,7 +161,7 @@ if want timing; then
     ${PKB_TIMING_OPTIONS:-}
   TAIL_LINES=15 step timing_experts env PKB="$build/pkb" OUT="$out/timing_experts" CUDA_VISIBLE_DEVICES=0 \
     "$root/scripts/bench_timing.sh" experts "${PKB_TIMING_EXPERTS:-1-8}" "${PKB_TIMING_REPEATS:-5}" \
-    ${PKB_TIMING_OPTIONS:-}
+    ${PKB_TIMING_OPTIONS:-} ${PKB_TIMING_EVAL_OPTIONS:-}
 fi
 # What the sandbox costs an honest evaluation: the same cached candidate with and without it.
 if want sandbox; then
