@@ -3,7 +3,7 @@
 // per rank range (consecutive ranks with equal shapes share a line).
 #include <sstream>
 
-#include "inputs/inputs.h"
+#include "inputs/draw.h"
 #include "prompt/format.h"
 #include "prompt/prompt.h"
 
