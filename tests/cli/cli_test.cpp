@@ -160,6 +160,34 @@ TEST(Cli, ValidateBatchesAndABrokenProblemFailsAlone) {
   EXPECT_EQ(record("008_alltoall")["reference_launch_problems"], 1);
 }
 
+// pkb links no libtorch: the commands that never touch a tensor run in it, and every other command line (a global
+// --root before the command included) runs pkb-full, which has every command, with the same arguments.
+TEST(Cli, TheFrontLinksNoLibtorchAndHandsTheOtherCommandsOn) {
+  auto needed = [](const std::filesystem::path& program) {
+    TempDir tmp;
+    pkb::ProcessOptions o;
+    o.stdout_path = tmp.path() / "out";
+    EXPECT_TRUE(pkb::run_process({"ldd", program.string()}, o).ok());
+    return pkb::file_tail(tmp.path() / "out", 1 << 20);
+  };
+  const std::filesystem::path front = PKB_BINARY;
+  EXPECT_EQ(needed(front).find("libtorch"), std::string::npos) << needed(front);
+  EXPECT_NE(needed(front.parent_path() / "pkb-full").find("libtorch"), std::string::npos);
+  const std::string root = pkb::repo_root().string();
+  CliRun listed = pkb_cli({"--root", root, "problems", "list"});  // pkb-full's
+  EXPECT_EQ(listed.result.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("1    allreduce"), std::string::npos) << listed.out;
+  CliRun shown = pkb_cli({"--root=" + root, "topology", "show", "h100_8"});  // the front's own
+  EXPECT_EQ(shown.result.exit_code, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out, nullptr, false).value("name", ""), "h100_8") << shown.out;
+  CliRun help = pkb_cli({"--help"});  // every command, from pkb-full
+  EXPECT_EQ(help.result.exit_code, 0);
+  for (const char* command : {"eval", "run", "validate", "report", "leaderboard", "topology"})
+    EXPECT_NE(help.out.find(std::string("\n  ") + command + " "), std::string::npos) << command << help.out;
+  EXPECT_EQ(pkb_cli({"nonsense"}).result.exit_code, 2);
+  EXPECT_EQ(pkb_cli({"report"}).result.exit_code, 2);  // a usage error of the front's own
+}
+
 TEST(Cli, TopologyListAndShow) {
   CliRun r = pkb_cli({"topology", "list"});
   EXPECT_EQ(r.result.exit_code, 0) << r.err;

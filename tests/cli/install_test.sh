@@ -22,6 +22,8 @@ got=$(count)
 [ "$got" = 3 ] || { echo "installed pkb lists $got problems after 3 were left in share/pkb: not the installed tree"; exit 1; }
 got=$(count --root "$src")
 [ "$got" = "$want" ] || { echo "pkb --root $src lists $got problems, want $want"; exit 1; }
+# pkb itself (no libtorch) runs topology; pkb-full, installed beside it, the rest.
+"$pkb" topology show h100_8 >/dev/null || { echo "the installed pkb cannot show a topology"; exit 1; }
 "$pkb" validate 1 --small -w 2 --device cpu --python off --out "$prefix/validate" >"$prefix/validate.log" 2>&1 ||
   { cat "$prefix/validate.log"; echo "the installed pkb cannot validate problem 1"; exit 1; }
 "$pkb" eval "$src/tests/fixtures/cpu/correct.cpp" --problem 1 --param M=16 --param N=8 -w 2 --device cpu \

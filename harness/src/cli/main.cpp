@@ -1,49 +1,14 @@
-// pkb: the driver. See docs/cli.md for the commands and docs/architecture.md for how they fit together.
-#include <cstdlib>
-#include <filesystem>
-#include <iostream>
-
-#include "cli/commands.h"
-#include "core/error.h"
-#include "launch/process.h"
-#include "models/logging.h"
+// pkb-full: the driver with every command. See docs/cli.md for the commands and docs/architecture.md for how they
+// fit together. Users run pkb (front_main.cpp), which runs this program for the commands that need libtorch.
+#include "cli/cli_main.h"
 
 int main(int argc, char** argv) {
-  pkb::log_to_stderr();
-  CLI::App app{"pkb: a benchmark of multi-GPU CUDA kernels written by language models"};
-  app.require_subcommand(1);
-  std::string root;
-  app.add_option("--root", root,
-                 "The tree holding problems/, topologies/, prompts/ (default: $PKB_ROOT, the installed "
-                 "share/pkb, or the source tree pkb was built from)")
-      ->check(CLI::ExistingDirectory);
-  pkb::cli::Action action;
-  pkb::cli::add_problems_command(app, action);
-  pkb::cli::add_topology_command(app, action);
-  pkb::cli::add_validate_command(app, action);
-  pkb::cli::add_eval_command(app, action);
-  pkb::cli::add_prompt_command(app, action);
-  pkb::cli::add_generate_command(app, action);
-  pkb::cli::add_report_command(app, action);
-  pkb::cli::add_run_command(app, action);
-  pkb::cli::add_regress_command(app, action);
-  pkb::cli::add_leaderboard_command(app, action);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
-  // Through the environment, so every part of pkb (and the processes it starts) sees the same tree.
-  if (!root.empty()) setenv("PKB_ROOT", std::filesystem::absolute(root).c_str(), 1);
-  pkb::kill_children_on_termination();
-  try {
-    return action ? action() : 2;
-  } catch (const pkb::Error& e) {
-    std::cerr << "pkb: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {  // a library's exception that no layer translated: still one clear line
-    std::cerr << "pkb: unexpected error: " << e.what() << "\n";
-    return 2;
-  }
+  return pkb::cli::cli_main(argc, argv, [](CLI::App& app, pkb::cli::Action& action) {
+    pkb::cli::add_problems_command(app, action);
+    pkb::cli::add_validate_command(app, action);
+    pkb::cli::add_eval_command(app, action);
+    pkb::cli::add_run_command(app, action);
+    pkb::cli::add_regress_command(app, action);
+    pkb::cli::add_torch_free_commands(app, action);
+  });
 }
