@@ -20,9 +20,22 @@ cmake --build "$build" -j "$(nproc)" --target pkb_core_tests pkb_models_http_tes
 # halt_on_error: the first race ends the run with its report; die_after_fork=0: pkb forks (then execs at once)
 # from threaded code, which TSan otherwise refuses.
 export TSAN_OPTIONS="halt_on_error=1 die_after_fork=0 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+# Each binary in gtest shards side by side: the HTTP tests mostly wait (deadlines, back-offs: ~15 s of wall for ~1 s
+# of CPU in one process), so shards cost little CPU and end the phase sooner.
 status=0
-for t in tests/pkb_core_tests tests/models/pkb_models_http_tests; do
-  echo "=== tsan: $t"
-  "$build/$t" --gtest_brief=1 || status=1
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+pids=() names=()
+for spec in tests/pkb_core_tests:2 tests/models/pkb_models_http_tests:4; do
+  t=${spec%:*} shards=${spec##*:}
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/$t" --gtest_brief=1 >"$logs/${#pids[@]}.log" 2>&1 &
+    pids+=($!) names+=("$t (shard $((i + 1)) of $shards)")
+  done
+done
+for k in "${!pids[@]}"; do
+  echo "=== tsan: ${names[$k]}"
+  wait "${pids[$k]}" || status=1
+  cat "$logs/$k.log"
 done
 exit $status
