@@ -32,33 +32,12 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
   auto src = pkb::repo_root() / "tests/fixtures/cpu" / (fixture + ".cpp");
   std::vector<std::string> argv = {PKB_BINARY, "eval", src.string()};
   argv.insert(argv.end(), problem_args.begin(), problem_args.end());
-  // The shortest timing that still runs both methods twice: these tests judge statuses, not speed (a default paper
-  // warm-up and five repetitions are ~3 s of each evaluation's wall here).
-  argv.insert(argv.end(), {"-w",
-                           "2",
-                           "--device",
-                           "cpu",
-                           "--trials",
-                           "2",
-                           "--warmup",
-                           "1",
-                           "--iters",
-                           "5",
-                           "--paper-warmup",
-                           "1",
-                           "--paper-iters",
-                           "3",
-                           "--min-reps",
-                           "1",
-                           "--max-reps",
-                           "2",
-                           "--timeout",
-                           std::to_string(timeout_s),
-                           "--out",
-                           eval_out.string(),
-                           "--cache",
-                           PKB_TEST_CACHE,
-                           "--json"});
+  // The shortest timing (kShortTiming): these tests judge statuses, not speed (a default paper warm-up and five
+  // repetitions are ~3 s of each evaluation's wall here).
+  argv.insert(argv.end(), {"-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1", "--iters", "5"});
+  argv.insert(argv.end(), pkb::test::kShortTiming.begin(), pkb::test::kShortTiming.end());
+  argv.insert(argv.end(), {"--timeout", std::to_string(timeout_s), "--out", eval_out.string(), "--cache",
+                           PKB_TEST_CACHE, "--json"});
   auto r = pkb::run_process(argv, o);
   EXPECT_TRUE(r.exited) << r.summary();
   EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
@@ -188,37 +167,30 @@ TEST(Eval, CandidateOfAProblemWithAPrepareStepRunsInPkbRank) {
 TEST(Eval, RanksWithDifferentInputShapesShareOneTimingPlan) {
   pkb::test::TempDir tmp;
   auto src = (pkb::repo_root() / "tests/fixtures/cpu/scatter.cpp").string();
-  pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, {"eval",
-                                                        src,
-                                                        "--problem",
-                                                        "5",
-                                                        "-w",
-                                                        "2",
-                                                        "--device",
-                                                        "cpu",
-                                                        "--param",
-                                                        "M=256",
-                                                        "--param",
-                                                        "N=256",
-                                                        "--trials",
-                                                        "1",
-                                                        "--warmup",
-                                                        "1",
-                                                        "--iters",
-                                                        "5",
-                                                        "--paper-warmup",
-                                                        "1",
-                                                        "--paper-iters",
-                                                        "3",
-                                                        "--min-reps",
-                                                        "1",
-                                                        "--max-reps",
-                                                        "2",
-                                                        "--out",
-                                                        (tmp.path() / "eval").string(),
-                                                        "--cache",
-                                                        (tmp.path() / "cache").string(),
-                                                        "--json"});
+  pkb::test::CliRun r =
+      pkb::test::run_cli(PKB_BINARY, pkb::test::joined({{
+                                                            "eval",
+                                                            src,
+                                                            "--problem",
+                                                            "5",
+                                                            "-w",
+                                                            "2",
+                                                            "--device",
+                                                            "cpu",
+                                                            "--param",
+                                                            "M=256",
+                                                            "--param",
+                                                            "N=256",
+                                                            "--trials",
+                                                            "1",
+                                                            "--warmup",
+                                                            "1",
+                                                            "--iters",
+                                                            "5",
+                                                        },
+                                                        pkb::test::kShortTiming,
+                                                        {"--out", (tmp.path() / "eval").string(), "--cache",
+                                                         (tmp.path() / "cache").string(), "--json"}}));
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
   EXPECT_EQ(j.value("status", ""), "correct") << j.value("message", "");
@@ -353,36 +325,30 @@ TEST(Eval, ConcurrentEvaluationsShareOneReferencePass) {
   pkb::test::TempDir tmp;
   auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
   auto eval = [&](const std::string& out) {
-    return pkb::test::run_cli(PKB_BINARY, {"eval",
-                                           src,
-                                           "--problem",
-                                           "1",
-                                           "-w",
-                                           "2",
-                                           "--device",
-                                           "cpu",
-                                           "--param",
-                                           "M=64",
-                                           "--param",
-                                           "N=40",
-                                           "--trials",
-                                           "3",
-                                           "--warmup",
-                                           "1",
-                                           "--iters",
-                                           "5",
-                                           "--paper-warmup",
-                                           "1",
-                                           "--paper-iters",
-                                           "3",
-                                           "--min-reps",
-                                           "1",
-                                           "--max-reps",
-                                           "2",
-                                           "--out",
-                                           (tmp.path() / out).string(),
-                                           "--cache",
-                                           (tmp.path() / "cache").string()});
+    return pkb::test::run_cli(
+        PKB_BINARY,
+        pkb::test::joined({{
+                               "eval",
+                               src,
+                               "--problem",
+                               "1",
+                               "-w",
+                               "2",
+                               "--device",
+                               "cpu",
+                               "--param",
+                               "M=64",
+                               "--param",
+                               "N=40",
+                               "--trials",
+                               "3",
+                               "--warmup",
+                               "1",
+                               "--iters",
+                               "5",
+                           },
+                           pkb::test::kShortTiming,
+                           {"--out", (tmp.path() / out).string(), "--cache", (tmp.path() / "cache").string()}}));
   };
   pkb::test::CliRun a, b;
   std::thread first([&] { a = eval("a"); });

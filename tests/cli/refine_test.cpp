@@ -118,45 +118,16 @@ void script(testing::LoopbackServer& server, const Wire& w) {
 }
 
 std::vector<std::string> run_args(const std::string& model, const fs::path& out, int turns) {
-  return {"run",
-          "--model",
-          model,
-          "--problems",
-          "1",
-          "--turns",
-          std::to_string(turns),
-          "--device",
-          "cpu",
-          "-w",
-          "2",
-          "--param",
-          "M=64",
-          "--param",
-          "N=48",
-          "--trials",
-          "1",
-          "--warmup",
-          "1",
-          "--iters",
-          "3",
-          "--paper-warmup",
-          "1",
-          "--paper-iters",
-          "3",
-          "--min-reps",
-          "1",
-          "--max-reps",
-          "2",
-          "--timeout",
-          "30",  // no answer here hangs: only a loaded machine would reach it, and a correct kernel must stay correct
-          "--out",
-          out.string(),
-          "--cache",
-          PKB_TEST_CACHE,
-          "--retry-base-ms",
-          "1",
-          "--max-attempts",
-          "1"};
+  return pkb::test::joined(
+      {{
+           "run",      "--model",  model, "--problems", "1",       "--turns", std::to_string(turns),
+           "--device", "cpu",      "-w",  "2",          "--param", "M=64",    "--param",
+           "N=48",     "--trials", "1",   "--warmup",   "1",       "--iters", "3",
+       },
+       pkb::test::kShortTiming,
+       {"--timeout",
+        "30",  // no answer here hangs: only a loaded machine would reach it, and a correct kernel must stay correct
+        "--out", out.string(), "--cache", PKB_TEST_CACHE, "--retry-base-ms", "1", "--max-attempts", "1"}});
 }
 
 std::vector<json> result_lines(const fs::path& run) {

@@ -54,41 +54,14 @@ json report(const fs::path& run) { return json::parse(read_text_file(run / "repo
 
 // Problem 1 at a small size on two CPU ranks, quick timing: the run's own settings, not the defaults.
 std::vector<std::string> cpu_run_args(const std::string& model, const fs::path& out, int samples) {
-  return {"run",
-          "--model",
-          model,
-          "--problems",
-          "1",
-          "--samples",
-          std::to_string(samples),
-          "--device",
-          "cpu",
-          "-w",
-          "2",
-          "--param",
-          "M=64",
-          "--param",
-          "N=48",
-          "--trials",
-          "1",
-          "--warmup",
-          "1",
-          "--iters",
-          "3",
-          "--paper-warmup",
-          "1",
-          "--paper-iters",
-          "3",
-          "--min-reps",
-          "1",
-          "--max-reps",
-          "2",
-          "--timeout",
-          "8",
-          "--out",
-          out.string(),
-          "--cache",
-          PKB_TEST_CACHE};
+  return pkb::test::joined(
+      {{
+           "run",      "--model",  model, "--problems", "1",       "--samples", std::to_string(samples),
+           "--device", "cpu",      "-w",  "2",          "--param", "M=64",      "--param",
+           "N=48",     "--trials", "1",   "--warmup",   "1",       "--iters",   "3",
+       },
+       pkb::test::kShortTiming,
+       {"--timeout", "8", "--out", out.string(), "--cache", PKB_TEST_CACHE}});
 }
 
 TEST(Run, ReplayedMixLandsInTheRightCountsAndASecondRunRedoesNothing) {

@@ -42,6 +42,20 @@ struct CliRun {
   std::string out, err;
 };
 
+// Timing options for tests that judge statuses, not speed: two repetitions of each method (kTwoRepetitions),
+// after a paper warm-up of one call (kShortTiming); the default 500-call warm-up stays where call-counting attacks
+// need it (tests/security).
+inline const std::vector<std::string> kTwoRepetitions = {"--paper-iters", "3", "--min-reps", "1", "--max-reps", "2"};
+inline const std::vector<std::string> kShortTiming = {"--paper-warmup", "1", "--paper-iters", "3",
+                                                      "--min-reps",     "1", "--max-reps",    "2"};
+
+// The parts one after the other: an argument list with a shared run of options inside it.
+inline std::vector<std::string> joined(std::initializer_list<std::vector<std::string>> parts) {
+  std::vector<std::string> all;
+  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+
 inline CliRun run_cli(const std::string& program, const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& env = {}, double timeout_s = 400) {
   TempDir tmp;
