@@ -54,8 +54,10 @@ def fmt(x, unit="", digits=1):
 
 worst, per_timing = {}, []
 if mode == "baselines":
-    print("| problem | baseline | pkb median us | IQR us | CV of median % | paper median us | CV of median % | paper/pkb | reps | throttled |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    # device: the device view (worker/timing.h), the call's GPU time without host dispatch; "-" where the call
+    # waits on the GPU inside (unheld) or on CPU ranks. device/pkb is the share of the pkb time the GPU is busy.
+    print("| problem | baseline | pkb median us | IQR us | CV of median % | paper median us | CV of median % | paper/pkb | device median us | CV of median % | device/pkb | reps | throttled |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted(glob.glob(f"{out}/validate/*/w1_cuda_bf16/validation.json")):
         rec = json.load(open(path))
         problem = path.split("/")[-3]
@@ -64,11 +66,14 @@ if mode == "baselines":
                 continue
             a, b = cv(t.get("repeat_medians_us", [])), cv(t.get("repeat_paper_medians_us", []))
             p = (t.get("paper") or {}).get("median_us")
-            for k, v in ((name + " pkb", a), (name + " paper", b)):
+            dv = (t.get("device") or {}).get("median_us")
+            c = cv([x for x in t.get("repeat_device_medians_us", []) if x]) if dv else None
+            for k, v in ((name + " pkb", a), (name + " paper", b), (name + " device", c)):
                 if v is not None:
                     worst[k] = max(worst.get(k, 0), v)
             print(f"| {problem} | {name} | {t['median_us']:.1f} | {fmt(t.get('iqr_us'))} | {fmt(a, '', 2)} | {fmt(p)} | "
-                  f"{fmt(b, '', 2)} | {fmt(p / t['median_us'] if p else None, 'x', 2)} | {t.get('reps')} | "
+                  f"{fmt(b, '', 2)} | {fmt(p / t['median_us'] if p else None, 'x', 2)} | {fmt(dv)} | {fmt(c, '', 2)} | "
+                  f"{fmt(dv / t['median_us'] if dv else None, 'x', 2)} | {t.get('reps')} | "
                   f"{'yes' if t.get('throttled') else 'no'} |")
             per_timing.append((problem, name, t.get("repeat_medians_us", []), t.get("repeat_host_probe_us", []),
                                t.get("repeat_host_chase_probe_us", [])))

@@ -71,7 +71,7 @@ fi
 echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; install bubblewrap or set PKB_BWRAP')}"
 targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
-want unit && targets+=" pkb_unit_tests"
+want unit && targets+=" pkb_unit_tests timing_mpi_test"
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
@@ -81,6 +81,8 @@ else
   want comm && step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
 fi
 want unit && step unit "$build/tests/pkb_unit_tests"
+# The timing loop's device view on the real CUDA runtime (one rank: the GPU's own queue, no sharing).
+want unit && step timing_cuda mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
 cd "$root"
 selection=${PKB_VALIDATE:-all}
 trials=(); [ -n "${PKB_VALIDATE_TRIALS:-}" ] && trials=(--trials "$PKB_VALIDATE_TRIALS")

@@ -34,7 +34,7 @@ import torch
 import torch.distributed as dist
 
 from dispatch_pin import DispatchPin
-from rotation import rotation_calls, rotation_count
+from rotation import initial_hold_us, next_hold_us, rotation_calls, rotation_count
 
 SKIP_EXIT = 3  # every rank raised CannotRunHere: pkb reports a skip with the reason, not a failure
 
@@ -244,6 +244,8 @@ def run_problem(opts, rank, device, problem_dir, io):
         stats = runs[0]
         stats["repeat_medians_us"] = [r["median_us"] for r in runs]
         stats["repeat_paper_medians_us"] = [r["paper"]["median_us"] for r in runs]
+        if "device" in stats:
+            stats["repeat_device_medians_us"] = [r["device"].get("median_us") for r in runs]
         stats["repeat_host_probe_us"] = [statistics.median(r["host_probe_us"]) for r in runs]
         if rank == 0:
             with open(os.path.join(io, "timing.py.json"), "w") as f:
@@ -270,6 +272,7 @@ def main():
     parser.add_argument("--paper-warmup-budget", type=float, default=1.0)
     parser.add_argument("--timing-repeats", type=int, default=1)
     parser.add_argument("--rep-gap-ms", type=float, default=0.0)
+    parser.add_argument("--device-iters", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
     opts = parser.parse_args()
     if len(opts.problem_dir) != len(opts.io):
@@ -325,7 +328,8 @@ def rotation_copies(args, device, opts, budget_bytes=2 << 30):
     if device.type != "cuda":
         return 2
     nbytes = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-    calls = rotation_calls(opts.warmup, opts.paper_warmup, opts.iters, opts.paper_iters, opts.max_reps)
+    calls = rotation_calls(opts.warmup, opts.paper_warmup, opts.iters, opts.paper_iters, opts.max_reps,
+                           opts.device_iters)
     return rotation_count(nbytes, torch.cuda.get_device_properties(device).L2_cache_size, budget_bytes, calls)
 
 
@@ -457,10 +461,15 @@ def time_solution(solution, args, opts, device):
     cuda = device.type == "cuda"
     clocks = Clocks(device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    longest_issue_us = 0.0  # the host's time to issue one warm-up call: sizes the device view's hold
+
     def pkb_warmup():  # at the start, and again after each --rep-gap-ms pause
+        nonlocal longest_issue_us
         for i in range(opts.warmup):
             dist.all_reduce(token)
+            h0 = time.perf_counter()
             solution(*copies[i % n])
+            longest_issue_us = max(longest_issue_us, 1e6 * (time.perf_counter() - h0))
 
     pkb_warmup()
     # As pkb-rank: the paper warm-up in synchronized chunks until paper_warmup ran or its budget is spent, rank 0's
@@ -478,7 +487,8 @@ def time_solution(solution, args, opts, device):
         sync()
     sync()
     dist.barrier()
-    longest = max(opts.iters, opts.paper_iters)
+    device_on = cuda and opts.device_iters > 0
+    longest = max(opts.iters, opts.paper_iters, opts.device_iters if device_on else 0)
     if cuda:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
@@ -515,6 +525,40 @@ def time_solution(solution, args, opts, device):
         dist.all_reduce(mean, op=dist.ReduceOp.MAX)
         paper_values.append(mean.item())
 
+    # The device view (worker/timing.h): every call behind a hold (torch.cuda._sleep, in SM cycles), the device
+    # barrier after it, and a call counts when no rank's GPU had reached its start before the host issued it.
+    device_values, device_calls, device_unheld = [], 0, 0
+    hold_us = initial_hold_us(longest_issue_us)
+    cycles_per_us = sm_cycles_per_us(device) if device_on else 0
+
+    def device_block():
+        nonlocal hold_us, device_calls, device_unheld, device_on
+        held = []
+        for i in range(opts.device_iters):
+            k = (opts.warmup + opts.paper_warmup + device_calls) % n
+            device_calls += 1
+            torch.cuda._sleep(int(hold_us * cycles_per_us))
+            dist.all_reduce(token)
+            starts[i].record()
+            h0 = time.perf_counter()
+            solution(*copies[k])
+            issue_us = 1e6 * (time.perf_counter() - h0)
+            held.append(not starts[i].query())
+            ends[i].record()
+            if not held[-1] or 2 * issue_us > hold_us:
+                hold_us = next_hold_us(hold_us, issue_us)
+        sync()
+        mine = torch.tensor([1e3 * starts[i].elapsed_time(ends[i]) if held[i] else -1.0
+                             for i in range(opts.device_iters)], dtype=torch.float64, device=device)
+        gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(gathered, mine)
+        every = torch.stack(gathered)
+        ok = (every >= 0).all(dim=0)
+        device_values.extend(every.max(dim=0).values[ok].cpu().tolist())
+        device_unheld += int((~ok).sum().item())
+        if not bool(ok.any()):  # every rank sees the same gathered values, so all stop together
+            device_on = False
+
     per_rep, reps, stopped, t0, probes = opts.iters + opts.paper_iters, 0, None, time.monotonic(), []
     while stopped is None:
         base = reps * per_rep
@@ -531,6 +575,8 @@ def time_solution(solution, args, opts, device):
         else:
             paper_block(base + opts.iters)
             pkb_block(base)
+        if device_on:
+            device_block()
         clocks.sample(reps, "after")
         reps += 1
         reason = repetitions_done(opts, reps, summarize(pkb_values), summarize(paper_values), time.monotonic() - t0)
@@ -545,7 +591,25 @@ def time_solution(solution, args, opts, device):
     stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
                  paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()),
                  host_probe_us=probes)
+    if cuda and opts.device_iters > 0:
+        device_stats = summarize(device_values) if device_values else {
+            "note": f"no call was held on every rank: the GPU started each before the host had issued it (at a "
+                    f"{int(hold_us)} us hold), so the call waits on the GPU from the host inside"}
+        device_stats.update(calls=device_calls, unheld=device_unheld, hold_us=hold_us, call_us=device_values)
+        stats["device"] = device_stats
     return stats
+
+
+def sm_cycles_per_us(device):
+    """torch.cuda._sleep spins for SM cycles: the device's SM clock in MHz (its maximum where known, so a hold errs
+    long; a hold that comes out short only costs unheld calls, which grow it)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        return float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:  # noqa: BLE001 - no NVML: H100/H200's boost clock is ~2 GHz
+        return 2000.0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 // exact: rank 0's calls take 200 µs, rank 1's alternate 300 and 500 µs; pkb (slowest rank per call) sees
 // 300/500 alternating, paper (per-rank mean, maximum over ranks) 400. The gathers, reductions and the stop
 // decision's broadcast are MPI's. One more timing on the real CPU runtime with busy-waits checks lower bounds.
+// With --cuda (GPU nodes, scripts/gpu_check.sh; any number of ranks on one GPU each): the device view on the real
+// CUDA runtime, for a dispatch-bound call and for one that waits on the GPU inside.
 // Exits non-zero if any check failed.
 #include <mpi.h>
 #include <unistd.h>
@@ -44,7 +46,48 @@ class VirtualClockRuntime : public pkb::Runtime {
   void timers_reserve(int n) override { marks_.assign(n, 0); }
   void record(int i) override { marks_[i] = now_us; }
   double elapsed_ms(int i, int j) override { return (marks_[j] - marks_[i]) / 1e3; }
+  bool reached(int) override { return true; }
+  void hold(double) override {}
   void* const* heap_bases_device() const override { return nullptr; }
+  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+
+ private:
+  std::vector<double> marks_;
+};
+
+// A virtual GPU: a host clock that issuing advances and a device clock for the end of the stream's queue. A launch
+// issued at host time h starts at max(queue end, h); record() marks where the queue is; reached(i) is whether the
+// device got to mark i by the host's present time; hold(us) queues a spin. So a call of n launches, c µs of host
+// time and g µs of device time each, takes n*c + g on the events when the host issues it onto an idle stream
+// (c > g: dispatch-bound), and n*g when a long enough hold queued it first.
+class VirtualGpuRuntime : public pkb::Runtime {
+ public:
+  VirtualGpuRuntime() : Runtime(MPI_COMM_WORLD) {}
+  double host_us = 0, queue_end_us = 0;
+  void launch(double host_cost_us, double device_us) {
+    host_us += host_cost_us;
+    queue_end_us = std::max(queue_end_us, host_us) + device_us;
+  }
+  double host_now_us() const override { return host_us; }
+  bool is_cuda() const override { return true; }
+  int device() const override { return -1; }  // no NVML clocks
+  void* stream() const override { return nullptr; }
+  void copy(void*, const void*, size_t) override {}
+  void fill(void*, uint8_t, size_t) override {}
+  void copy_async(void*, const void*, size_t) override {}
+  void* private_alloc(size_t) override { return nullptr; }
+  std::string synchronize() override {
+    host_us = std::max(host_us, queue_end_us);
+    return "";
+  }
+  std::string stream_synchronize() override { return synchronize(); }
+  void timers_reserve(int n) override { marks_.assign(n, 0); }
+  void record(int i) override { marks_[i] = queue_end_us = std::max(queue_end_us, host_us); }
+  double elapsed_ms(int i, int j) override { return (marks_[j] - marks_[i]) / 1e3; }
+  bool reached(int i) override { return marks_[i] <= host_us; }
+  void hold(double us) override { queue_end_us = std::max(queue_end_us, host_us) + us; }
+  void* const* heap_bases_device() const override { return nullptr; }
+  // Host and device both wait for every rank (the device flag barrier); the clocks stay per rank.
   void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
 
  private:
@@ -77,10 +120,56 @@ Run timed_run(VirtualClockRuntime& rt, const pkb::CopyPlan& plan, const pkb::Tim
   return r;
 }
 
+// The device view on a real GPU: 20 small device copies per call issue slower than the GPU runs them, so the pkb
+// method sees the host's dispatch and the device view only the copies; a call that synchronizes its stream inside
+// cannot be held and leaves the view unmeasured.
+void cuda_checks() {
+  using namespace pkb;
+  auto rt = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
+  void* src = rt->private_alloc(4096);
+  void* dst = rt->private_alloc(4096);
+  TimingOptions o;
+  o.paper_warmup = 100, o.min_reps = 3, o.max_reps = 3, o.budget_s = 60;
+  auto copies = [&](int) {
+    for (int i = 0; i < 20; ++i) rt->copy_async(dst, src, 4096);
+  };
+  TimingStats s = time_iterations(*rt, CopyPlan{1, 1}, copies, o);
+  if (rank == 0) {
+    std::printf(
+        "cuda: 20 copies of 4 KiB per call: pkb %.1f us, paper %.1f us, device view %.1f us (IQR %.2f, %d of "
+        "%d calls unheld, hold %.0f us)\n",
+        s.pkb.stats.median, s.paper.stats.median, s.device.method.stats.median,
+        s.device.method.stats.q75 - s.device.method.stats.q25, s.device.unheld, s.device.calls, s.device.hold_us);
+    check(s.device.calls == 3 * o.device_iters, "cuda: every device-view call made");
+    check(s.device.measured() && s.device.unheld <= s.device.calls / 10, "cuda: the hold covers the issuing");
+    check(s.device.method.stats.median < s.pkb.stats.median,
+          "cuda: the device view leaves out the host's dispatch that the pkb method includes");
+  }
+  auto waits = [&](int) {
+    copies(0);
+    if (std::string err = rt->stream_synchronize(); !err.empty()) check(false, err);
+    rt->copy_async(dst, src, 4096);
+  };
+  TimingStats w = time_iterations(*rt, CopyPlan{1, 1}, waits, o);
+  if (rank == 0) {
+    std::printf("cuda: a call that waits inside: %d of %d device-view calls unheld, note: %s\n", w.device.unheld,
+                w.device.calls, w.device.note.c_str());
+    check(!w.device.measured() && w.device.calls == o.device_iters, "cuda: a waiting call is never held");
+  }
+}
+
 int main(int argc, char** argv) {
   using namespace pkb;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc > 1 && std::string(argv[1]) == "--cuda") {
+    cuda_checks();
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) std::printf("timing_mpi_test --cuda: %s\n", total ? "FAILED" : "all checks passed");
+    MPI_Finalize();
+    return total ? 1 : 0;
+  }
   long tag = static_cast<long>(getpid());
   MPI_Bcast(&tag, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   {
@@ -157,6 +246,63 @@ int main(int argc, char** argv) {
       check(g.stats.to_json()["host_chase_probe_us"].size() == 3, "the record carries the chase probes");
     }
     o.rep_gap_ms = 0;
+
+    // The device view: absent where nothing can be queued (CPU ranks), and on the virtual CPU runtime above.
+    check(!a.stats.to_json().contains("device"), "no device view on CPU ranks");
+
+    // On the virtual GPU: 20 launches per call, each 5 µs of host time (rank 1: 8 µs) and 1 µs of device time.
+    // pkb sees the slowest rank's dispatch (20 x 8 = 160 µs: the previous call's last launch ends 1 µs after the host
+    // issued it, so this call's start mark is 1 µs late); the device view sees the GPU's 20 µs on every call: the
+    // hold is sized per rank from its warm-up's slowest issue (rank 0: 100 µs, a 250 µs hold), and no call is unheld.
+    {
+      VirtualGpuRuntime gpu;
+      TimingOptions v = o;
+      v.device_iters = 8, v.max_reps = 2, v.min_reps = 2, v.rep_gap_ms = 0, v.budget_s = 60;
+      const double host_cost = rank == 0 ? 5 : 8;
+      auto launches = [&](int) {
+        for (int i = 0; i < 20; ++i) gpu.launch(host_cost, 1);
+      };
+      TimingStats d = time_iterations(gpu, CopyPlan{3, 3}, launches, v);
+      if (rank == 0) {
+        check(d.pkb.stats.median == 160,
+              "virtual GPU, pkb: dispatch-bound 160 us, got " + std::to_string(d.pkb.stats.median));
+        check(d.device.calls == 16 && d.device.unheld == 0 && d.device.method.values_us.size() == 16,
+              "device view: 8 calls x 2 repetitions, all held; unheld " + std::to_string(d.device.unheld));
+        check(d.device.method.stats.min == 20 && d.device.method.stats.max == 20,
+              "device view: the GPU's 20 us, got " + std::to_string(d.device.method.stats.median));
+        check(d.device.hold_us == initial_hold_us(100),
+              "rank 0's hold from its warm-up's issue: " + std::to_string(d.device.hold_us));
+        auto j = d.to_json();
+        check(j["device"]["median_us"] == 20.0 && j["device"]["unheld"] == 0 && j["device"]["call_us"].size() == 16,
+              "the record's device view");
+      }
+
+      // A call that waits for its own work on the host (a .item(), a data-dependent shape) can never be held: every
+      // call of the first block is unheld however the hold grows, the view stops after it and says why.
+      auto waits = [&](int) {
+        gpu.launch(host_cost, 1);
+        gpu.synchronize();
+        gpu.launch(host_cost, 1);
+      };
+      TimingStats w = time_iterations(gpu, CopyPlan{3, 3}, waits, v);
+      if (rank == 0) {
+        check(
+            w.device.calls == 8 && w.device.unheld == 8 && !w.device.measured(),
+            "a call that waits on the GPU: one block, every call unheld, got calls " + std::to_string(w.device.calls));
+        check(w.device.hold_us == kMaxHoldUs, "the hold grew to its cap");
+        auto j = w.to_json();
+        check(!j["device"].contains("median_us") &&
+                  j["device"]["note"].get<std::string>().find("waits") != std::string::npos,
+              "the record says why the device view measured nothing");
+      }
+      // A hold sized too short at first (a cold warm-up) grows: early calls are unheld, later ones held.
+      v.warmup = 0;
+      TimingStats g2 = time_iterations(gpu, CopyPlan{3, 3}, launches, v);
+      if (rank == 0) {
+        check(g2.device.unheld >= 1 && g2.device.method.values_us.size() >= 12 && g2.device.method.stats.max == 20,
+              "a short first hold grows: unheld " + std::to_string(g2.device.unheld));
+      }
+    }
 
     // The real CPU runtime (shared-memory heap, MPI barrier, steady clock) with busy-waits: only lower bounds
     // hold on a loaded machine.

@@ -76,7 +76,7 @@ TEST(TimingOptions, BadValuesNameTheOption) {
   o.rep_gap_ms = -1;
   EXPECT_THROW(o.validate(), Error);
   EXPECT_NO_THROW(TimingOptions{}.validate());
-  EXPECT_EQ(TimingOptions{}.to_args().size(), 22u);  // every option travels to pkb-rank and reference.py
+  EXPECT_EQ(TimingOptions{}.to_args().size(), 24u);  // every option travels to pkb-rank and reference.py
   EXPECT_EQ(timing_method_from_name("paper"), TimingMethod::paper);
   EXPECT_FALSE(timing_method_from_name("fast"));
 }
@@ -84,7 +84,7 @@ TEST(TimingOptions, BadValuesNameTheOption) {
 TEST(TimingRotation, CopiesExceedThreeTimesL2) {
   const size_t l2 = 60 * kMiB;  // H200
   const size_t calls = rotation_calls(TimingOptions{});
-  EXPECT_EQ(calls, 10u + 500u + 5u * (50u + 100u));  // the warm-ups and five repetitions of both methods
+  EXPECT_EQ(calls, 10u + 500u + 5u * (50u + 100u + 50u));  // the warm-ups and five repetitions of every method
   // 2 MiB inputs: 91 copies, 182 MiB = 3.03x L2 (the old cap of 64 copies gave 2.13x).
   EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda, calls), 91);
   for (size_t bytes : {size_t{4096}, kMiB, 2 * kMiB, 7 * kMiB + 3, 64 * kMiB, 300 * kMiB}) {
@@ -96,9 +96,9 @@ TEST(TimingRotation, CopiesExceedThreeTimesL2) {
     EXPECT_LE(n * bytes, std::max(bytes, kTimingCopyBudgetCuda)) << bytes;
     EXPECT_LE(static_cast<size_t>(n), calls) << bytes;
   }
-  // 4 KiB inputs would want 46081 copies, but a timing makes 1260 calls: a copy past the last is never used
+  // 4 KiB inputs would want 46081 copies, but a timing makes 1510 calls: a copy past the last is never used
   // (reference.py's timer once cloned 5 million copies of problem 23's 0-dim inputs, for hours).
-  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, calls), 1260);
+  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, calls), 1510);
   EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, 1 << 30), 46081);
   EXPECT_EQ(rotation_copies(kMiB, l2, 32 * kMiB, calls), 32);  // the budget caps
   EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda, calls), 1);
@@ -109,12 +109,12 @@ TEST(TimingRotation, CopiesExceedThreeTimesL2) {
 TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
   test::TempDir tmp;
   TimingOptions o;
-  o.warmup = 7, o.paper_warmup = 300, o.iters = 40, o.paper_iters = 60, o.max_reps = 4;
+  o.warmup = 7, o.paper_warmup = 300, o.iters = 40, o.paper_iters = 60, o.max_reps = 4, o.device_iters = 30;
   const size_t l2 = 60 * kMiB;
   const std::vector<size_t> sizes = {0, 2, 30, 4096, 150000, kMiB, 2 * kMiB, 7 * kMiB + 3, 300 * kMiB, 3000 * kMiB};
   std::string script =
       "import sys\nsys.path.insert(0, sys.argv[1])\nfrom rotation import rotation_calls, "
-      "rotation_count\ncalls = rotation_calls(7, 300, 40, 60, 4)\nprint(calls, *[rotation_count(b, " +
+      "rotation_count\ncalls = rotation_calls(7, 300, 40, 60, 4, 30)\nprint(calls, *[rotation_count(b, " +
       std::to_string(l2) + ", " + std::to_string(kTimingCopyBudgetCuda) + ", calls) for b in " +
       nlohmann::json(sizes).dump() + "])\n";
   test::write_file(tmp.path() / "r.py", script);

@@ -20,6 +20,16 @@ __global__ void barrier_kernel(uint32_t* flags, void* const* bases, int rank, in
   pkb_barrier(flags, bases, rank, world, epoch);
 }
 
+// Spins one thread until the GPU's global nanosecond timer has advanced by `ns` (not SM cycles: independent of
+// the clock the SM runs at).
+__global__ void hold_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 class CudaRuntime final : public Runtime {
  public:
   CudaRuntime(MPI_Comm comm, size_t bytes, bool legacy_stream) : Runtime(comm), owns_stream_(!legacy_stream) {
@@ -96,6 +106,17 @@ class CudaRuntime final : public Runtime {
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, events_[i], events_[j]), "cudaEventElapsedTime");
     return ms;
+  }
+  bool reached(int i) override {
+    cudaError_t rc = cudaEventQuery(events_[i]);
+    if (rc == cudaErrorNotReady) return false;
+    // Any other error surfaces again at the next synchronize, which reports it; until then count it as reached.
+    if (rc != cudaSuccess) cudaGetLastError();
+    return true;
+  }
+  void hold(double us) override {
+    hold_kernel<<<1, 1, 0, stream_>>>(static_cast<unsigned long long>(us * 1e3));
+    cuda_check(cudaGetLastError(), "hold kernel launch");
   }
   void* const* heap_bases_device() const override { return static_cast<void* const*>(bases_device_); }
   void barrier() override {

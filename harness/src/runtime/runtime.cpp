@@ -31,6 +31,10 @@ void* Runtime::alloc(size_t bytes, bool require_equal) {
   return heap_base(rank_) + offset;
 }
 
+double Runtime::host_now_us() const {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 void* Runtime::peer(const void* p, int peer) const {
   auto* c = static_cast<const char*>(p);
   if (peer < 0 || peer >= world_ || c < heap_base(rank_) || c >= heap_base(rank_) + heap_size_) return nullptr;
@@ -88,6 +92,8 @@ class CpuRuntime final : public Runtime {
     marks_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
   double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
+  bool reached(int) override { return true; }
+  void hold(double) override {}
   void* const* heap_bases_device() const override { return bases_.data(); }
   void barrier() override { MPI_Barrier(barrier_comm_); }
 

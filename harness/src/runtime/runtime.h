@@ -39,6 +39,14 @@ class Runtime {
   virtual void timers_reserve(int n) = 0;
   virtual void record(int i) = 0;
   virtual double elapsed_ms(int i, int j) = 0;
+  // Whether the device has reached point i (recorded earlier); true on the CPU, where record(i) is immediate.
+  virtual bool reached(int i) = 0;
+  // The host's clock in µs, for how long the host took to issue a call (the device view's hold): the steady clock;
+  // a test's virtual runtime overrides it with its own.
+  virtual double host_now_us() const;
+  // Holds the stream for about `us` microseconds (a one-thread spin on the GPU's clock), so that work enqueued
+  // behind it meanwhile starts back to back, without the host's dispatch between launches. No-op on the CPU.
+  virtual void hold(double us) = 0;
 
   // Symmetric heap: one region per rank, mapped into every rank of the job at the same offsets.
   char* heap_base(int rank) const { return static_cast<char*>(bases_[rank]); }

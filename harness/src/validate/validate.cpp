@@ -149,6 +149,14 @@ void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path&
 
 double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }
 double paper_us(const json& t) { return t.is_object() ? median_us(t.value("paper", json())) : 0.0; }
+double device_us(const json& t) { return t.is_object() ? median_us(t.value("device", json())) : 0.0; }
+// ", device view X us" where the device view measured the baseline (GPU references), else nothing.
+std::string device_part(const json& t) {
+  if (device_us(t) <= 0) return "";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, ", device view %.1f us", device_us(t));
+  return buf;
+}
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o, const fs::path& dir,
@@ -161,14 +169,15 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   record["timing"] = {{"libtorch_nccl", cpp}, {"pytorch_eager", py}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
-  char buf[256];
+  char buf[384];
   double floor = roof["floor_us"].get<double>();
   const char* name = o.device == "cuda" ? "libtorch+NCCL" : "libtorch+MPI on CPU";
-  int n = std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us)", name,
-                        median_us(cpp), cpp.value("iqr_us", 0.0), 100 * floor / median_us(cpp), paper_us(cpp));
+  int n =
+      std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us%s)", name, median_us(cpp),
+                    cpp.value("iqr_us", 0.0), 100 * floor / median_us(cpp), paper_us(cpp), device_part(cpp).c_str());
   if (median_us(py) > 0)
-    n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us)", median_us(py),
-                       100 * floor / median_us(py), paper_us(py));
+    n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us%s)", median_us(py),
+                       100 * floor / median_us(py), paper_us(py), device_part(py).c_str());
   std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.3g us (%s-bound, %s)", floor,
                 roof["bound"].get<std::string>().c_str(), o.topology.c_str());
   return buf;

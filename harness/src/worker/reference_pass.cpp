@@ -151,7 +151,8 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
     // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
     nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
-    nlohmann::json host_probes = nlohmann::json::array();  // each timing's median host-speed probes
+    nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
+    nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
     nlohmann::json chase_probes = nlohmann::json::array();
     for (int r = 0; r < o.timing.repeats; ++r) {
       TimingStats stats = time_iterations(
@@ -159,11 +160,16 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
       if (r == 0) record["timing"] = stats.to_json();
       medians.push_back(stats.pkb.stats.median);
       paper_medians.push_back(stats.paper.stats.median);
+      if (stats.device.measured())
+        device_medians.push_back(stats.device.method.stats.median);
+      else
+        device_medians.push_back(nullptr);
       host_probes.push_back(summarize(stats.host_probe_us).median);
       chase_probes.push_back(summarize(stats.host_chase_probe_us).median);
     }
     record["timing"]["repeat_medians_us"] = medians;
     record["timing"]["repeat_paper_medians_us"] = paper_medians;
+    if (record["timing"].contains("device")) record["timing"]["repeat_device_medians_us"] = device_medians;
     record["timing"]["repeat_host_probe_us"] = host_probes;
     record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
     record["timing"]["input_copies"] = copies;

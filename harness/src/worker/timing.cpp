@@ -56,13 +56,14 @@ void TimingOptions::validate() const {
   need(paper_warmup_budget_s > 0, "--paper-warmup-budget must be > 0 seconds");
   need(repeats >= 1, "--timing-repeats must be >= 1");
   need(rep_gap_ms >= 0 && rep_gap_ms <= 60e3, "--rep-gap-ms must be in [0, 60000]");
+  need(device_iters >= 0, "--device-iters must be >= 0 (0 turns the device view off)");
 }
 
 nlohmann::json TimingOptions::to_json() const {
-  return {{"warmup", warmup},           {"iters", iters},          {"paper_warmup", paper_warmup},
-          {"paper_iters", paper_iters}, {"min_reps", min_reps},    {"max_reps", max_reps},
-          {"ci_target", ci_target},     {"budget_s", budget_s},    {"paper_warmup_budget_s", paper_warmup_budget_s},
-          {"repeats", repeats},         {"rep_gap_ms", rep_gap_ms}};
+  return {{"warmup", warmup},           {"iters", iters},           {"paper_warmup", paper_warmup},
+          {"paper_iters", paper_iters}, {"min_reps", min_reps},     {"max_reps", max_reps},
+          {"ci_target", ci_target},     {"budget_s", budget_s},     {"paper_warmup_budget_s", paper_warmup_budget_s},
+          {"repeats", repeats},         {"rep_gap_ms", rep_gap_ms}, {"device_iters", device_iters}};
 }
 
 std::vector<std::string> TimingOptions::to_args() const {
@@ -92,12 +93,20 @@ std::vector<std::string> TimingOptions::to_args() const {
           "--timing-repeats",
           std::to_string(repeats),
           "--rep-gap-ms",
-          num(rep_gap_ms)};
+          num(rep_gap_ms),
+          "--device-iters",
+          std::to_string(device_iters)};
 }
 
 int TimingOptions::next_paper_warmup_chunk(int done, double elapsed_s) const {
   if (done >= paper_warmup || elapsed_s >= paper_warmup_budget_s) return 0;
   return std::min(kPaperWarmupChunk, paper_warmup - done);
+}
+
+double initial_hold_us(double longest_issue_us) { return std::min(kMaxHoldUs, 2 * longest_issue_us + 50); }
+
+double next_hold_us(double hold_us, double issue_us) {
+  return std::min(kMaxHoldUs, std::max(2 * hold_us, 2 * issue_us + 50));
 }
 
 double quantile_sorted(const std::vector<double>& v, double q) {
@@ -230,6 +239,15 @@ nlohmann::json TimingStats::to_json() const {
   j["host_chase_probe_us"] = host_chase_probe_us;
   j["dispatch_cpu"] = dispatch_cpu;
   if (dispatch_cpu < 0) j["dispatch_note"] = dispatch_note;
+  if (device.calls > 0) {
+    nlohmann::json d = device.measured() ? stats_json(device.method.stats) : nlohmann::json::object();
+    d["calls"] = device.calls;
+    d["unheld"] = device.unheld;
+    d["hold_us"] = device.hold_us;
+    d["call_us"] = device.method.values_us;
+    if (!device.measured()) d["note"] = device.note;
+    j["device"] = d;
+  }
   return j;
 }
 
@@ -303,12 +321,15 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     if (hooks && hooks->after_timed) hooks->after_timed(j, copy);
   };
   // The pkb method's warm-up (a barrier before each call): at the start, and again after each --rep-gap-ms pause.
+  double longest_issue_us = 0;  // the host's time to issue one warm-up call: sizes the device view's hold
   auto pkb_warmup = [&] {
     for (int i = 0; i < o.warmup; ++i) {
       int k = plan.warmup_copy(i);
       before(k);
       rt.barrier();
+      const double h0 = rt.host_now_us();
       run(k);
+      longest_issue_us = std::max(longest_issue_us, rt.host_now_us() - h0);
     }
   };
   // Warm-up: the pkb method's, then the paper method's, back to back.
@@ -328,7 +349,9 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
   throw_if(rt.synchronize(), "warm-up");
   MPI_Barrier(MPI_COMM_WORLD);
 
-  rt.timers_reserve(2 * std::max(o.iters, o.paper_iters));
+  // The device view runs on GPUs only: on CPU ranks record() is the host's clock, and there is no queue to hold.
+  const bool device_view = rt.is_cuda() && o.device_iters > 0;
+  rt.timers_reserve(2 * std::max({o.iters, o.paper_iters, device_view ? o.device_iters : 0}));
   std::vector<double> pkb_values, paper_values;  // rank 0: across ranks; others: their own
   std::vector<int> pkb_ordinals;
   auto pkb_block = [&](int base) {
@@ -372,6 +395,53 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     paper_values.push_back(root ? worst : mean);
   };
 
+  // The device view: every call behind a hold, the GPU's start checked to come after the host issued the call.
+  // Every rank makes every call (they hold collectives); a call counts when it was held on every rank, its time
+  // the slowest rank's. The device barrier after the hold starts the ranks together whatever their holds.
+  std::vector<double> device_values;
+  double hold_us = initial_hold_us(longest_issue_us);
+  int device_calls = 0, device_unheld = 0;
+  bool device_on = device_view;
+  auto device_block = [&] {
+    std::vector<double> mine(o.device_iters), all(static_cast<size_t>(o.device_iters) * rt.world());
+    std::vector<char> held(o.device_iters);
+    for (int i = 0; i < o.device_iters; ++i) {
+      int k = plan.warmup_copy(o.warmup_calls() + device_calls++);
+      before(k);
+      rt.hold(hold_us);
+      rt.barrier();
+      rt.record(2 * i);
+      const double h0 = rt.host_now_us();
+      run(k);
+      const double issue_us = rt.host_now_us() - h0;
+      held[i] = !rt.reached(2 * i);
+      rt.record(2 * i + 1);
+      if (!held[i] || 2 * issue_us > hold_us) hold_us = next_hold_us(hold_us, issue_us);
+    }
+    throw_if(rt.synchronize(), "timed loop (device view)");
+    for (int i = 0; i < o.device_iters; ++i) mine[i] = held[i] ? 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1) : -1;
+    MPI_Gather(mine.data(), o.device_iters, MPI_DOUBLE, all.data(), o.device_iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    int held_calls = 0;
+    for (int i = 0; root && i < o.device_iters; ++i) {
+      double slowest = 0;
+      for (int q = 0; q < rt.world() && slowest >= 0; ++q) {
+        double v = all[static_cast<size_t>(q) * o.device_iters + i];
+        slowest = v < 0 ? -1 : std::max(slowest, v);
+      }
+      if (slowest < 0) {
+        ++device_unheld;
+      } else {
+        device_values.push_back(slowest);
+        ++held_calls;
+      }
+    }
+    // A block without one held call (a call that waits on the GPU from the host, at the longest hold): no later
+    // block will do better, so the view stops here (rank 0 decides for every rank: the calls hold collectives).
+    int stop = root && held_calls == 0;
+    MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (stop) device_on = false;
+  };
+
   double t0 = now_us();
   int reps = 0;
   for (int done = 0; !done;) {
@@ -390,6 +460,8 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
       pkb_block(base), paper_block(base + o.iters);
     else
       paper_block(base + o.iters), pkb_block(base);
+    // The device view after both (it changes neither method's measurement), while it measures anything.
+    if (device_on) device_block();
     clocks.sample(reps, "after");
     ++reps;
     double elapsed_s = (now_us() - t0) / 1e6;
@@ -434,6 +506,16 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
 
   s.pkb = {summarize(pkb_values), pkb_values};
   s.paper = {summarize(paper_values), paper_values};
+  if (device_view) {
+    s.device.method = {summarize(device_values), device_values};
+    s.device.calls = device_calls;
+    s.device.unheld = device_unheld;
+    s.device.hold_us = hold_us;
+    if (device_values.empty())
+      s.device.note = "no call was held on every rank: the GPU started each before the host had issued it (at a " +
+                      std::to_string(static_cast<int>(hold_us)) +
+                      " us hold), so the call waits on the GPU from the host inside";
+  }
   // Calls that saw input contents seen before (only when memory did not allow one copy per call): a kernel that
   // memoizes on content is much faster on those. Recorded so that it shows.
   int fresh_copies = plan.copies - plan.warmup_copies;

@@ -9,6 +9,12 @@
 // spent, or a maximum is reached. Inputs rotate over copies (so the L2 never holds a call's inputs from an
 // earlier call), GPU clocks and throttle reasons are sampled around every repetition, and an escape probe
 // checks for work that leaves the stream.
+// A third view, `device`, is measured for references only (TimingOptions::device_iters; the candidate pass turns it
+// off): each call enqueued behind a hold on the stream (Runtime::hold) long enough that the host has issued the
+// whole call before the GPU starts it, so the events see the GPU's own time for the call, without host dispatch.
+// On a shared host whose dispatch speed varies (docs/results/h200_1-2026-12-03-d.md: ~1.5x in steps of seconds) it is
+// the number that stays put. A call whose start the GPU had reached before the host finished issuing it (the hold
+// was too short, or the call waits on the host for the GPU) does not count; the hold then grows.
 // Known limit: the paper method rotates every input (PKB rotates only the first tensor), because no candidate
 // call may see input contents an earlier call saw; our `paper` times are therefore never more cache-friendly.
 #pragma once
@@ -46,6 +52,9 @@ struct TimingOptions {
   // timing's repetitions sample the node over a longer window: a host or GPU state that lasts tens of ms
   // otherwise sets a whole timing's median (docs/architecture.md, "Timing").
   double rep_gap_ms = 0;
+  // device view: timed calls per repetition, each behind a hold (0: off). References only: a candidate could do its
+  // work on a stream of its own during the hold, unseen by the events (candidate_pass.cpp turns it off).
+  int device_iters = 50;
 
   int calls_per_rep() const { return iters + paper_iters; }
   // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took
@@ -55,6 +64,7 @@ struct TimingOptions {
   int next_paper_warmup_chunk(int done, double elapsed_s) const;
   int warmup_calls() const { return warmup + paper_warmup; }
   int max_timed_calls() const { return max_reps * calls_per_rep(); }
+  int max_device_calls() const { return max_reps * device_iters; }
   // Throws pkb::Error naming the option that is out of range.
   void validate() const;
   nlohmann::json to_json() const;
@@ -105,8 +115,19 @@ struct MethodStats {
   std::vector<double> values_us;  // pkb: per call (slowest rank); paper: per repetition (max over ranks of means)
 };
 
+// The device view's calls that counted, and why the others did not.
+struct DeviceStats {
+  MethodStats method;  // per call (slowest rank), only calls held on every rank
+  int calls = 0;       // calls made (every rank)
+  int unheld = 0;      // calls some rank's GPU started before its host had issued them
+  double hold_us = 0;  // the hold at the end (it grows when a call was unheld)
+  bool measured() const { return method.stats.n > 0; }
+  std::string note;  // why nothing was measured, when so
+};
+
 struct TimingStats {
   MethodStats pkb, paper;
+  DeviceStats device;              // calls == 0: not measured (CPU ranks, candidates, device_iters = 0)
   int reps = 0;                    // repetitions run (each one pkb block and one paper block)
   int paper_warmup_calls = 0;      // paper warm-up calls run (TimingOptions::next_paper_warmup_chunk)
   std::string stopped_by;          // "ci_target", "budget" or "max_reps"
@@ -186,13 +207,19 @@ constexpr size_t kTimingCopyBudgetCpu = size_t{32} << 20;
 
 // Copies of `input_bytes` that together exceed 3x the L2 cache (at least 1), within `budget_bytes` and no more than
 // `calls`, the calls that rotate over them: the rotation that keeps a call's inputs out of L2. A copy past the
-// last call would never be used (4 KiB inputs want 46081 copies; a default timing makes 1260 calls).
+// last call would never be used (4 KiB inputs want 46081 copies; a default timing makes 1510 calls).
 // harness/python/rotation.py is the same rule for run_reference.py (a unit test holds the two together).
 int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes, size_t calls);
-// The calls of one timing that rotate over its copies: the warm-ups and max_reps repetitions of both methods.
+// The calls of one timing that rotate over its copies: the warm-ups and max_reps repetitions of every method.
 inline size_t rotation_calls(const TimingOptions& o) {
-  return static_cast<size_t>(o.warmup_calls()) + static_cast<size_t>(o.max_timed_calls());
+  return static_cast<size_t>(o.warmup_calls()) + static_cast<size_t>(o.max_timed_calls()) +
+         static_cast<size_t>(o.max_device_calls());
 }
+// The device view's first hold: twice the longest time the host took to issue a warm-up call, plus a margin for
+// the barrier and event launches; and the hold after an unheld call that took the host `issue_us` to issue.
+double initial_hold_us(double longest_issue_us);
+double next_hold_us(double hold_us, double issue_us);
+constexpr double kMaxHoldUs = 5000;  // a call that waits on the GPU inside is unheld at any hold: stop growing
 
 // Copies for timing a candidate: the L2 rotation for the warm-ups, then one fresh copy per timed and probe
 // call of the largest plan (so memoizing on content never pays), within a memory budget per rank.

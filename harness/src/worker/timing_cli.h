@@ -29,6 +29,9 @@ inline void add_timing_flags(CLI::App* cmd, TimingOptions& t, const std::string&
                   "Untimed pause before each repetition after the first (then the pkb warm-up again), so that "
                   "repetitions spread over time")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device-iters", t.device_iters,
+                  "Baselines on GPUs: calls per repetition timed behind a hold, without host dispatch (0: off)" + when)
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--timing-repeats", t.repeats, "Baselines: whole timings in a row; records each one's medians")
       ->check(CLI::PositiveNumber);
 }
