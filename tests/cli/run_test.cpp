@@ -280,6 +280,18 @@ TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(read_text_file(run / "manifest.json"))["settings"]["retime_baseline"], "auto");
   EXPECT_EQ(result_lines(run).size(), 1u);
+  // Likewise a manifest from before the baselines' device view (its timing has no device_iters) resumes with the
+  // default; another --device-iters is another run.
+  manifest = json::parse(read_text_file(run / "manifest.json"));
+  manifest["settings"]["timing"].erase("device_iters");
+  write_file(run / "manifest.json", manifest.dump());
+  r = pkb_cli(cpu_run_args("replay:" + replay.string(), run, 1));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  args = cpu_run_args("replay:" + replay.string(), run, 1);
+  args.insert(args.end(), {"--device-iters", "7"});
+  r = pkb_cli(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("manifest.json was written with timing = "), std::string::npos) << r.err;
 }
 
 TEST(Run, WithoutAGpuCompilesValidatesAndReportsTheEvaluationsSkipped) {

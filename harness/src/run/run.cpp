@@ -79,6 +79,15 @@ json legacy_setting(const std::string& field) {
   return json();
 }
 
+// A manifest's recorded setting, read as it was meant. timing.device_iters: manifests from before the device view
+// timed their baselines without one, which changed no candidate's timing or speedup: they resume under today's
+// default rather than being refused.
+json recorded_setting(const json& settings, const std::string& field) {
+  json v = settings.value(field, legacy_setting(field));
+  if (field == "timing" && v.is_object() && !v.contains("device_iters")) v["device_iters"] = TimingOptions{}.device_iters;
+  return v;
+}
+
 // Creates or checks RUN/manifest.json. A directory made with other settings is an error rather than a silent mix
 // of two runs' records.
 void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string& selection, bool gpu) {
@@ -86,11 +95,11 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   json key = run_key(o, selection);
   json m = read_json_or_null(path);
   if (m.is_object()) {
+    const json settings = m.value("settings", json::object());
     for (const auto& [field, value] : key.items())
-      if (m.value("settings", json::object()).value(field, legacy_setting(field)) != value)
-        throw Error(path.string() + " was written with " + field + " = " +
-                    m["settings"].value(field, legacy_setting(field)).dump() + ", this run has " + value.dump() +
-                    ": pass another --out, or remove the directory to start over");
+      if (recorded_setting(settings, field) != value)
+        throw Error(path.string() + " was written with " + field + " = " + recorded_setting(settings, field).dump() +
+                    ", this run has " + value.dump() + ": pass another --out, or remove the directory to start over");
     m["invocations"] = m.value("invocations", 1) + 1;
   } else {
     m = {{"schema", "pkb.run/1"}, {"created", utc_now()}, {"invocations", 1}};
