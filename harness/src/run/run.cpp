@@ -84,7 +84,8 @@ json legacy_setting(const std::string& field) {
 // default rather than being refused.
 json recorded_setting(const json& settings, const std::string& field) {
   json v = settings.value(field, legacy_setting(field));
-  if (field == "timing" && v.is_object() && !v.contains("device_iters")) v["device_iters"] = TimingOptions{}.device_iters;
+  if (field == "timing" && v.is_object() && !v.contains("device_iters"))
+    v["device_iters"] = TimingOptions{}.device_iters;
   return v;
 }
 
