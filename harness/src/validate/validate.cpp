@@ -313,9 +313,10 @@ std::vector<ValidationResult> validate_problems(const std::vector<const ProblemS
                                                 const ValidateOptions& options,
                                                 const std::function<void(const ValidationResult&)>& on_result) {
   std::vector<ValidationResult> results;
-  for (size_t first = 0; first < specs.size(); first += kValidateBatch) {
+  const size_t batch = options.device == "cpu" ? kValidateBatchCpu : kValidateBatch;
+  for (size_t first = 0; first < specs.size(); first += batch) {
     std::vector<Planned> chunk;
-    for (size_t i = first; i < std::min(specs.size(), first + kValidateBatch); ++i) {
+    for (size_t i = first; i < std::min(specs.size(), first + batch); ++i) {
       auto t0 = std::chrono::steady_clock::now();
       try {
         chunk.push_back(plan(*specs[i], options));
