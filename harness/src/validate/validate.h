@@ -61,8 +61,8 @@ constexpr size_t kValidateBatch = 16;
 // 44 a launch: all 87 problems in two (CI's five validations: ~35 s of CPU less than in launches of 16).
 constexpr size_t kValidateBatchCpu = 44;
 
-// validate_problem over several problems in launches of kValidateBatch (kValidateBatchCpu on CPU ranks); on_result sees each result as soon as it
-// is known, in order.
+// validate_problem over several problems in launches of kValidateBatch (kValidateBatchCpu on CPU ranks); on_result sees
+// each result as soon as it is known, in order.
 std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs,
                                                 const ValidateOptions& opts,
                                                 const std::function<void(const ValidationResult&)>& on_result);
