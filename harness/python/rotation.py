@@ -1,5 +1,6 @@
-"""The L2 rotation's copy count for run_reference.py: pkb-rank's rotation_copies (harness/src/worker/timing.h),
-kept free of torch so that tests/unit/timing_test.cpp can hold the two together."""
+"""The L2 rotation's copy count and the device view's hold rule for run_reference.py: pkb-rank's rotation_copies,
+initial_hold_us and next_hold_us (harness/src/worker/timing.h), kept free of torch so that
+tests/unit/timing_test.cpp can hold the two languages together."""
 
 
 def rotation_count(input_bytes, l2_bytes, budget_bytes, calls):

@@ -34,7 +34,7 @@ import torch
 import torch.distributed as dist
 
 from dispatch_pin import DispatchPin
-from rotation import initial_hold_us, next_hold_us, rotation_calls, rotation_count
+from rotation import initial_hold_us, next_hold_us, rotation_calls, rotation_count  # pkb-rank's rules
 
 SKIP_EXIT = 3  # every rank raised CannotRunHere: pkb reports a skip with the reason, not a failure
 
@@ -487,8 +487,9 @@ def time_solution(solution, args, opts, device):
         sync()
     sync()
     dist.barrier()
-    device_on = cuda and opts.device_iters > 0
-    longest = max(opts.iters, opts.paper_iters, opts.device_iters if device_on else 0)
+    device_view = cuda and opts.device_iters > 0
+    device_on = device_view  # until a block holds no call
+    longest = max(opts.iters, opts.paper_iters, opts.device_iters if device_view else 0)
     if cuda:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
@@ -529,7 +530,7 @@ def time_solution(solution, args, opts, device):
     # barrier after it, and a call counts when no rank's GPU had reached its start before the host issued it.
     device_values, device_calls, device_unheld = [], 0, 0
     hold_us = initial_hold_us(longest_issue_us)
-    cycles_per_us = sm_cycles_per_us(device) if device_on else 0
+    cycles_per_us = sm_cycles_per_us(device) if device_view else 0
 
     def device_block():
         nonlocal hold_us, device_calls, device_unheld, device_on
@@ -591,7 +592,7 @@ def time_solution(solution, args, opts, device):
     stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
                  paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()),
                  host_probe_us=probes)
-    if cuda and opts.device_iters > 0:
+    if device_view:
         device_stats = summarize(device_values) if device_values else {
             "note": f"no call was held on every rank: the GPU started each before the host had issued it (at a "
                     f"{int(hold_us)} us hold), so the call waits on the GPU from the host inside"}

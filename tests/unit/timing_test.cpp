@@ -104,8 +104,8 @@ TEST(TimingRotation, CopiesExceedThreeTimesL2) {
   EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda, calls), 1);
 }
 
-// run_reference.py times the PyTorch-eager baselines with harness/python/rotation.py's count: the same as pkb-rank's
-// for the same bytes, L2, budget and options (the eager and libtorch baselines rotate alike).
+// run_reference.py times the PyTorch-eager baselines with harness/python/rotation.py's count and hold rule: the same
+// as pkb-rank's for the same bytes, L2, budget and options (the eager and libtorch baselines rotate and hold alike).
 TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
   test::TempDir tmp;
   TimingOptions o;
@@ -114,9 +114,12 @@ TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
   const std::vector<size_t> sizes = {0, 2, 30, 4096, 150000, kMiB, 2 * kMiB, 7 * kMiB + 3, 300 * kMiB, 3000 * kMiB};
   std::string script =
       "import sys\nsys.path.insert(0, sys.argv[1])\nfrom rotation import rotation_calls, "
-      "rotation_count\ncalls = rotation_calls(7, 300, 40, 60, 4, 30)\nprint(calls, *[rotation_count(b, " +
+      "rotation_count, initial_hold_us, next_hold_us\ncalls = rotation_calls(7, 300, 40, 60, 4, 30)\n"
+      "print(calls, *[rotation_count(b, " +
       std::to_string(l2) + ", " + std::to_string(kTimingCopyBudgetCuda) + ", calls) for b in " +
-      nlohmann::json(sizes).dump() + "])\n";
+      nlohmann::json(sizes).dump() +
+      "])\nprint(*['%g' % v for v in [initial_hold_us(x) for x in (0, 80.5, 9000)] + [next_hold_us(h, x) for h, x "
+      "in ((100, 10), (100, 300), (4000, 10))]])\n";
   test::write_file(tmp.path() / "r.py", script);
   test::CliRun run =
       test::run_cli("python3", {(tmp.path() / "r.py").string(), (repo_root() / "harness/python").string()});
@@ -124,7 +127,17 @@ TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
   std::string expected = std::to_string(rotation_calls(o));
   for (size_t b : sizes)
     expected += " " + std::to_string(rotation_copies(b, l2, kTimingCopyBudgetCuda, rotation_calls(o)));
-  EXPECT_EQ(run.out, expected + "\n");
+  // The device view's hold rule too (rotation.py beside the counts): first hold, growth, and the cap.
+  auto num = [](double x) {  // as Python's '%g'
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return std::string(b);
+  };
+  std::vector<double> holds = {initial_hold_us(0),    initial_hold_us(80.5),  initial_hold_us(9000),
+                               next_hold_us(100, 10), next_hold_us(100, 300), next_hold_us(4000, 10)};
+  std::string hold_line;
+  for (double h : holds) hold_line += (hold_line.empty() ? "" : " ") + num(h);
+  EXPECT_EQ(run.out, expected + "\n" + hold_line + "\n");
 }
 
 TEST(TimingCopies, EveryTimedCallHasFreshContentsApartFromWarmUps) {
