@@ -120,7 +120,9 @@ LoadedResults with_timing_method(const LoadedResults& loaded, const std::string&
         if (s.record.contended) continue;  // no speedup by any method
         const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
         if (method == recorded) continue;
-        s.speedup = method == "paper" ? s.record.speedup_paper : s.record.speedup_pkb;
+        s.speedup = method == "paper"    ? s.record.speedup_paper
+                    : method == "device" ? s.record.speedup_device
+                                         : s.record.speedup_pkb;
       }
   r.settings["timing_method"] = nlohmann::json::array({method});
   return r;
@@ -201,8 +203,9 @@ std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_
 std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
 
 Scores score(const LoadedResults& input, const ScoreSettings& settings) {
-  if (!settings.timing_method.empty() && settings.timing_method != "pkb" && settings.timing_method != "paper")
-    throw Error("--timing-method must be pkb or paper, got '" + settings.timing_method + "'");
+  if (!settings.timing_method.empty() && settings.timing_method != "pkb" && settings.timing_method != "paper" &&
+      settings.timing_method != "device")
+    throw Error("--timing-method must be pkb, paper or device, got '" + settings.timing_method + "'");
   for (int k : settings.ks)
     if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
   LoadedResults rescored =

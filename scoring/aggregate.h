@@ -18,7 +18,7 @@ struct ScoreSettings {
   // kernels far faster than the baseline does not end flat at 1. Off when the caller gave the grid (--thresholds).
   bool extend_thresholds = true;
   double headline_p = 1.0;  // the p of the per-problem fast_p@k columns: fast_1@k
-  // Which timing method's speedup is scored (pkb or paper; records carry both). "": each record's own
+  // Which timing method's speedup is scored (pkb, paper or device; records carry each measured). "": each record's own
   // (timing.method), which `pkb eval/run --timing-method` chose. SOL% stays the recorded method's.
   std::string timing_method{};
 };

@@ -94,8 +94,10 @@ if mode == "baselines":
 else:
     # The speedup's CV beside the median's: a speedup against baselines re-timed in the same window (retimed: how
     # many evaluations re-timed theirs, --retime-baseline) can hold steadier than either timing alone.
-    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | CV of speedup % | speedup paper | throttled | retimed | host speed ratio (drift) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    # device: the candidate's device view (GPUs at W = 1; never below its host issue time), its speedup against the
+    # baseline's device view, and the calls the guards set aside (busy holds, host-bound calls).
+    print("| problem | evaluations | pkb median us (mean) | CV of median % | paper median us (mean) | CV of median % | paper/pkb | speedup pkb | CV of speedup % | speedup paper | device median us (mean) | CV of median % | speedup device | CV of speedup % | busy / host-bound calls | throttled | retimed | host speed ratio (drift) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     folders = sorted({os.path.basename(p).split(".run")[0] for p in glob.glob(f"{out}/*.run*.json")})
     for d in folders:
         runs = []
@@ -106,7 +108,7 @@ else:
                 pass
         ok = [r for r in runs if r.get("status") == "correct"]
         if not ok:
-            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | | | | |")
+            print(f"| {d} | {len(runs)} | not correct: {runs[0].get('status') if runs else 'no record'} | | | | | | | | | | | | | | | |")
             if not runs and os.path.exists(f"{out}/eval.stderr"):  # say why, in the table's log
                 print("  stderr: " + open(f"{out}/eval.stderr", errors="replace").read()[-600:].replace("\n", " / "))
             continue
@@ -116,11 +118,20 @@ else:
         speedups = lambda m: [r["timing"]["by_method"][m].get("speedup", 0) for r in ok]
         sp = lambda m: statistics.mean(speedups(m))
         retimed = sum(1 for r in ok if r["timing"].get("baseline_retimed"))
+        dev = [(c.get("device") or {}).get("median_us") for c in cand]
+        dev = [x for x in dev if x]
+        dsp = [x for x in speedups("device") if x]
+        busy = sum((c.get("device") or {}).get("busy", 0) for c in cand)
+        host_bound = sum((c.get("device") or {}).get("host_bound", 0) for c in cand)
         worst["expert pkb"] = max(worst.get("expert pkb", 0), cv(a) or 0)
         worst["expert paper"] = max(worst.get("expert paper", 0), cv(b) or 0)
+        if len(dev) >= 2:
+            worst["expert device"] = max(worst.get("expert device", 0), cv(dev) or 0)
         print(f"| {d} | {len(ok)} | {statistics.mean(a):.1f} | {fmt(cv(a), '', 2)} | {statistics.mean(b):.1f} | "
               f"{fmt(cv(b), '', 2)} | {statistics.mean(b) / statistics.mean(a):.2f}x | {sp('pkb'):.2f}x | "
               f"{fmt(cv(speedups('pkb')), '', 2)} | {sp('paper'):.2f}x | "
+              f"{fmt(statistics.mean(dev) if dev else None)} ({len(dev)}) | {fmt(cv(dev), '', 2)} | "
+              f"{fmt(statistics.mean(dsp) if dsp else None, 'x', 2)} | {fmt(cv(dsp), '', 2)} | {busy} / {host_bound} | "
               f"{'yes' if any(r['timing'].get('throttled') for r in ok) else 'no'} | {retimed} | "
               f"{', '.join(fmt(r['timing'].get('host_speed_ratio'), '', 2) + ('!' if r['timing'].get('host_drift') else '') for r in ok)} |")
 print()

@@ -98,18 +98,27 @@ fi
 # Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work
 # is still running when a timed call's end event fires, so the timed calls' captured outputs are wrong: incorrect
 # (and flagged by the escape probe, below).
-expect_status() {  # expect_status PKB SRC WORLD OUTDIR STATUS [FLAG]: eval SRC on problem 1, check status (and flag)
+# DEVICE: the candidate's device view must have counted calls with no busy hold (clean) or have found holds busy
+# (busy: work left running outside the stream when a hold began).
+expect_status() {  # expect_status PKB SRC WORLD OUTDIR STATUS [FLAG [DEVICE]]: eval SRC on problem 1, check status
   local json="$4/$(basename "$2" .cu).json"
   mkdir -p "$4"
   "$1" eval "$2" --problem 1 -w "$3" --trials 2 --timeout "${EVAL_TIMEOUT:-90}" --json --out "$4" >"$json"
-  python3 - "$json" "$5" "${6:-}" <<"PY"
+  python3 - "$json" "$5" "${6:-}" "${7:-}" <<"PY"
 import json, sys
 r = json.load(open(sys.argv[1]))
 t = r.get("timing") or {}
 c = t.get("candidate") or {}
+d = c.get("device") or {}
 print(r["status"], "(expected", sys.argv[2] + ")", "stream_escape", t.get("stream_escape"), "event us",
-      c.get("escape_event_us"), "device us", c.get("escape_device_us"), "|", (r.get("message") or "")[:300])
+      c.get("escape_event_us"), "device us", c.get("escape_device_us"), "| device view:",
+      {k: d.get(k) for k in ("median_us", "calls", "busy", "unheld", "host_bound", "max_start_spread_us",
+                             "max_gap_us", "note")}, "|", (r.get("message") or "")[:300])
 ok = r["status"] == sys.argv[2] and (not sys.argv[3] or str(t.get("stream_escape")).lower() == sys.argv[3])
+if sys.argv[4] == "clean":
+    ok = ok and d.get("busy") == 0 and d.get("median_us", 0) > 0
+if sys.argv[4] == "busy":
+    ok = ok and d.get("busy", 0) > 0
 sys.exit(0 if ok else 1)
 PY
 }
@@ -123,10 +132,18 @@ fi
 # The escape probe's thresholds (device time > 2x event time + 100 us, worker/timing.cpp): the stream-escape
 # fixture must be flagged, the expert all-reduce must not be.
 if want escape; then
-  step escape_stream_escape_flagged expect_status "$build/pkb" tests/fixtures/cuda/stream_escape.cu "$world" \
-    "$out/eval_escape" incorrect true
-  step escape_expert_not_flagged expect_status "$build/pkb" problems/001_allreduce/solution.cu "$world" \
-    "$out/eval_escape" correct false
+  if [ "$world" != 1 ]; then
+    step escape_stream_escape_flagged expect_status "$build/pkb" tests/fixtures/cuda/stream_escape.cu "$world" \
+      "$out/eval_escape" incorrect true
+    step escape_expert_not_flagged expect_status "$build/pkb" problems/001_allreduce/solution.cu "$world" \
+      "$out/eval_escape" correct false
+  fi
+  # At W = 1 the device view judges candidates too: the escaped work still runs when the next hold begins (busy),
+  # and the expert's holds find the GPU idle (clean).
+  step escape_w1_stream_escape_busy expect_status "$build/pkb" tests/fixtures/cuda/stream_escape.cu 1 \
+    "$out/eval_escape_w1" incorrect "" busy
+  step escape_w1_expert_clean expect_status "$build/pkb" problems/001_allreduce/solution.cu 1 \
+    "$out/eval_escape_w1" correct "" clean
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.

@@ -21,7 +21,7 @@
 namespace {
 
 int failures = 0;
-int rank = 0;
+int rank = 0, world = 1;
 
 void check(bool ok, const std::string& what) {
   if (ok) return;
@@ -47,7 +47,7 @@ class VirtualClockRuntime : public pkb::Runtime {
   void record(int i) override { marks_[i] = now_us; }
   double elapsed_ms(int i, int j) override { return (marks_[j] - marks_[i]) / 1e3; }
   bool reached(int) override { return true; }
-  void hold(double) override {}
+  void hold(double, int) override {}
   void* const* heap_bases_device() const override { return nullptr; }
   void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
 
@@ -85,13 +85,32 @@ class VirtualGpuRuntime : public pkb::Runtime {
   void record(int i) override { marks_[i] = queue_end_us = std::max(queue_end_us, host_us); }
   double elapsed_ms(int i, int j) override { return (marks_[j] - marks_[i]) / 1e3; }
   bool reached(int i) override { return marks_[i] <= host_us; }
-  void hold(double us) override { queue_end_us = std::max(queue_end_us, host_us) + us; }
+  void hold(double us, int slot) override {
+    queue_end_us = std::max(queue_end_us, host_us) + us;
+    slot_of_hold_.push_back(slot);
+  }
+  bool hold_fills_device() const override { return fills_device; }
+  // Holds number `busy_from` onwards (counting every hold this runtime made) report a GPU busy with other work.
+  std::vector<HoldTrace> hold_traces(int n) override {
+    std::vector<HoldTrace> out(n);
+    for (size_t h = 0; h < slot_of_hold_.size(); ++h)
+      if (holds_seen_ + h >= busy_from && slot_of_hold_[h] < n)
+        out[slot_of_hold_[h]].start_spread_us = 2 * pkb::kHoldBusySpreadUs;
+    holds_seen_ += slot_of_hold_.size();
+    slot_of_hold_.clear();
+    return out;
+  }
+  size_t holds_made() const { return holds_seen_ + slot_of_hold_.size(); }
+  bool fills_device = true;
+  size_t busy_from = size_t{1} << 30;
   void* const* heap_bases_device() const override { return nullptr; }
   // Host and device both wait for every rank (the device flag barrier); the clocks stay per rank.
   void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
 
  private:
   std::vector<double> marks_;
+  std::vector<int> slot_of_hold_;
+  size_t holds_seen_ = 0;
 };
 
 void spin_us(double us) {
@@ -144,6 +163,26 @@ void cuda_checks() {
     check(s.device.measured() && s.device.unheld <= s.device.calls / 10, "cuda: the hold covers the issuing");
     check(s.device.method.stats.median < s.pkb.stats.median,
           "cuda: the device view leaves out the host's dispatch that the pkb method includes");
+    // The hold takes every SM's thread slots, and on a GPU running nothing else its blocks all start together.
+    std::printf("cuda: hold fills the GPU: %s; largest start spread %.2f us, longest gap %.2f us, %d busy\n",
+                rt->hold_fills_device() ? "yes" : "no", s.device.max_start_spread_us, s.device.max_gap_us,
+                s.device.busy);
+    check(rt->hold_fills_device(), "cuda: the hold takes every SM's thread slots");
+    check(
+        s.device.busy == 0 && s.device.max_start_spread_us < kHoldBusySpreadUs && s.device.max_gap_us < kHoldBusyGapUs,
+        "cuda: an idle GPU's holds are not busy");
+  }
+  // The same calls as a candidate's (untrusted, at W = 1): never below the host's issue time, which here exceeds
+  // the copies' GPU time, so every counted call is host-bound.
+  TimingHooks cand;
+  cand.untrusted = true;
+  TimingStats u = time_iterations(*rt, CopyPlan{1, 1}, copies, o, &cand);
+  if (rank == 0) {
+    std::printf("cuda: as a candidate: device view %.1f us, %d of %d counted calls host-bound, note '%s'\n",
+                u.device.method.stats.median, u.device.host_bound, u.device.method.stats.n, u.device.note.c_str());
+    if (world == 1)
+      check(u.device.measured() && u.device.method.stats.median >= s.device.method.stats.median,
+            "cuda: a candidate's device view is never below the GPU's time");
   }
   auto waits = [&](int) {
     copies(0);
@@ -158,10 +197,61 @@ void cuda_checks() {
   }
 }
 
+// A candidate's device view on the virtual GPU (TimingHooks::untrusted): it measures at W = 1 only, with a hold
+// that fills the GPU; a call's time is never below the host's time to issue it; a hold that found the GPU busy does
+// not count. Its device-view calls run, and are captured, wherever the view measures nothing.
+void candidate_checks(pkb::TimingOptions v) {
+  using namespace pkb;
+  VirtualGpuRuntime gpu;
+  v.device_iters = 8, v.max_reps = 2, v.min_reps = 2, v.rep_gap_ms = 0, v.budget_s = 60;
+  const double host_cost = rank == 0 ? 5 : 8;
+  auto launches = [&](int) {
+    for (int i = 0; i < 20; ++i) gpu.launch(host_cost, 1);
+  };
+  int captured = 0;
+  TimingHooks cand;
+  cand.untrusted = true;
+  cand.after_timed = [&](int, int) { ++captured; };
+  TimingStats c1 = time_iterations(gpu, CopyPlan{3, 3}, launches, v, &cand);
+  check(captured == 2 * v.calls_per_rep(), "a candidate's device-view calls are timed calls like the others");
+  auto heavy = [&](int) {  // 20 launches of 5 us (rank 1: 8) on the host and 10 us on the GPU: GPU-bound
+    for (int i = 0; i < 20; ++i) gpu.launch(host_cost, 10);
+  };
+  TimingStats c2 = time_iterations(gpu, CopyPlan{3, 3}, heavy, v, &cand);
+  if (rank == 0 && world == 1) {
+    check(c1.device.host_bound == 16 && c1.device.method.stats.min == 100 && c1.device.method.stats.max == 100,
+          "a dispatch-bound candidate's device view is its issue time (100 us), got " +
+              std::to_string(c1.device.method.stats.median) + ", host-bound " + std::to_string(c1.device.host_bound));
+    check(c2.device.host_bound == 0 && c2.device.method.stats.median == 200,
+          "a GPU-bound candidate's device view is the GPU's 200 us, got " +
+              std::to_string(c2.device.method.stats.median));
+    // Holds from the fourth on find the GPU busy: 3 calls count, the rest of the block is busy, and the next
+    // block, with no call held, stops the view.
+    gpu.busy_from = gpu.holds_made() + 3;
+    TimingStats c3 = time_iterations(gpu, CopyPlan{3, 3}, heavy, v, &cand);
+    check(c3.device.method.values_us.size() == 3 && c3.device.busy == 13 && c3.device.max_start_spread_us > 0,
+          "busy holds do not count: " + std::to_string(c3.device.method.values_us.size()) + " counted, " +
+              std::to_string(c3.device.busy) + " busy");
+    gpu.busy_from = size_t{1} << 30;
+    gpu.fills_device = false;
+    TimingStats c4 = time_iterations(gpu, CopyPlan{3, 3}, heavy, v, &cand);
+    check(!c4.device.measured() && c4.device.note.find("thread slots") != std::string::npos,
+          "a hold that cannot fill the GPU gives a candidate no device view: " + c4.device.note);
+    gpu.fills_device = true;
+    // A trusted reference's device view stays the GPU's time however long the host took.
+    TimingStats r1 = time_iterations(gpu, CopyPlan{3, 3}, launches, v);
+    check(r1.device.host_bound == 0 && r1.device.method.stats.median == 20, "a reference's device view: 20 us");
+  }
+  if (rank == 0 && world > 1)
+    check(!c1.device.measured() && c1.device.calls == 16 && c1.device.note.find("W > 1") != std::string::npos,
+          "no device view for a candidate at W > 1: " + c1.device.note);
+}
+
 int main(int argc, char** argv) {
   using namespace pkb;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (argc > 1 && std::string(argv[1]) == "--cuda") {
     cuda_checks();
     int total = 0;
@@ -172,10 +262,13 @@ int main(int argc, char** argv) {
   }
   long tag = static_cast<long>(getpid());
   MPI_Bcast(&tag, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  {
+  if (world == 1) {
+    candidate_checks(TimingOptions{});  // the rest needs two ranks
+  } else {
     auto rt = std::make_unique<VirtualClockRuntime>();
     TimingOptions o;
     o.warmup = 2, o.iters = 10, o.paper_warmup = 4, o.paper_iters = 10, o.min_reps = 2, o.max_reps = 3;
+    o.device_iters = 4;  // CPU ranks make the device view's calls untimed: ordinals and copies like a GPU's
     o.budget_s = 60;
     CopyPlan plan{3 + o.max_timed_calls() + kEscapeProbeCalls, 3};
 
@@ -198,7 +291,8 @@ int main(int argc, char** argv) {
       check(s.clocks["available"] == false, "clocks unavailable on CPU ranks");
     }
     // Hooks: warm-ups on the warm-up copies, each timed call on its own fresh copy, ordinals laid out per
-    // repetition (pkb block's first), and the probe after them, on fresh copies too.
+    // repetition (pkb block's first, then the paper block's, then the device view's), and the probe after them, on
+    // fresh copies too.
     check(a.before_copies.size() == static_cast<size_t>(o.warmup_calls() + 3 * o.calls_per_rep() + kEscapeProbeCalls),
           "before() runs for every call");
     for (int i = 0; i < o.warmup_calls(); ++i) check(a.before_copies[i] < 3, "warm-up call on a warm-up copy");
@@ -207,7 +301,14 @@ int main(int argc, char** argv) {
       check(k == plan.timed_copy(j), "timed call uses its ordinal's copy");
       check(seen.insert(k).second, "no copy serves two timed calls");
     }
-    check(a.timed.size() == 30 + 30, "every timed call of both methods reported");
+    check(a.timed.size() == 3 * (10 + 10 + 4), "every timed call of every block reported, the device view's too");
+    for (size_t i = 0; i < a.timed.size(); ++i) {
+      // Per repetition: pkb's 10 ordinals, paper's 10, the device view's 4; odd repetitions run paper's block first.
+      const int rep = static_cast<int>(i) / o.calls_per_rep(), at = static_cast<int>(i) % o.calls_per_rep();
+      const int want = rep * o.calls_per_rep() + (rep % 2 && at < 20 ? (at + 10) % 20 : at);
+      check(a.timed[i].first == want, "ordinal " + std::to_string(a.timed[i].first) + " at position " +
+                                          std::to_string(i) + ", want " + std::to_string(want));
+    }
     for (size_t i = o.warmup_calls() + a.timed.size(); i < a.before_copies.size(); ++i)
       check(!seen.count(a.before_copies[i]) && a.before_copies[i] >= 3, "probe calls on fresh copies");
 
@@ -286,9 +387,9 @@ int main(int argc, char** argv) {
       };
       TimingStats w = time_iterations(gpu, CopyPlan{3, 3}, waits, v);
       if (rank == 0) {
-        check(
-            w.device.calls == 8 && w.device.unheld == 8 && !w.device.measured(),
-            "a call that waits on the GPU: one block, every call unheld, got calls " + std::to_string(w.device.calls));
+        check(w.device.calls == 16 && w.device.unheld == 8 && !w.device.measured(),
+              "a call that waits on the GPU: the first block's calls unheld, the second's untimed, got calls " +
+                  std::to_string(w.device.calls) + ", unheld " + std::to_string(w.device.unheld));
         check(w.device.hold_us == kMaxHoldUs, "the hold grew to its cap");
         auto j = w.to_json();
         check(!j["device"].contains("median_us") &&
@@ -303,6 +404,7 @@ int main(int argc, char** argv) {
               "a short first hold grows: unheld " + std::to_string(g2.device.unheld));
       }
     }
+    candidate_checks(o);
 
     // The real CPU runtime (shared-memory heap, MPI barrier, steady clock) with busy-waits: only lower bounds
     // hold on a loaded machine.

@@ -86,22 +86,22 @@ TEST(TimingRotation, CopiesExceedThreeTimesL2) {
   const size_t calls = rotation_calls(TimingOptions{});
   EXPECT_EQ(calls, 10u + 500u + 5u * (50u + 100u + 50u));  // the warm-ups and five repetitions of every method
   // 2 MiB inputs: 91 copies, 182 MiB = 3.03x L2 (the old cap of 64 copies gave 2.13x).
-  EXPECT_EQ(rotation_copies(2 * kMiB, l2, kTimingCopyBudgetCuda, calls), 91);
+  EXPECT_EQ(rotation_copies(2 * kMiB, l2, kRotationBudgetCuda, calls), 91);
   for (size_t bytes : {size_t{4096}, kMiB, 2 * kMiB, 7 * kMiB + 3, 64 * kMiB, 300 * kMiB}) {
-    int n = rotation_copies(bytes, l2, kTimingCopyBudgetCuda, calls);
+    int n = rotation_copies(bytes, l2, kRotationBudgetCuda, calls);
     // Within the budget and the calls: always > 3x L2, or one copy per call (no call's inputs were used before).
-    if (static_cast<size_t>(n + 1) * bytes <= kTimingCopyBudgetCuda && static_cast<size_t>(n) < calls) {
+    if (static_cast<size_t>(n + 1) * bytes <= kRotationBudgetCuda && static_cast<size_t>(n) < calls) {
       EXPECT_GT(n * bytes, 3 * l2) << bytes;
     }
-    EXPECT_LE(n * bytes, std::max(bytes, kTimingCopyBudgetCuda)) << bytes;
+    EXPECT_LE(n * bytes, std::max(bytes, kRotationBudgetCuda)) << bytes;
     EXPECT_LE(static_cast<size_t>(n), calls) << bytes;
   }
   // 4 KiB inputs would want 46081 copies, but a timing makes 1510 calls: a copy past the last is never used
   // (reference.py's timer once cloned 5 million copies of problem 23's 0-dim inputs, for hours).
-  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, calls), 1510);
-  EXPECT_EQ(rotation_copies(4096, l2, kTimingCopyBudgetCuda, 1 << 30), 46081);
+  EXPECT_EQ(rotation_copies(4096, l2, kRotationBudgetCuda, calls), 1510);
+  EXPECT_EQ(rotation_copies(4096, l2, kRotationBudgetCuda, 1 << 30), 46081);
   EXPECT_EQ(rotation_copies(kMiB, l2, 32 * kMiB, calls), 32);  // the budget caps
-  EXPECT_EQ(rotation_copies(0, l2, kTimingCopyBudgetCuda, calls), 1);
+  EXPECT_EQ(rotation_copies(0, l2, kRotationBudgetCuda, calls), 1);
 }
 
 // run_reference.py times the PyTorch-eager baselines with harness/python/rotation.py's count and hold rule: the same
@@ -116,7 +116,7 @@ TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
       "import sys\nsys.path.insert(0, sys.argv[1])\nfrom rotation import rotation_calls, "
       "rotation_count, initial_hold_us, next_hold_us\ncalls = rotation_calls(7, 300, 40, 60, 4, 30)\n"
       "print(calls, *[rotation_count(b, " +
-      std::to_string(l2) + ", " + std::to_string(kTimingCopyBudgetCuda) + ", calls) for b in " +
+      std::to_string(l2) + ", " + std::to_string(kRotationBudgetCuda) + ", calls) for b in " +
       nlohmann::json(sizes).dump() +
       "])\nprint(*['%g' % v for v in [initial_hold_us(x) for x in (0, 80.5, 9000)] + [next_hold_us(h, x) for h, x "
       "in ((100, 10), (100, 300), (4000, 10))]])\n";
@@ -126,7 +126,7 @@ TEST(TimingRotation, PythonRunnerCountsTheSameCopies) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string expected = std::to_string(rotation_calls(o));
   for (size_t b : sizes)
-    expected += " " + std::to_string(rotation_copies(b, l2, kTimingCopyBudgetCuda, rotation_calls(o)));
+    expected += " " + std::to_string(rotation_copies(b, l2, kRotationBudgetCuda, rotation_calls(o)));
   // The device view's hold rule too (rotation.py beside the counts): first hold, growth, and the cap.
   auto num = [](double x) {  // as Python's '%g'
     char b[32];

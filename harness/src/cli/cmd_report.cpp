@@ -75,8 +75,8 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--out", o->out_dir, "Where to write the report (default: the results directory)");
   cmd->add_option("--k", o->settings.ks, "Comma-separated k values")->delimiter(',')->check(CLI::PositiveNumber);
   cmd->add_option("--timing-method", o->settings.timing_method,
-                  "Score the speedups of this timing method (pkb or paper; default: as each record chose)")
-      ->check(CLI::IsMember({"pkb", "paper"}));
+                  "Score the speedups of this timing method (pkb, paper or device; default: as each record chose)")
+      ->check(CLI::IsMember({"pkb", "paper", "device"}));
   CLI::Option* thresholds =
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")

@@ -137,10 +137,12 @@ ResultRecord record_from_json(const json& j) {
   r.timing_method = text(j, {"timing", "method"});
   r.speedup_pkb = value<double>(j, {"timing", "by_method", "pkb", "speedup"});
   r.speedup_paper = value<double>(j, {"timing", "by_method", "paper", "speedup"});
+  r.speedup_device = value<double>(j, {"timing", "by_method", "device", "speedup"});
   r.sol_candidate = value<double>(j, {"roofline", "sol_candidate"});
   r.sol_baseline = value<double>(j, {"roofline", sol_baseline_field(r.baseline)});
   r.contended = value<bool>(j, {"timing", "contended"}).value_or(false);
-  if (r.contended) r.speedup = r.speedup_pkb = r.speedup_paper = r.sol_candidate = r.sol_baseline = std::nullopt;
+  if (r.contended)
+    r.speedup = r.speedup_pkb = r.speedup_paper = r.speedup_device = r.sol_candidate = r.sol_baseline = std::nullopt;
   r.host_drift = value<bool>(j, {"timing", "host_drift"}).value_or(false);
   r.warmup = value<int>(j, {"timing_settings", "warmup"});
   r.iters = value<int>(j, {"timing_settings", "iters"});
@@ -178,6 +180,7 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"timing", "method"}, nonempty(r.timing_method));
   put(j, {"timing", "by_method", "pkb", "speedup"}, r.speedup_pkb);
   put(j, {"timing", "by_method", "paper", "speedup"}, r.speedup_paper);
+  put(j, {"timing", "by_method", "device", "speedup"}, r.speedup_device);
   if (r.contended) j["timing"]["contended"] = true;
   if (r.host_drift) j["timing"]["host_drift"] = true;
   put(j, {"roofline", "sol_candidate"}, r.sol_candidate);

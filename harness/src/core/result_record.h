@@ -66,8 +66,9 @@ struct ResultRecord {
   std::optional<bool> pkb_pass;                        // checks.pkb_pass: the paper's allclose
   std::optional<double> speedup;                       // timing.speedup: baseline median / candidate median (x)
   std::string baseline;                                // timing.baseline: pytorch_eager or libtorch_nccl
-  std::string timing_method;                         // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
-  std::optional<double> speedup_pkb, speedup_paper;  // timing.by_method.<m>.speedup: both methods' speedups
+  std::string timing_method;  // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
+  // timing.by_method.<m>.speedup: each method's speedup (device: where both device views measured)
+  std::optional<double> speedup_pkb, speedup_paper, speedup_device;
   bool contended = false;   // timing.contended: ranks shared a GPU, so the times measure contention and the
                             // record claims no speedup or SOL% (any found beside it is dropped when read)
   bool host_drift = false;  // timing.host_drift: the candidate's host ran > 1.2x faster or slower than the baseline's

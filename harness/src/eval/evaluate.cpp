@@ -117,7 +117,8 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 5;  // 4: expected outputs from the oracle; 5: timed checks per repetition
+constexpr int kReferenceCacheVersion = 6;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
+                                           // 6: the device view's calls are timed ordinals (checked alike)
 // Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
 // repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
 int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
@@ -604,15 +605,18 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
                                   ? "reference.py timing missing"
                                   : "Python torch absent: strict C++ baseline used";
   }
-  // Both methods' speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p).
+  // Every method's speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p). The
+  // device method has a speedup only where both sides' device views measured (candidates: GPUs at W = 1).
   TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
   auto median_of = [](const json& t, TimingMethod m) {
     if (!t.is_object()) return 0.0;
-    const json& x = m == TimingMethod::pkb ? t : t.value("paper", json::object());
+    const json& x = m == TimingMethod::pkb     ? t
+                    : m == TimingMethod::paper ? t.value("paper", json::object())
+                                               : t.value("device", json::object());
     return x.is_object() ? x.value("median_us", 0.0) : 0.0;
   };
   json by_method = json::object();
-  for (TimingMethod m : {TimingMethod::pkb, TimingMethod::paper}) {
+  for (TimingMethod m : {TimingMethod::pkb, TimingMethod::paper, TimingMethod::device}) {
     double c = median_of(cand_t, m), cpp = median_of(cpp_t, m), py = median_of(py_t, m);
     json s = {{"candidate_us", c}};
     if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;
@@ -711,14 +715,16 @@ const char* eval_status_name(EvalStatus s) {
   return "crash";
 }
 
-EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, const EvalOptions& o) {
+EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, const EvalOptions& options) {
   auto t_start = std::chrono::steady_clock::now();
+  EvalOptions o = options;
+  o.timing = o.timing.for_device(o.device);  // every pass and record sees the same calls per repetition
   auto dtype = dtype_from_name(o.dtype);
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
   if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
   if (!timing_method_from_name(o.timing_method))
-    throw Error("--timing-method must be pkb or paper, got '" + o.timing_method + "'");
+    throw Error("--timing-method must be pkb, paper or device, got '" + o.timing_method + "'");
   o.timing.validate();
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +

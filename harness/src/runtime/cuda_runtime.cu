@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <string>
 
 #include "../../include/pkb/device.cuh"
@@ -20,14 +21,35 @@ __global__ void barrier_kernel(uint32_t* flags, void* const* bases, int rank, in
   pkb_barrier(flags, bases, rank, world, epoch);
 }
 
-// Spins one thread until the GPU's global nanosecond timer has advanced by `ns` (not SM cycles: independent of
-// the clock the SM runs at).
-__global__ void hold_kernel(unsigned long long ns) {
-  unsigned long long t0, t;
+// The hold: blocks of kHoldThreads threads, as many per SM as fit, every thread spinning until the GPU's global
+// nanosecond timer advanced by `ns` since it started (not SM cycles: independent of the clock the SM runs at). With
+// every thread slot taken, no other kernel (another stream's, a persistent one) can start while it spins, and one
+// that was still running when it began delays some of its blocks: each block traces when it started, and the longest
+// gap between two of its timer reads (a context switch to another context stops all of them).
+constexpr int kHoldThreads = 256;
+struct DeviceHoldTrace {
+  unsigned long long first_start, last_start, longest_gap;  // ns of %globaltimer
+};
+
+__global__ void __launch_bounds__(kHoldThreads) hold_kernel(unsigned long long ns, DeviceHoldTrace* trace) {
+  unsigned long long t0, t, prev, gap = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  if (threadIdx.x == 0) {
+    atomicMin(&trace->first_start, t0);
+    atomicMax(&trace->last_start, t0);
+  }
+  prev = t0;
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    gap = t - prev > gap ? t - prev : gap;
+    prev = t;
   } while (t - t0 < ns);
+  if (threadIdx.x == 0) atomicMax(&trace->longest_gap, gap);
+}
+
+__global__ void hold_trace_reset(DeviceHoldTrace* traces, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    traces[i] = {~0ull, 0ull, 0ull};
 }
 
 class CudaRuntime final : public Runtime {
@@ -54,6 +76,15 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaMalloc(&bases_device_, world_ * sizeof(void*)), "cudaMalloc(heap table)");
     cuda_check(cudaMemcpy(bases_device_, bases_.data(), world_ * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy");
     barrier_flags_ = static_cast<uint32_t*>(alloc(world_ * sizeof(uint32_t), true));
+    // The hold's grid: every SM at its thread limit (under MPS, the SMs this client may use).
+    int sms = 0, threads_per_sm = 0, per_sm = 0;
+    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_), "cudaDeviceGetAttribute");
+    cuda_check(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device_),
+               "cudaDeviceGetAttribute");
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hold_kernel, kHoldThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    hold_blocks_ = std::max(1, sms * per_sm);
+    hold_fills_ = per_sm * kHoldThreads == threads_per_sm;
     MPI_Barrier(comm_);
   }
   ~CudaRuntime() override {
@@ -62,6 +93,7 @@ class CudaRuntime final : public Runtime {
       if (q != rank_ && bases_[q]) cudaIpcCloseMemHandle(bases_[q]);
     cudaFree(bases_[rank_]);
     cudaFree(bases_device_);
+    cudaFree(hold_traces_);
     for (void* p : private_) cudaFree(p);
     for (auto e : events_) cudaEventDestroy(e);
     if (owns_stream_) cudaStreamDestroy(stream_);
@@ -114,9 +146,35 @@ class CudaRuntime final : public Runtime {
     if (rc != cudaSuccess) cudaGetLastError();
     return true;
   }
-  void hold(double us) override {
-    hold_kernel<<<1, 1, 0, stream_>>>(static_cast<unsigned long long>(us * 1e3));
+  void hold_slots_reserve(int n) override {
+    if (n > hold_slots_) {
+      cudaFree(hold_traces_);
+      hold_traces_ = nullptr;
+      cuda_check(cudaMalloc(&hold_traces_, n * sizeof(DeviceHoldTrace)), "cudaMalloc(hold traces)");
+      hold_slots_ = n;
+    }
+    hold_trace_reset<<<(n + 255) / 256, 256, 0, stream_>>>(hold_traces_, n);
+    cuda_check(cudaGetLastError(), "hold trace reset launch");
+  }
+  void hold(double us, int slot) override {
+    if (slot < 0 || slot >= hold_slots_) throw Error("hold slot " + std::to_string(slot) + " was not reserved");
+    hold_kernel<<<hold_blocks_, kHoldThreads, 0, stream_>>>(static_cast<unsigned long long>(us * 1e3),
+                                                            hold_traces_ + slot);
     cuda_check(cudaGetLastError(), "hold kernel launch");
+  }
+  bool hold_fills_device() const override { return hold_fills_; }
+  std::vector<HoldTrace> hold_traces(int n) override {
+    std::vector<DeviceHoldTrace> raw(std::min(n, hold_slots_));
+    if (!raw.empty())
+      cuda_check(cudaMemcpy(raw.data(), hold_traces_, raw.size() * sizeof raw[0], cudaMemcpyDeviceToHost),
+                 "cudaMemcpy(hold traces)");
+    std::vector<HoldTrace> out(n);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i].last_start < raw[i].first_start) continue;  // that hold never ran
+      out[i].start_spread_us = (raw[i].last_start - raw[i].first_start) / 1e3;
+      out[i].longest_gap_us = raw[i].longest_gap / 1e3;
+    }
+    return out;
   }
   void* const* heap_bases_device() const override { return static_cast<void* const*>(bases_device_); }
   void barrier() override {
@@ -132,6 +190,10 @@ class CudaRuntime final : public Runtime {
   cudaStream_t stream_ = nullptr;  // nullptr: the legacy default stream
   void** bases_device_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  int hold_blocks_ = 1;
+  bool hold_fills_ = false;
+  DeviceHoldTrace* hold_traces_ = nullptr;
+  int hold_slots_ = 0;
 };
 
 }  // namespace

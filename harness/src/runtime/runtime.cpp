@@ -93,7 +93,7 @@ class CpuRuntime final : public Runtime {
   }
   double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
   bool reached(int) override { return true; }
-  void hold(double) override {}
+  void hold(double, int) override {}
   void* const* heap_bases_device() const override { return bases_.data(); }
   void barrier() override { MPI_Barrier(barrier_comm_); }
 

@@ -44,9 +44,21 @@ class Runtime {
   // The host's clock in µs, for how long the host took to issue a call (the device view's hold): the steady clock;
   // a test's virtual runtime overrides it with its own.
   virtual double host_now_us() const;
-  // Holds the stream for about `us` microseconds (a one-thread spin on the GPU's clock), so that work enqueued
-  // behind it meanwhile starts back to back, without the host's dispatch between launches. No-op on the CPU.
-  virtual void hold(double us) = 0;
+  // Holds the stream for about `us` microseconds, so that work enqueued behind it meanwhile starts back to back,
+  // without the host's dispatch between launches. On GPUs the hold fills every SM to its thread limit (no other
+  // kernel can start beside it) and traces itself into `slot` (< hold_slots_reserve's n). No-op on the CPU.
+  virtual void hold(double us, int slot) = 0;
+  // Makes n hold traces ready (on the stream, before the holds that use them).
+  virtual void hold_slots_reserve(int n) { (void)n; }
+  // Whether a hold takes every thread slot of every SM, so that nothing else runs on an SM while it spins.
+  virtual bool hold_fills_device() const { return false; }
+  // What each of the first n holds saw (after a synchronize), in µs: how much later than its first block the last
+  // one started (an SM still busy with other work delays its blocks) and the longest stretch any block went without
+  // running (the GPU switched to another context). Both near zero on a GPU that ran nothing else.
+  struct HoldTrace {
+    double start_spread_us = 0, longest_gap_us = 0;
+  };
+  virtual std::vector<HoldTrace> hold_traces(int n) { return std::vector<HoldTrace>(n); }
 
   // Symmetric heap: one region per rank, mapped into every rank of the job at the same offsets.
   char* heap_base(int rank) const { return static_cast<char*>(bases_[rank]); }

@@ -98,7 +98,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.seed = o.seed;
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
-  w.timing = o.timing;
+  w.timing = o.timing.for_device(o.device);
   RankJob job{o.world,    o.device == "cuda",
               to_args(w), batch_dir,
               "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
@@ -122,7 +122,7 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
   std::vector<std::string> extra;
   if (o.time) {
     extra = {"--time"};
-    for (const auto& t : o.timing.to_args()) extra.push_back(t);
+    for (const auto& t : o.timing.for_device(o.device).to_args()) extra.push_back(t);
   }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
   bool shared = o.device == "cuda" &&

@@ -146,7 +146,7 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     // Rotation: copies exceeding 3x L2 (2 MiB inputs on an H200's 60 MiB L2: 91 copies), within the candidates'
     // memory budget and the timing's calls; every call, warm-up and timed, cycles over all of them.
     int copies =
-        env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kTimingCopyBudgetCuda, rotation_calls(o.timing)) : 2;
+        env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kRotationBudgetCuda, rotation_calls(o.timing)) : 2;
     std::vector<Tensors> rotated;
     for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
     // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.

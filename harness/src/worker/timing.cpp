@@ -35,11 +35,14 @@ nlohmann::json stats_json(const SampleStats& s) {
 
 }  // namespace
 
-const char* timing_method_name(TimingMethod m) { return m == TimingMethod::pkb ? "pkb" : "paper"; }
+const char* timing_method_name(TimingMethod m) {
+  return m == TimingMethod::pkb ? "pkb" : m == TimingMethod::paper ? "paper" : "device";
+}
 
 std::optional<TimingMethod> timing_method_from_name(std::string_view name) {
   if (name == "pkb") return TimingMethod::pkb;
   if (name == "paper") return TimingMethod::paper;
+  if (name == "device") return TimingMethod::device;
   return std::nullopt;
 }
 
@@ -243,7 +246,11 @@ nlohmann::json TimingStats::to_json() const {
     nlohmann::json d = device.measured() ? stats_json(device.method.stats) : nlohmann::json::object();
     d["calls"] = device.calls;
     d["unheld"] = device.unheld;
+    d["busy"] = device.busy;
+    d["host_bound"] = device.host_bound;
     d["hold_us"] = device.hold_us;
+    d["max_start_spread_us"] = device.max_start_spread_us;
+    d["max_gap_us"] = device.max_gap_us;
     d["call_us"] = device.method.values_us;
     if (!device.measured()) d["note"] = device.note;
     j["device"] = d;
@@ -351,6 +358,7 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
 
   // The device view runs on GPUs only: on CPU ranks record() is the host's clock, and there is no queue to hold.
   const bool device_view = rt.is_cuda() && o.device_iters > 0;
+  const bool device_calls_run = o.device_iters > 0;  // on CPU ranks too, untimed: the same ordinals everywhere
   rt.timers_reserve(2 * std::max({o.iters, o.paper_iters, device_view ? o.device_iters : 0}));
   std::vector<double> pkb_values, paper_values;  // rank 0: across ranks; others: their own
   std::vector<int> pkb_ordinals;
@@ -397,46 +405,85 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
 
   // The device view: every call behind a hold, the GPU's start checked to come after the host issued the call.
   // Every rank makes every call (they hold collectives); a call counts when it was held on every rank, its time
-  // the slowest rank's. The device barrier after the hold starts the ranks together whatever their holds.
+  // the slowest rank's. The device barrier after the hold starts the ranks together whatever their holds. The
+  // outputs are poisoned after the hold, so nothing a candidate wrote during it survives into the window.
   std::vector<double> device_values;
   double hold_us = initial_hold_us(longest_issue_us);
-  int device_calls = 0, device_unheld = 0;
-  bool device_on = device_view;
-  auto device_block = [&] {
-    std::vector<double> mine(o.device_iters), all(static_cast<size_t>(o.device_iters) * rt.world());
-    std::vector<char> held(o.device_iters);
-    for (int i = 0; i < o.device_iters; ++i) {
-      int k = plan.warmup_copy(o.warmup_calls() + device_calls++);
+  int device_calls = 0, device_unheld = 0, device_busy = 0, device_host_bound = 0;
+  double max_spread_us = 0, max_gap_us = 0;
+  const bool untrusted = hooks && hooks->untrusted;
+  std::string device_off;  // why the view measures nothing though its calls run
+  if (untrusted && device_view && rt.world() > 1)
+    device_off = "candidates have no device view at W > 1: a copy engine could fetch peers' inputs during the hold";
+  else if (untrusted && device_view && !rt.hold_fills_device())
+    device_off = "the hold cannot take every SM's thread slots on this GPU, so other work could run beside it";
+  bool device_on = device_view && device_off.empty();
+  auto device_block = [&](int base) {
+    const int n = o.device_iters;
+    std::vector<double> mine(n, 0), issue(n, 0), all(static_cast<size_t>(n) * rt.world());
+    std::vector<char> held(n, 0);
+    if (device_on) rt.hold_slots_reserve(n);
+    for (int i = 0; i < n; ++i) {
+      const int ordinal = base + i, k = plan.timed_copy(ordinal);
+      ++device_calls;
+      if (device_on) rt.hold(hold_us, i);
       before(k);
-      rt.hold(hold_us);
       rt.barrier();
-      rt.record(2 * i);
+      if (device_on) rt.record(2 * i);
       const double h0 = rt.host_now_us();
       run(k);
-      const double issue_us = rt.host_now_us() - h0;
-      held[i] = !rt.reached(2 * i);
-      rt.record(2 * i + 1);
-      if (!held[i] || 2 * issue_us > hold_us) hold_us = next_hold_us(hold_us, issue_us);
+      issue[i] = rt.host_now_us() - h0;
+      if (device_on) {
+        held[i] = !rt.reached(2 * i);
+        rt.record(2 * i + 1);
+        if (!held[i] || 2 * issue[i] > hold_us) hold_us = next_hold_us(hold_us, issue[i]);
+      }
+      after(ordinal, k);
     }
     throw_if(rt.synchronize(), "timed loop (device view)");
-    for (int i = 0; i < o.device_iters; ++i) mine[i] = held[i] ? 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1) : -1;
-    MPI_Gather(mine.data(), o.device_iters, MPI_DOUBLE, all.data(), o.device_iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    int held_calls = 0;
-    for (int i = 0; root && i < o.device_iters; ++i) {
-      double slowest = 0;
-      for (int q = 0; q < rt.world() && slowest >= 0; ++q) {
-        double v = all[static_cast<size_t>(q) * o.device_iters + i];
-        slowest = v < 0 ? -1 : std::max(slowest, v);
+    if (!device_on) return;
+    // Per call and rank: its time and what kind of call it was; for candidates the time is never below the issue.
+    enum Kind : int { kHeld = 0, kHostBound = 1, kUnheld = 2, kBusy = 3 };  // a call takes its ranks' worst kind
+    std::vector<int> kind(n, kUnheld), kinds(static_cast<size_t>(n) * rt.world());
+    std::vector<Runtime::HoldTrace> traces = rt.hold_traces(n);
+    double traced[2] = {0, 0}, worst[2] = {0, 0};  // the largest start spread and gap this rank saw
+    for (int i = 0; i < n; ++i) {
+      traced[0] = std::max(traced[0], traces[i].start_spread_us);
+      traced[1] = std::max(traced[1], traces[i].longest_gap_us);
+      if (traces[i].start_spread_us > kHoldBusySpreadUs || traces[i].longest_gap_us > kHoldBusyGapUs) {
+        kind[i] = kBusy;
+      } else if (held[i]) {
+        const double window = 1e3 * rt.elapsed_ms(2 * i, 2 * i + 1);
+        kind[i] = untrusted && issue[i] > window ? kHostBound : kHeld;
+        mine[i] = kind[i] == kHostBound ? issue[i] : window;
       }
-      if (slowest < 0) {
+    }
+    MPI_Reduce(traced, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    max_spread_us = std::max(max_spread_us, worst[0]), max_gap_us = std::max(max_gap_us, worst[1]);
+    MPI_Gather(mine.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(kind.data(), n, MPI_INT, kinds.data(), n, MPI_INT, 0, MPI_COMM_WORLD);
+    int held_calls = 0;
+    for (int i = 0; root && i < n; ++i) {
+      double slowest = 0;
+      int worst_kind = kHeld;
+      for (int q = 0; q < rt.world(); ++q) {
+        const size_t at = static_cast<size_t>(q) * n + i;
+        worst_kind = std::max(worst_kind, kinds[at]);
+        slowest = std::max(slowest, all[at]);
+      }
+      if (worst_kind == kBusy) {
+        ++device_busy;
+      } else if (worst_kind == kUnheld) {
         ++device_unheld;
       } else {
+        device_host_bound += worst_kind == kHostBound;
         device_values.push_back(slowest);
         ++held_calls;
       }
     }
     // A block without one held call (a call that waits on the GPU from the host, at the longest hold): no later
     // block will do better, so the view stops here (rank 0 decides for every rank: the calls hold collectives).
+    // Its calls still run in later repetitions, untimed, like every other ordinal.
     int stop = root && held_calls == 0;
     MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (stop) device_on = false;
@@ -460,8 +507,9 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
       pkb_block(base), paper_block(base + o.iters);
     else
       paper_block(base + o.iters), pkb_block(base);
-    // The device view after both (it changes neither method's measurement), while it measures anything.
-    if (device_on) device_block();
+    // The device view after both (it changes neither method's measurement); its calls run even where it measures
+    // nothing, so that every repetition makes the same calls on the same copies.
+    if (device_calls_run) device_block(base + o.iters + o.paper_iters);
     clocks.sample(reps, "after");
     ++reps;
     double elapsed_s = (now_us() - t0) / 1e6;
@@ -510,8 +558,17 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     s.device.method = {summarize(device_values), device_values};
     s.device.calls = device_calls;
     s.device.unheld = device_unheld;
+    s.device.busy = device_busy;
+    s.device.host_bound = device_host_bound;
     s.device.hold_us = hold_us;
-    if (device_values.empty())
+    s.device.max_start_spread_us = max_spread_us;
+    s.device.max_gap_us = max_gap_us;
+    if (!device_off.empty())
+      s.device.note = device_off;
+    else if (device_values.empty() && device_busy > 0)
+      s.device.note = "every hold found the GPU running work the harness had not enqueued (" +
+                      std::to_string(device_busy) + " calls): work outside the stream";
+    else if (device_values.empty())
       s.device.note = "no call was held on every rank: the GPU started each before the host had issued it (at a " +
                       std::to_string(static_cast<int>(hold_us)) +
                       " us hold), so the call waits on the GPU from the host inside";

@@ -32,7 +32,8 @@
 
 namespace pkb {
 
-enum class TimingMethod { pkb, paper };
+// pkb and paper are measured for every timing; device where the device view measured (TimingStats::device).
+enum class TimingMethod { pkb, paper, device };
 const char* timing_method_name(TimingMethod m);
 std::optional<TimingMethod> timing_method_from_name(std::string_view name);
 
@@ -52,11 +53,18 @@ struct TimingOptions {
   // timing's repetitions sample the node over a longer window: a host or GPU state that lasts tens of ms
   // otherwise sets a whole timing's median (docs/architecture.md, "Timing").
   double rep_gap_ms = 0;
-  // device view: timed calls per repetition, each behind a hold (0: off). References only: a candidate could do its
-  // work on a stream of its own during the hold, unseen by the events (candidate_pass.cpp turns it off).
+  // device view: timed calls per repetition, each behind a hold (0: off). Ordinals and input copies like the other
+  // methods' calls (after the paper block's), so its calls are checked alike; on CPU ranks the driver sets it to 0
+  // (for_device), since there is no queue to hold.
   int device_iters = 50;
 
-  int calls_per_rep() const { return iters + paper_iters; }
+  int calls_per_rep() const { return iters + paper_iters + device_iters; }
+  // These options for a run on `device` ("cuda" or "cpu"): the device view is off on CPU ranks.
+  TimingOptions for_device(const std::string& device) const {
+    TimingOptions t = *this;
+    if (device != "cuda") t.device_iters = 0;
+    return t;
+  }
   // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took
   // `elapsed_s` seconds; 0 once paper_warmup ran or the budget is spent (a chunk that started always finishes,
   // so a cold first call cannot cut it alone). Rank 0 decides for every rank: the calls hold collectives.
@@ -64,7 +72,6 @@ struct TimingOptions {
   int next_paper_warmup_chunk(int done, double elapsed_s) const;
   int warmup_calls() const { return warmup + paper_warmup; }
   int max_timed_calls() const { return max_reps * calls_per_rep(); }
-  int max_device_calls() const { return max_reps * device_iters; }
   // Throws pkb::Error naming the option that is out of range.
   void validate() const;
   nlohmann::json to_json() const;
@@ -120,7 +127,10 @@ struct DeviceStats {
   MethodStats method;  // per call (slowest rank), only calls held on every rank
   int calls = 0;       // calls made (every rank)
   int unheld = 0;      // calls some rank's GPU started before its host had issued them
+  int busy = 0;        // calls whose hold found the GPU running other work (Runtime::HoldTrace beyond the limits)
+  int host_bound = 0;  // candidates: calls whose time is the host's issue time, which exceeded the events' window
   double hold_us = 0;  // the hold at the end (it grows when a call was unheld)
+  double max_start_spread_us = 0, max_gap_us = 0;  // the largest HoldTrace values seen (any rank)
   bool measured() const { return method.stats.n > 0; }
   std::string note;  // why nothing was measured, when so
 };
@@ -159,7 +169,19 @@ struct TimingStats {
 struct TimingHooks {
   std::function<void(int copy)> before;
   std::function<void(int ordinal, int copy)> after_timed;
+  // Candidates: the device view measures only when the hold fills the GPU and the job has one rank (no peer's inputs
+  // a copy engine could fetch during the hold), and a call's time is never less than the host took to issue it, so
+  // work moved to the host counts (docs/architecture.md, "The device view"). Otherwise its calls run untimed.
+  bool untrusted = false;
 };
+
+// A hold whose blocks started further apart than kHoldBusySpreadUs found an SM still running work the harness did
+// not enqueue; one whose blocks went longer than kHoldBusyGapUs between two reads of the GPU's timer was switched
+// out for another context. Measured on an idle H200 (docs/results/h200_1-2026-12-04.md): spreads 0.29-0.35 µs,
+// while the stream-escape fixture's leftover kernels spread a hold by 20.5 µs; and every hold's longest gap was
+// 33.3-33.4 µs (the GPU pauses every running warp about that long, at intervals, on its own), so the gap limit sits
+// well above that and below a time slice (milliseconds).
+constexpr double kHoldBusySpreadUs = 5, kHoldBusyGapUs = 200;
 
 // Microseconds this thread takes for a fixed chain of dependent integer operations (~30 µs on a 3 GHz core):
 // the host's speed as the dispatching thread sees it, sampled before every repetition.
@@ -179,7 +201,7 @@ std::vector<uint32_t> single_cycle_permutation(uint32_t n, uint32_t seed);
 constexpr int kEscapeProbeCalls = 5;
 
 // Which input copy each call uses. Warm-up calls cycle over copies [0, warmup_copies); timed calls (ordinal j:
-// repetition j / calls_per_rep; within it the pkb block's calls first, then the paper block's) and probe calls
+// repetition j / calls_per_rep; within it the pkb block's calls, the paper block's, the device view's) and probe calls
 // use the copies after those, one per call while they last. When every copy is a warm-up copy (references:
 // plain rotation) timed calls cycle over all of them.
 struct CopyPlan {
@@ -202,7 +224,11 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
                             const TimingOptions& o, const TimingHooks* hooks = nullptr);
 
 // Memory per rank that timing copies may take (their inputs; captures of outputs come on top).
-constexpr size_t kTimingCopyBudgetCuda = size_t{2} << 30;
+// (3 GiB on GPUs: a 2 MiB input's 1346 copies, one per timed and probe call, fit; 2 GiB did before the device
+// view's calls took copies of their own.)
+constexpr size_t kTimingCopyBudgetCuda = size_t{3} << 30;
+// Memory per rank a baseline's rotation may take on GPUs (run_reference.py's rotation_copies uses the same).
+constexpr size_t kRotationBudgetCuda = size_t{2} << 30;
 constexpr size_t kTimingCopyBudgetCpu = size_t{32} << 20;
 
 // Copies of `input_bytes` that together exceed 3x the L2 cache (at least 1), within `budget_bytes` and no more than
@@ -212,8 +238,7 @@ constexpr size_t kTimingCopyBudgetCpu = size_t{32} << 20;
 int rotation_copies(size_t input_bytes, size_t l2_bytes, size_t budget_bytes, size_t calls);
 // The calls of one timing that rotate over its copies: the warm-ups and max_reps repetitions of every method.
 inline size_t rotation_calls(const TimingOptions& o) {
-  return static_cast<size_t>(o.warmup_calls()) + static_cast<size_t>(o.max_timed_calls()) +
-         static_cast<size_t>(o.max_device_calls());
+  return static_cast<size_t>(o.warmup_calls()) + static_cast<size_t>(o.max_timed_calls());
 }
 // The device view's first hold: twice the longest time the host took to issue a warm-up call, plus a margin for
 // the barrier and event launches; and the hold after an unheld call that took the host `issue_us` to issue.
