@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -310,16 +311,19 @@ TEST(Runs, FixtureRunCountsEveryKind) {
   EXPECT_EQ(s.not_fully_evaluated, std::vector<std::string>{"012_ring_attention"});
 }
 
-// Records carry both timing methods' speedups; scoring uses each record's choice unless told a method.
+// Records carry every measured timing method's speedup; scoring uses each record's choice unless told a method.
+// A record without a device view (W > 1, or a busy GPU) has no device speedup: under `device` it is not fast.
 TEST(Score, TimingMethodPicksWhichSpeedupCounts) {
-  auto line = [](const std::string& sha, double pkb, double paper) {
+  auto line = [](const std::string& sha, double pkb, double paper, std::optional<double> device) {
     auto j = nlohmann::json::parse(pkb::test::record_line({.sha256 = sha, .speedup = pkb}));
     j["timing"]["method"] = "pkb";
     j["timing"]["by_method"] = {{"pkb", {{"speedup", pkb}}}, {"paper", {{"speedup", paper}}}};
+    j["timing"]["by_method"]["device"] = {{"candidate_us", device ? 10.0 : 0.0}};
+    if (device) j["timing"]["by_method"]["device"]["speedup"] = *device;
     return j.dump() + "\n";
   };
   // Slower than the baseline under pkb's per-call timing, faster back to back (host dispatch hidden).
-  LoadedResults r = parse(line("a", 0.9, 1.2) + line("b", 2.0, 1.5));
+  LoadedResults r = parse(line("a", 0.9, 1.2, 0.5) + line("b", 2.0, 1.5, std::nullopt));
   EXPECT_EQ(r.settings["timing_method"], nlohmann::json::array({"pkb"}));
   ScoreSettings st;
   st.ks = {1};
@@ -331,6 +335,10 @@ TEST(Score, TimingMethodPicksWhichSpeedupCounts) {
   EXPECT_EQ(paper.problems[0].c_fast, 2);
   EXPECT_DOUBLE_EQ(*paper.problems[0].best_speedup, 1.5);
   EXPECT_NEAR(*paper.problems[0].geomean_speedup(), std::sqrt(1.2 * 1.5), 1e-12);
+  st.timing_method = "device";
+  Scores device = score(r, st);
+  EXPECT_EQ(device.problems[0].c_fast, 0);
+  EXPECT_DOUBLE_EQ(*device.problems[0].best_speedup, 0.5);
   st.timing_method = "fastest";
   EXPECT_THROW(score(r, st), pkb::Error);
 }
