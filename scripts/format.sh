@@ -13,8 +13,14 @@ if [ "${1:-}" = --fix ]; then
   printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 16 clang-format -i
   exit 0
 fi
-differ=$(printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 16 sh -c '
-  for f; do clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"; done' sh | sort)
+# Batches of files per clang-format process (one process per file spent ~20 s of a CI run starting 379 of them);
+# each file that differs is named in its "path:line:col: error: code should be clang-formatted" lines.
+report=$(printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 48 clang-format --dry-run -Werror 2>&1) && rc=0 || rc=$?
+differ=$(printf '%s\n' "$report" | grep -oE '^[^ :]+:[0-9]+:[0-9]+: error' | cut -d: -f1 | sort -u || true)
+if [ "$rc" -ne 0 ] && [ -z "$differ" ]; then
+  echo "format.sh: clang-format failed without naming a file:"; printf '%s\n' "$report" | tail -n 20
+  exit 1
+fi
 if [ -n "$differ" ]; then
   echo "format.sh: $(echo "$differ" | wc -l) files differ from .clang-format (scripts/format.sh --fix rewrites them):"
   echo "$differ" | sed 's/^/  /'

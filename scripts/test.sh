@@ -8,29 +8,30 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 t0=$SECONDS
 "$root/scripts/setup.sh"
+# The ThreadSanitizer build (its own torch-free build dir) starts now at the lowest priority, beside the main build
+# and then ctest, taking only CPU time neither wants: the main build leaves a core idle while it links and generates
+# precompiled headers, and ctest leaves the CPUs ~45% idle (measured on 2 cores: tests waiting on deadlines, Slurm's
+# daemons, kills). Started only after the main build, it was still compiling for ~35 s after ctest ended.
+log=$(mktemp) tsan_log=$(mktemp)
+PKB_TSAN_BUILD_ONLY=1 nice -n 19 "$root/scripts/tsan.sh" >"$tsan_log" 2>&1 &
+tsan_build=$!
+trap 'kill "$tsan_build" 2>/dev/null; rm -f "$log" "$tsan_log"' EXIT  # a failed main build leaves nothing running
 # A fresh build dir gets the Test build type (-O0, no debug info: half the compile time); an existing one keeps its own.
 PKB_BUILD_TYPE=${PKB_BUILD_TYPE:-Test} "$root/scripts/build.sh"
 t_build=$SECONDS
 cd "${PKB_BUILD_DIR:-$root/build}"
-log=$(mktemp)
 status=0
 # ctest runs tests side by side on every core: one BLAS thread per process, not OpenBLAS's one per core in each
 # (its idle threads spin, taking CPU from the other tests).
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
-# ctest alone leaves the CPUs ~45% idle (measured on 2 cores: tests waiting on deadlines, Slurm's daemons, kills),
-# so the ThreadSanitizer build runs beside it at the lowest priority, taking only CPU time no test wants, and ctest
-# runs one test more than there are cores: since candidate ranks no longer load libtorch the tests wait more than
-# they compute (fresh clones on 2 cores: ctest 404 s with -j2, 361 s with -j3; before that change 399 vs 398 s).
-tsan_log=$(mktemp)
-trap 'rm -f "$log" "$tsan_log"' EXIT
-PKB_TSAN_BUILD_ONLY=1 nice -n 19 "$root/scripts/tsan.sh" >"$tsan_log" 2>&1 &
-tsan_build=$!
+# ctest runs one test more than there are cores: since candidate ranks no longer load libtorch the tests wait more
+# than they compute (fresh clones on 2 cores: ctest 404 s with -j2, 361 s with -j3; before that change 399 vs 398 s).
 ctest --output-on-failure -j "$(($(nproc) + 1))" "$@" | tee "$log" || status=$?  # pipefail: ctest's status
 # ctest's own result lines ("  3/301 Test  #17: name ......   Passed   12.34 sec"), slowest first.
 echo "10 slowest tests:"
 sed -nE 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: +([^ ]+) .* ([0-9]+\.[0-9]+) sec.*$/\2 \1/p' "$log" |
   sort -rn | awk 'NR <= 10 { printf "  %8.1f s  %s\n", $1, $2 }'  # awk reads it all: no SIGPIPE under pipefail
-# The threaded code once more under ThreadSanitizer (its own torch-free build dir, built beside ctest).
+# The threaded code once more under ThreadSanitizer (its own torch-free build dir, built beside the rest).
 t_ctest=$SECONDS
 if wait "$tsan_build"; then
   "$root/scripts/tsan.sh" || status=1
