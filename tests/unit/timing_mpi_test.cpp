@@ -240,6 +240,20 @@ void candidate_checks(pkb::TimingOptions v) {
     check(!c4.device.measured() && c4.device.note.find("thread slots") != std::string::npos,
           "a hold that cannot fill the GPU gives a candidate no device view: " + c4.device.note);
     gpu.fills_device = true;
+    // A candidate that issues its warm-up calls slowly (2 ms each) starts the view with a long hold, but after its
+    // first held call the hold follows its real issue time down (2 x 100 + 50 us); a reference's hold stays long.
+    int slow_calls = 0;
+    auto slow_warmups = [&](int) {
+      if (slow_calls++ < v.warmup) gpu.host_us += 2000;
+      launches(0);
+    };
+    TimingStats c5 = time_iterations(gpu, CopyPlan{3, 3}, slow_warmups, v, &cand);
+    check(c5.device.hold_us == initial_hold_us(100),
+          "a candidate's hold shrinks to its issue: " + std::to_string(c5.device.hold_us));
+    slow_calls = 0;
+    TimingStats r0 = time_iterations(gpu, CopyPlan{3, 3}, slow_warmups, v);
+    check(r0.device.hold_us == initial_hold_us(2100),
+          "a reference's hold keeps its warm-up's size: " + std::to_string(r0.device.hold_us));
     // A trusted reference's device view stays the GPU's time however long the host took.
     TimingStats r1 = time_iterations(gpu, CopyPlan{3, 3}, launches, v);
     check(r1.device.host_bound == 0 && r1.device.method.stats.median == 20, "a reference's device view: 20 us");

@@ -436,7 +436,13 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
       if (device_on) {
         held[i] = !rt.reached(2 * i);
         rt.record(2 * i + 1);
-        if (!held[i] || 2 * issue[i] > hold_us) hold_us = next_hold_us(hold_us, issue[i]);
+        if (!held[i] || 2 * issue[i] > hold_us)
+          hold_us = next_hold_us(hold_us, issue[i]);
+        else if (untrusted)
+          // A candidate's hold follows its own last issue down as well as up: one that issued its warm-ups slowly
+          // to be given a long hold gets it once, not for every call, so the work it could start beside a hold
+          // (host threads, copy engines) is bounded by what it spends issuing, which its time never falls below.
+          hold_us = initial_hold_us(issue[i]);
       }
       after(ordinal, k);
     }
