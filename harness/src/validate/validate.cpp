@@ -98,7 +98,7 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.seed = o.seed;
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
-  w.timing = o.timing.for_device(o.device);
+  w.timing = o.timing;
   RankJob job{o.world,    o.device == "cuda",
               to_args(w), batch_dir,
               "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
@@ -122,7 +122,7 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
   std::vector<std::string> extra;
   if (o.time) {
     extra = {"--time"};
-    for (const auto& t : o.timing.for_device(o.device).to_args()) extra.push_back(t);
+    for (const auto& t : o.timing.to_args()) extra.push_back(t);
   }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
   bool shared = o.device == "cuda" &&
@@ -310,8 +310,10 @@ void conclude(Planned& p) {
 }  // namespace
 
 std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs,
-                                                const ValidateOptions& options,
+                                                const ValidateOptions& given,
                                                 const std::function<void(const ValidationResult&)>& on_result) {
+  ValidateOptions options = given;
+  options.timing = options.timing.for_device(options.device);  // once, for every launch and record: as evaluate does
   std::vector<ValidationResult> results;
   const size_t batch = options.device == "cpu" ? kValidateBatchCpu : kValidateBatch;
   for (size_t first = 0; first < specs.size(); first += batch) {
