@@ -15,7 +15,9 @@ t0=$SECONDS
 log=$(mktemp) tsan_log=$(mktemp)
 PKB_TSAN_BUILD_ONLY=1 nice -n 19 "$root/scripts/tsan.sh" >"$tsan_log" 2>&1 &
 tsan_build=$!
-trap 'kill "$tsan_build" 2>/dev/null; rm -f "$log" "$tsan_log"' EXIT  # a failed main build leaves nothing running
+# A failed main build leaves nothing running. `|| true`: under set -e a failed command in an EXIT trap replaces the
+# exit status, and kill fails whenever the TSan build has already been waited for (every successful run).
+trap 'kill "$tsan_build" 2>/dev/null || true; rm -f "$log" "$tsan_log"' EXIT
 # A fresh build dir gets the Test build type (-O0, no debug info: half the compile time); an existing one keeps its own.
 PKB_BUILD_TYPE=${PKB_BUILD_TYPE:-Test} "$root/scripts/build.sh"
 t_build=$SECONDS
