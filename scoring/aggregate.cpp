@@ -120,9 +120,7 @@ LoadedResults with_timing_method(const LoadedResults& loaded, const std::string&
         if (s.record.contended) continue;  // no speedup by any method
         const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
         if (method == recorded) continue;
-        s.speedup = method == "paper"    ? s.record.speedup_paper
-                    : method == "device" ? s.record.speedup_device
-                                         : s.record.speedup_pkb;
+        s.speedup = s.record.speedup_by(timing_method_from_name(method).value_or(TimingMethod::pkb));
       }
   r.settings["timing_method"] = nlohmann::json::array({method});
   return r;
@@ -203,9 +201,11 @@ std::optional<double> ProblemScore::geomean_speedup() const { return exp_of(log_
 std::optional<double> Aggregate::geomean_speedup() const { return exp_of(log_speedup); }
 
 Scores score(const LoadedResults& input, const ScoreSettings& settings) {
-  if (!settings.timing_method.empty() && settings.timing_method != "pkb" && settings.timing_method != "paper" &&
-      settings.timing_method != "device")
-    throw Error("--timing-method must be pkb, paper or device, got '" + settings.timing_method + "'");
+  if (!settings.timing_method.empty() && !timing_method_from_name(settings.timing_method)) {
+    std::string names;
+    for (const std::string& n : timing_method_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error("--timing-method must be one of " + names + ", got '" + settings.timing_method + "'");
+  }
   for (int k : settings.ks)
     if (k < 1) throw Error("k must be at least 1 (got " + std::to_string(k) + ")");
   LoadedResults rescored =

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/timing_method.h"
 #include "eval/evaluate.h"
 #include "spec/catalog.h"
 #include "worker/timing_cli.h"
@@ -46,7 +47,7 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
          "--timing-method", e.timing_method,
          "Which timing drives the speedup, fast_p and the curves: pkb (default), paper or device (GPUs at W = 1); "
          "all that measured are recorded")
-      ->check(CLI::IsMember({"pkb", "paper", "device"}));
+      ->check(CLI::IsMember(timing_method_names()));
   cmd->add_option("--retime-baseline", e.retime_baseline,
                   "Time the baselines again right after a correct candidate, in place of the cached ones: drift "
                   "(when the host probes say the host's speed changed), always (same-window baselines), never, or "

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/timing_method.h"
 #include "scoring/leaderboard.h"
 
 namespace pkb::cli {
@@ -44,7 +45,7 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb, paper or device; default: as each record chose)")
-      ->check(CLI::IsMember({"pkb", "paper", "device"}));
+      ->check(CLI::IsMember(timing_method_names()));
   CLI::Option* thresholds =
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/timing_method.h"
 #include "scoring/merge.h"
 #include "scoring/report.h"
 
@@ -76,7 +77,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--k", o->settings.ks, "Comma-separated k values")->delimiter(',')->check(CLI::PositiveNumber);
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb, paper or device; default: as each record chose)")
-      ->check(CLI::IsMember({"pkb", "paper", "device"}));
+      ->check(CLI::IsMember(timing_method_names()));
   CLI::Option* thresholds =
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")

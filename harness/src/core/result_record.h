@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/timing_method.h"
+
 namespace pkb {
 
 inline constexpr const char* kResultSchema = "pkb.result/1";
@@ -69,6 +71,9 @@ struct ResultRecord {
   std::string timing_method;  // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
   // timing.by_method.<m>.speedup: each method's speedup (device: where both device views measured)
   std::optional<double> speedup_pkb, speedup_paper, speedup_device;
+  std::optional<double> speedup_by(TimingMethod m) const {
+    return m == TimingMethod::paper ? speedup_paper : m == TimingMethod::device ? speedup_device : speedup_pkb;
+  }
   bool contended = false;   // timing.contended: ranks shared a GPU, so the times measure contention and the
                             // record claims no speedup or SOL% (any found beside it is dropped when read)
   bool host_drift = false;  // timing.host_drift: the candidate's host ran > 1.2x faster or slower than the baseline's

@@ -616,7 +616,7 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
     return x.is_object() ? x.value("median_us", 0.0) : 0.0;
   };
   json by_method = json::object();
-  for (TimingMethod m : {TimingMethod::pkb, TimingMethod::paper, TimingMethod::device}) {
+  for (TimingMethod m : kTimingMethods) {
     double c = median_of(cand_t, m), cpp = median_of(cpp_t, m), py = median_of(py_t, m);
     json s = {{"candidate_us", c}};
     if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;

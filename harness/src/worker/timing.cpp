@@ -35,17 +35,6 @@ nlohmann::json stats_json(const SampleStats& s) {
 
 }  // namespace
 
-const char* timing_method_name(TimingMethod m) {
-  return m == TimingMethod::pkb ? "pkb" : m == TimingMethod::paper ? "paper" : "device";
-}
-
-std::optional<TimingMethod> timing_method_from_name(std::string_view name) {
-  if (name == "pkb") return TimingMethod::pkb;
-  if (name == "paper") return TimingMethod::paper;
-  if (name == "device") return TimingMethod::device;
-  return std::nullopt;
-}
-
 void TimingOptions::validate() const {
   auto need = [](bool ok, const std::string& why) {
     if (!ok) throw Error("timing options: " + why);

@@ -27,15 +27,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/timing_method.h"
 #include "runtime/runtime.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
 
 // pkb and paper are measured for every timing; device where the device view measured (TimingStats::device).
-enum class TimingMethod { pkb, paper, device };
-const char* timing_method_name(TimingMethod m);
-std::optional<TimingMethod> timing_method_from_name(std::string_view name);
 
 struct TimingOptions {
   int warmup = 10;         // pkb method: untimed calls (a barrier before each)
