@@ -393,6 +393,18 @@ int main(int argc, char** argv) {
         check(j["device"]["median_us"] == 20.0 && j["device"]["unheld"] == 0 && j["device"]["call_us"].size() == 16,
               "the record's device view");
       }
+      // Only the last rank's holds find the GPU busy, from its third on: a call takes its ranks' worst kind and the
+      // largest start spread of any rank, so rank 0 counts 2 calls and 14 busy ones.
+      if (rank == world - 1) gpu.busy_from = gpu.holds_made() + 2;
+      TimingStats b = time_iterations(gpu, CopyPlan{3, 3}, launches, v);
+      gpu.busy_from = size_t{1} << 30;
+      if (rank == 0) {
+        check(b.device.method.values_us.size() == 2 && b.device.busy == 14 &&
+                  b.device.max_start_spread_us == 2 * kHoldBusySpreadUs,
+              "one rank's busy holds make the calls busy: " + std::to_string(b.device.method.values_us.size()) +
+                  " counted, " + std::to_string(b.device.busy) + " busy, spread " +
+                  std::to_string(b.device.max_start_spread_us));
+      }
 
       // A call that waits for its own work on the host (a .item(), a data-dependent shape) can never be held: every
       // call of the first block is unheld however the hold grows, the view stops after it and says why.

@@ -409,7 +409,7 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
   bool device_on = device_view && device_off.empty();
   auto device_block = [&](int base) {
     const int n = o.device_iters;
-    std::vector<double> mine(n, 0), issue(n, 0), all(static_cast<size_t>(n) * rt.world());
+    std::vector<double> mine(n, 0), issue(n, 0), all;
     std::vector<char> held(n, 0);
     if (device_on) rt.hold_slots_reserve(n);
     for (int i = 0; i < n; ++i) {
@@ -439,9 +439,9 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     if (!device_on) return;
     // Per call and rank: its time and what kind of call it was; for candidates the time is never below the issue.
     enum Kind : int { kHeld = 0, kHostBound = 1, kUnheld = 2, kBusy = 3 };  // a call takes its ranks' worst kind
-    std::vector<int> kind(n, kUnheld), kinds(static_cast<size_t>(n) * rt.world());
+    std::vector<int> kind(n, kUnheld);
     std::vector<Runtime::HoldTrace> traces = rt.hold_traces(n);
-    double traced[2] = {0, 0}, worst[2] = {0, 0};  // the largest start spread and gap this rank saw
+    double traced[2] = {0, 0};  // the largest start spread and gap this rank saw
     for (int i = 0; i < n; ++i) {
       traced[0] = std::max(traced[0], traces[i].start_spread_us);
       traced[1] = std::max(traced[1], traces[i].longest_gap_us);
@@ -453,18 +453,25 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
         mine[i] = kind[i] == kHostBound ? issue[i] : window;
       }
     }
-    MPI_Reduce(traced, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    max_spread_us = std::max(max_spread_us, worst[0]), max_gap_us = std::max(max_gap_us, worst[1]);
-    MPI_Gather(mine.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Gather(kind.data(), n, MPI_INT, kinds.data(), n, MPI_INT, 0, MPI_COMM_WORLD);
+    // One gather: each rank sends its calls' times, their kinds and its two trace maxima as n + n + 2 doubles.
+    const size_t row = 2 * static_cast<size_t>(n) + 2;
+    mine.resize(row);
+    for (int i = 0; i < n; ++i) mine[n + i] = kind[i];
+    mine[2 * n] = traced[0], mine[2 * n + 1] = traced[1];
+    all.resize(row * rt.world());
+    MPI_Gather(mine.data(), static_cast<int>(row), MPI_DOUBLE, all.data(), static_cast<int>(row), MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    for (int q = 0; root && q < rt.world(); ++q) {
+      max_spread_us = std::max(max_spread_us, all[q * row + 2 * n]);
+      max_gap_us = std::max(max_gap_us, all[q * row + 2 * n + 1]);
+    }
     int held_calls = 0;
     for (int i = 0; root && i < n; ++i) {
       double slowest = 0;
       int worst_kind = kHeld;
       for (int q = 0; q < rt.world(); ++q) {
-        const size_t at = static_cast<size_t>(q) * n + i;
-        worst_kind = std::max(worst_kind, kinds[at]);
-        slowest = std::max(slowest, all[at]);
+        worst_kind = std::max(worst_kind, static_cast<int>(all[q * row + n + i]));
+        slowest = std::max(slowest, all[q * row + i]);
       }
       if (worst_kind == kBusy) {
         ++device_busy;
