@@ -20,12 +20,14 @@ struct CliRun {
   std::string out, err;
 };
 
-CliRun pkb_cli(const std::vector<std::string>& args, const std::filesystem::path& root = {}) {
+CliRun pkb_cli(const std::vector<std::string>& args, const std::filesystem::path& root = {},
+               const std::map<std::string, std::string>& env = {}) {
   TempDir tmp;
   pkb::ProcessOptions o;
   o.timeout_s = 300;
   o.stdout_path = tmp.path() / "out";
   o.stderr_path = tmp.path() / "err";
+  o.env = env;
   if (!root.empty()) o.env["PKB_ROOT"] = root.string();
   std::vector<std::string> argv = {PKB_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -128,6 +130,23 @@ TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
                      root.path());
   EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
+}
+
+// pkb looks for torch's files without importing it (the import costs ~1.6 s of CPU per driver); a torch that is
+// there but cannot be imported makes the cross-check a skip that says why, never a failure or a silent pass.
+TEST(Cli, AnUnimportableTorchSkipsTheCrossCheckAndSaysWhy) {
+  ToyRoot root("001_allreduce", [](nlohmann::json&) {});
+  write_file(root.path() / "fake/torch/__init__.py", "raise ImportError('a torch broken for the test')\n");
+  write_file(root.path() / "python",
+             "#!/bin/sh\nPYTHONPATH=" + (root.path() / "fake").string() + " exec /usr/bin/python3 \"$@\"\n");
+  std::filesystem::permissions(root.path() / "python", std::filesystem::perms::owner_all);
+  CliRun r = pkb_cli({"validate", "1", "--small", "-w", "2", "--device", "cpu", "--trials", "1", "--python", "on",
+                      "--out", (root.path() / "out").string()},
+                     root.path(), {{"PKB_PYTHON", (root.path() / "python").string()}});
+  EXPECT_EQ(r.result.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS 001_allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cannot import torch: a torch broken for the test"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 skipped"), std::string::npos) << r.out;
 }
 
 // validate runs several problems per launch (pkb-rank --batch, one Python launch); a problem that ends a launch

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -91,7 +92,12 @@ void compress_portable(uint32_t* state, const uint8_t* block) {
 
 bool Sha256::hardware_available() {
 #if defined(__x86_64__)
-  static const bool available = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  // CPUID directly: clang has no __builtin_cpu_supports("sha"). Leaf 1 ECX bit 19: SSE4.1; leaf 7 EBX bit 29: SHA.
+  static const bool available = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19))) return false;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29)) != 0;
+  }();
   return available;
 #else
   return false;
