@@ -8,6 +8,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 t0=$SECONDS
 "$root/scripts/setup.sh"
+# The machine's speed at the start and the end: one fixed parse (nlohmann/json, -fsyntax-only), seconds of wall on the
+# otherwise idle machine. One compile of pkb_run's unity batch took 9.6 s and, 40 minutes later, 15.2 s on the 2-core
+# CI machine (a shared, virtualised host): a run's phases compare with another run's only beside these figures.
+speed_probe() {
+  local t=$EPOCHREALTIME
+  printf '#include <nlohmann/json.hpp>\nint main() { return nlohmann::json::parse("[1, 2]").dump().size(); }\n' |
+    g++ -std=c++20 -fsyntax-only -x c++ - 2>/dev/null || return 0
+  awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'
+}
+speed_start=$(speed_probe)
 # The ThreadSanitizer build (its own torch-free build dir) starts now at the lowest priority, beside the main build
 # and then ctest, taking only CPU time neither wants: the main build leaves a core idle while it links and generates
 # precompiled headers, and ctest leaves the CPUs ~45% idle (measured on 2 cores: tests waiting on deadlines, Slurm's
@@ -47,4 +57,5 @@ else
 fi
 "$root/scripts/format.sh" || status=1
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
+echo "test.sh: machine speed probe (one fixed compile, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
 exit "$status"
