@@ -57,5 +57,5 @@ else
 fi
 "$root/scripts/format.sh" || status=1
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
-echo "test.sh: machine speed probe (one fixed compile, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
+echo "test.sh: machine speed probe (one fixed parse, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
 exit "$status"

@@ -27,7 +27,7 @@ got=$(count --root "$src")
 "$pkb" validate 1 --small -w 2 --device cpu --python off --out "$prefix/validate" >"$prefix/validate.log" 2>&1 ||
   { cat "$prefix/validate.log"; echo "the installed pkb cannot validate problem 1"; exit 1; }
 "$pkb" eval "$src/tests/fixtures/cpu/correct.cpp" --problem 1 --param M=16 --param N=8 -w 2 --device cpu \
-  --warmup 1 --iters 3 --min-reps 1 --max-reps 2 --out "$prefix/eval" --cache "$prefix/cache" --json >"$prefix/eval.json" 2>"$prefix/eval.log" ||
+  --warmup 1 --iters 3 --paper-warmup 1 --paper-iters 3 --min-reps 1 --max-reps 2 --out "$prefix/eval" --cache "$prefix/cache" --json >"$prefix/eval.json" 2>"$prefix/eval.log" ||
   { cat "$prefix/eval.log" "$prefix/eval.json"; echo "the installed pkb cannot evaluate a candidate"; exit 1; }
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["sandbox"]["rank_program"] == "pkb-candidate", r' \
   "$prefix/eval.json" || { echo "the installed pkb did not host the candidate in pkb-candidate"; exit 1; }
