@@ -15,26 +15,13 @@ using pkb::test::write_file;
 
 namespace {
 
-struct CliRun {
-  pkb::ProcessResult result;
-  std::string out, err;
-};
+using pkb::test::CliRun;
 
+// pkb as users run it, over test_util's run_cli; `root` becomes PKB_ROOT (a ToyRoot's problems instead of the tree's).
 CliRun pkb_cli(const std::vector<std::string>& args, const std::filesystem::path& root = {},
-               const std::map<std::string, std::string>& env = {}) {
-  TempDir tmp;
-  pkb::ProcessOptions o;
-  o.timeout_s = 300;
-  o.stdout_path = tmp.path() / "out";
-  o.stderr_path = tmp.path() / "err";
-  o.env = env;
-  if (!root.empty()) o.env["PKB_ROOT"] = root.string();
-  std::vector<std::string> argv = {PKB_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CliRun r{pkb::run_process(argv, o), "", ""};
-  r.out = pkb::file_tail(tmp.path() / "out", 1 << 20);
-  r.err = pkb::file_tail(tmp.path() / "err", 1 << 20);
-  return r;
+               std::map<std::string, std::string> env = {}) {
+  if (!root.empty()) env["PKB_ROOT"] = root.string();
+  return pkb::test::run_cli(PKB_BINARY, args, env, 300);
 }
 
 // A throwaway repo root holding copies of shipped problems, with their problem.json edited.
@@ -66,7 +53,7 @@ class ToyRoot {
 
 TEST(Cli, ProblemsListShowsTheShippedProblems) {
   CliRun r = pkb_cli({"problems", "list"});
-  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* slug :
        {"allreduce", "allgather", "broadcast", "reduce", "scatter", "gather", "reducescatter", "alltoall"})
     EXPECT_NE(r.out.find(slug), std::string::npos) << slug;
@@ -79,7 +66,7 @@ TEST(Cli, ProblemsListShowsTheShippedProblems) {
 
 TEST(Cli, ProblemsShowResolvesShapes) {
   CliRun r = pkb_cli({"problems", "show", "gather", "-w", "4"});
-  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("out (4, 1024, 1024) bf16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("link_bytes=6291456"), std::string::npos) << r.out;  // (W-1) * M * N * 2 bytes
 }
@@ -87,7 +74,7 @@ TEST(Cli, ProblemsShowResolvesShapes) {
 TEST(Cli, MalformedProblemGivesOneLineErrorNamingFileAndField) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["inputs"][0]["dtype"] = "bfloat17"; });
   CliRun r = pkb_cli({"problems", "list"}, root.path());
-  EXPECT_EQ(r.result.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("001_allreduce/problem.json: inputs[0].dtype: unknown dtype 'bfloat17'"), std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "exactly one line: " << r.err;
@@ -95,17 +82,17 @@ TEST(Cli, MalformedProblemGivesOneLineErrorNamingFileAndField) {
 
 TEST(Cli, UnknownSelectionIsAUsageError) {
   CliRun r = pkb_cli({"validate", "999", "--device", "cpu"});
-  EXPECT_EQ(r.result.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no problem with id 999"), std::string::npos) << r.err;
-  EXPECT_EQ(pkb_cli({"validate"}).result.exit_code, 2);
-  EXPECT_EQ(pkb_cli({"frobnicate"}).result.exit_code, 2);
+  EXPECT_EQ(pkb_cli({"validate"}).exit_code, 2);
+  EXPECT_EQ(pkb_cli({"frobnicate"}).exit_code, 2);
 }
 
 TEST(Cli, ForbiddenWorldSizeIsSkippedAndSaysWhy) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["world_size"]["constraints"] = {"W % 2 == 0"}; });
   CliRun r =
       pkb_cli({"validate", "1", "-w", "3", "--device", "cpu", "--out", (root.path() / "out").string()}, root.path());
-  EXPECT_EQ(r.result.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("SKIP 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("violates world_size constraint 'W % 2 == 0'"), std::string::npos) << r.out;
 }
@@ -118,7 +105,7 @@ TEST(Cli, ValidateFailsWhenReferenceAndOracleDisagree) {
   CliRun r =
       pkb_cli({"validate", "1", "-w", "4", "--device", "cpu", "--trials", "1", "--out", (root.path() / "out").string()},
               root.path());
-  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("FAIL 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mismatched"), std::string::npos) << r.out;
 }
@@ -128,7 +115,7 @@ TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
   CliRun r = pkb_cli({"validate", "reducescatter", "-w", "2", "--device", "cpu", "--trials", "1", "--out",
                       (root.path() / "out").string()},
                      root.path());
-  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("reference output 'out' has shape"), std::string::npos) << r.out;
 }
 
@@ -143,7 +130,7 @@ TEST(Cli, AnUnimportableTorchSkipsTheCrossCheckAndSaysWhy) {
   CliRun r = pkb_cli({"validate", "1", "--small", "-w", "2", "--device", "cpu", "--trials", "1", "--python", "on",
                       "--out", (root.path() / "out").string()},
                      root.path(), {{"PKB_PYTHON", (root.path() / "python").string()}});
-  EXPECT_EQ(r.result.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASS 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cannot import torch: a torch broken for the test"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 skipped"), std::string::npos) << r.out;
@@ -161,7 +148,7 @@ TEST(Cli, ValidateBatchesAndABrokenProblemFailsAlone) {
   CliRun r = pkb_cli({"validate", "all", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--python", "on",
                       "--out", (root.path() / "out").string()},
                      root.path());
-  EXPECT_EQ(r.result.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("PASS 001_allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL 006_gather"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("deliberately broken reference.py"), std::string::npos) << r.out;
@@ -194,24 +181,24 @@ TEST(Cli, TheFrontLinksNoLibtorchAndHandsTheOtherCommandsOn) {
   EXPECT_NE(needed(front.parent_path() / "pkb-full").find("libtorch"), std::string::npos);
   const std::string root = pkb::repo_root().string();
   CliRun listed = pkb_cli({"--root", root, "problems", "list"});  // pkb-full's
-  EXPECT_EQ(listed.result.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_NE(listed.out.find("1    allreduce"), std::string::npos) << listed.out;
   CliRun shown = pkb_cli({"--root=" + root, "topology", "show", "h100_8"});  // the front's own
-  EXPECT_EQ(shown.result.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_EQ(nlohmann::json::parse(shown.out, nullptr, false).value("name", ""), "h100_8") << shown.out;
   CliRun help = pkb_cli({"--help"});  // every command, from pkb-full
-  EXPECT_EQ(help.result.exit_code, 0);
+  EXPECT_EQ(help.exit_code, 0);
   for (const char* command : {"eval", "run", "validate", "report", "leaderboard", "topology"})
     EXPECT_NE(help.out.find(std::string("\n  ") + command + " "), std::string::npos) << command << help.out;
-  EXPECT_EQ(pkb_cli({"nonsense"}).result.exit_code, 2);
-  EXPECT_EQ(pkb_cli({"report"}).result.exit_code, 2);  // a usage error of the front's own
+  EXPECT_EQ(pkb_cli({"nonsense"}).exit_code, 2);
+  EXPECT_EQ(pkb_cli({"report"}).exit_code, 2);  // a usage error of the front's own
 }
 
 TEST(Cli, TopologyListAndShow) {
   CliRun r = pkb_cli({"topology", "list"});
-  EXPECT_EQ(r.result.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("h200_2"), std::string::npos);
   CliRun s = pkb_cli({"topology", "show", "h100_8"});
   EXPECT_EQ(nlohmann::json::parse(s.out)["interconnect"]["per_gpu_link_GBps"], 450);
-  EXPECT_EQ(pkb_cli({"topology", "show", "nope"}).result.exit_code, 2);
+  EXPECT_EQ(pkb_cli({"topology", "show", "nope"}).exit_code, 2);
 }
