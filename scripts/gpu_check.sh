@@ -174,10 +174,13 @@ done
 want bench && step bench_eval env PKB="$build/pkb" OUT="$out/bench" "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 3 -w "$world"
 # Timing stability at W = 1 (one GPU of the node): the baselines of problems 1-30 timed 5 times in a row each, and
 # 5 evaluations of each expert kernel; tables of the medians' CV for both methods and the paper/pkb ratios.
-if want timing; then
+# timing_baselines / timing_experts pick one part of the timing step.
+if want timing || want timing_baselines; then
   TAIL_LINES=45 step timing_baselines env PKB="$build/pkb" OUT="$out/timing_baselines" CUDA_VISIBLE_DEVICES=0 \
     "$root/scripts/bench_timing.sh" baselines "${PKB_TIMING_SELECTION:-1-30}" "${PKB_TIMING_REPEATS:-5}" \
     ${PKB_TIMING_OPTIONS:-}
+fi
+if want timing || want timing_experts; then
   TAIL_LINES=15 step timing_experts env PKB="$build/pkb" OUT="$out/timing_experts" CUDA_VISIBLE_DEVICES=0 \
     "$root/scripts/bench_timing.sh" experts "${PKB_TIMING_EXPERTS:-1-8}" "${PKB_TIMING_REPEATS:-5}" \
     ${PKB_TIMING_OPTIONS:-} ${PKB_TIMING_EVAL_OPTIONS:-}
