@@ -298,6 +298,8 @@ def main():
             record, code = {"status": "ok"}, 0
         except CannotRunHere as e:
             record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
+            if TORCH_MISSING:
+                record["scope"] = "launch"  # no problem of this launch can run: pkb skips them all, launching no more
         except Exception as e:  # noqa: BLE001 - any failure of reference.py becomes the rank's record
             traceback.print_exc()
             missing = missing_torch_feature(e)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../unit/test_util.h"
+#include "core/files.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
 
@@ -121,19 +122,26 @@ TEST(Cli, ValidateFailsWhenReferenceDisagreesWithTheSpec) {
 
 // pkb looks for torch's files without importing it (the import costs ~1.6 s of CPU per driver); a torch that is
 // there but cannot be imported makes the cross-check a skip that says why, never a failure or a silent pass.
+// ... for every problem of the batch, from one launch: the first problem's skip is not the last problem's cause to
+// start Python again.
 TEST(Cli, AnUnimportableTorchSkipsTheCrossCheckAndSaysWhy) {
   ToyRoot root("001_allreduce", [](nlohmann::json&) {});
+  root.add("006_gather");
   write_file(root.path() / "fake/torch/__init__.py", "raise ImportError('a torch broken for the test')\n");
-  write_file(root.path() / "python",
-             "#!/bin/sh\nPYTHONPATH=" + (root.path() / "fake").string() + " exec /usr/bin/python3 \"$@\"\n");
+  const std::filesystem::path launches = root.path() / "launches";  // a line per rank of reference.py's launches
+  write_file(root.path() / "python", "#!/bin/sh\ncase \"$*\" in *run_reference.py*) echo rank >>" + launches.string() +
+                                         ";; esac\nPYTHONPATH=" + (root.path() / "fake").string() +
+                                         " exec /usr/bin/python3 \"$@\"\n");
   std::filesystem::permissions(root.path() / "python", std::filesystem::perms::owner_all);
-  CliRun r = pkb_cli({"validate", "1", "--small", "-w", "2", "--device", "cpu", "--trials", "1", "--python", "on",
+  CliRun r = pkb_cli({"validate", "all", "--small", "-w", "2", "--device", "cpu", "--trials", "1", "--python", "on",
                       "--out", (root.path() / "out").string()},
                      root.path(), {{"PKB_PYTHON", (root.path() / "python").string()}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASS 001_allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS 006_gather"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cannot import torch: a torch broken for the test"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 skipped"), std::string::npos) << r.out;
+  EXPECT_EQ(pkb::read_text_file(launches), "rank\nrank\n");  // one launch of W = 2 ranks for both problems
 }
 
 // validate runs several problems per launch (pkb-rank --batch, one Python launch); a problem that ends a launch

@@ -231,6 +231,12 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
         continue;
       }
       results.push_back(combine(ranks, records));  // the problem that ended the launch: why
+      // A skip of the whole launch (this Python cannot import torch) holds for every problem after it too.
+      bool whole_launch = std::all_of(records.begin(), records.end(), [](const nlohmann::json& j) {
+        return j.is_object() && j.value("scope", "") == "launch";
+      });
+      if (results.back().outcome == PythonRunResult::Outcome::skip && whole_launch)
+        results.resize(entries.size(), results.back());
       break;
     }
     if (results.size() == 1 && results[0].outcome == PythonRunResult::Outcome::error && port_taken(results[0]) &&

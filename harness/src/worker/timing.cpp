@@ -455,11 +455,11 @@ TimingStats time_iterations(Runtime& rt, const CopyPlan& plan, const std::functi
     }
     // One gather: each rank sends its calls' times, their kinds and its two trace maxima as n + n + 2 doubles.
     const size_t row = 2 * static_cast<size_t>(n) + 2;
-    mine.resize(row);
-    for (int i = 0; i < n; ++i) mine[n + i] = kind[i];
-    mine[2 * n] = traced[0], mine[2 * n + 1] = traced[1];
+    std::vector<double> sent(mine);
+    sent.insert(sent.end(), kind.begin(), kind.end());
+    sent.insert(sent.end(), traced, traced + 2);
     all.resize(row * rt.world());
-    MPI_Gather(mine.data(), static_cast<int>(row), MPI_DOUBLE, all.data(), static_cast<int>(row), MPI_DOUBLE, 0,
+    MPI_Gather(sent.data(), static_cast<int>(row), MPI_DOUBLE, all.data(), static_cast<int>(row), MPI_DOUBLE, 0,
                MPI_COMM_WORLD);
     for (int q = 0; root && q < rt.world(); ++q) {
       max_spread_us = std::max(max_spread_us, all[q * row + 2 * n]);
