@@ -227,9 +227,11 @@ std::vector<std::pair<std::string, std::string>> fingerprint_items(const nlohman
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& [key, label] : kKnown)
     items.emplace_back(label, fingerprint.contains(key) ? distinct_values(fingerprint[key]) : "unknown");
-  for (const auto& [key, values] : fingerprint.items())  // fields a newer pkb added
+  for (const auto& field : fingerprint.items()) {  // fields a newer pkb added
+    const std::string& key = field.key();
     if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const auto& k) { return key == k.first; }))
-      items.emplace_back(key, distinct_values(values));
+      items.emplace_back(key, distinct_values(field.value()));
+  }
   return items;
 }
 

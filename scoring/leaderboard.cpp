@@ -227,7 +227,9 @@ std::string matrix_table(const Leaderboard& board) {
   for (size_t i = 0; i < board.entries.size(); ++i)
     cols.push_back({"run_" + std::to_string(i + 1), board.entries[i].label});
   std::vector<std::vector<Cell>> rows;
-  for (const auto& [key, name] : problems) {
+  for (const auto& problem : problems) {
+    const auto& key = problem.first;  // not a structured binding: a lambda below captures it (clang 14)
+    const auto& name = problem.second;
     Cell name_cell = html::text_cell(name);
     name_cell.title = key.second;
     std::vector<Cell> row = {html::number_cell(key.first, 0), name_cell};

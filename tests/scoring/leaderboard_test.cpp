@@ -112,7 +112,7 @@ TEST(Leaderboard, KOfOneIsAlwaysScored) {
   st.ks = {3};
   Leaderboard b = build_leaderboard({a}, st);
   EXPECT_EQ(b.settings.ks, (std::vector<int>{1, 3}));
-  EXPECT_EQ(leaderboard_json(b)["settings"]["ks"], nlohmann::json::array({1, 3}));
+  EXPECT_EQ(leaderboard_json(b)["settings"]["ks"], nlohmann::ordered_json::array({1, 3}));
 }
 
 TEST(Leaderboard, ADirectoryWithoutResultsIsAnErrorNamingIt) {
@@ -177,7 +177,7 @@ TEST(Leaderboard, RefusesRunsThatAreNotComparable) {
   EXPECT_EQ(mixed.mixed, (std::vector<std::string>{"gpu"}));
   auto j = leaderboard_json(mixed);
   EXPECT_EQ(j["comparable"], false);
-  EXPECT_EQ(j["entries"][0]["settings"]["baseline"], nlohmann::json::array({"pytorch_eager"}));
+  EXPECT_EQ(j["entries"][0]["settings"]["baseline"], nlohmann::ordered_json::array({"pytorch_eager"}));
   Leaderboard same =
       build_leaderboard({h200, write_run(tmp, "h200b", "m", {{.sha256 = "a", .speedup = 1.0}})}, ScoreSettings{});
   EXPECT_TRUE(same.mixed.empty());

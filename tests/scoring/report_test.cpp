@@ -63,7 +63,7 @@ TEST(Report, AProblemOfTheSelectionWithoutRecordsCountsZero) {
   EXPECT_EQ(s.overall.missing, 1);
   EXPECT_EQ(s.by_category.at("tensor_parallel").problems, 2);
   auto j = report_json(s, loaded);
-  EXPECT_EQ(j["missing"], nlohmann::json::array({"013_sequence_parallel"}));
+  EXPECT_EQ(j["missing"], nlohmann::ordered_json::array({"013_sequence_parallel"}));
   EXPECT_EQ(j["aggregate"]["pass_at_k"][0]["out_of"], 5);
   EXPECT_NE(summary_md(s, loaded).find("without any record (count as 0; rerun to retry): 013_sequence_parallel"),
             std::string::npos);
@@ -139,7 +139,7 @@ TEST(Report, SkippedEvaluationsAreCountedAndAnnouncedFirst) {
   EXPECT_EQ(j["aggregate"]["not_evaluated"], 2);
   EXPECT_EQ(j["aggregate"]["generation_failed"], 2);
   EXPECT_EQ(j["aggregate"]["problems"], 5);
-  EXPECT_EQ(j["not_fully_evaluated"], nlohmann::json::array({"012_ring_attention"}));
+  EXPECT_EQ(j["not_fully_evaluated"], nlohmann::ordered_json::array({"012_ring_attention"}));
   const auto& ring = j["problems"][4];
   EXPECT_EQ(ring["folder"], "012_ring_attention");
   EXPECT_EQ(ring["n"], 0);

@@ -118,7 +118,7 @@ TEST(Turns, TheLeaderboardKeepsSingleAndMultiTurnRunsApart) {
   }
   Leaderboard mixed = build_leaderboard({multi, single}, ScoreSettings{}, true);
   EXPECT_EQ(mixed.mixed, (std::vector<std::string>{"turns"}));
-  EXPECT_EQ(leaderboard_json(mixed)["entries"][0]["settings"]["turns"], nlohmann::json::array({3}));
+  EXPECT_EQ(leaderboard_json(mixed)["entries"][0]["settings"]["turns"], nlohmann::ordered_json::array({3}));
 }
 
 }  // namespace
