@@ -6,8 +6,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PKB_BUILD_DIR:-$root/build}
 jobs=$(nproc)
+# Ninja where it exists (setup.sh installs it), for a new build dir only (an existing one keeps its generator): it
+# schedules every target's compiles as one graph and spends no time in recursive makes and dependency scans.
+generator=()
+[ -f "$build/CMakeCache.txt" ] || ! command -v ninja >/dev/null || generator=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ] || [ $# -gt 0 ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${PKB_BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE="${PKB_BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
 fi
 targets=()
 for t in ${PKB_BUILD_TARGETS:-}; do targets+=(--target "$t"); done  # e.g. "pkb pkb-rank pkb-candidate": skip the tests

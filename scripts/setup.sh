@@ -7,9 +7,9 @@ set -euo pipefail
 # chromium: headless, for the tests that load report.html and leaderboard.html and check that their script ran.
 # slurm-wlm, munge: the one-node Slurm cluster the array-job test starts (tests/slurm; its mpi_pmix plugin is
 # what `--launcher srun` uses).
-# clang, libclang-rt-14-dev (its sanitizer runtimes): scripts/tsan.sh builds its torch-free tree with clang, which
-# compiles it in ~60% of g++'s CPU time.
-packages=(cmake g++ make libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
+# clang, libclang-rt-14-dev (its sanitizer runtimes): Test builds compile torch-free targets with clang (CMakeLists.txt)
+# and scripts/tsan.sh its whole tree, in ~60% of g++'s CPU time. ninja-build: scripts/build.sh's generator.
+packages=(cmake g++ make ninja-build libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
           libcurl4-openssl-dev libgtest-dev bubblewrap chromium slurm-wlm munge clang-format clang libclang-rt-14-dev)
 have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: the Python package's on GPU nodes; on CPU machines Debian's libtorch-dev, named
@@ -21,8 +21,8 @@ have_python_torch || packages+=(libtorch-dev python3-torch libopenblas0-pthread)
 
 # A package counts as present when dpkg has it or, for tools, when the command exists (GPU images ship cmake
 # from pip, for instance).
-declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [openmpi-bin]=mpirun [bubblewrap]=bwrap [chromium]=chromium
-                     [slurm-wlm]=slurmd [munge]=munged [clang-format]=clang-format [clang]=clang++)
+declare -A provides=([cmake]=cmake [g++]=g++ [make]=make [ninja-build]=ninja [openmpi-bin]=mpirun [bubblewrap]=bwrap
+                     [chromium]=chromium [slurm-wlm]=slurmd [munge]=munged [clang-format]=clang-format [clang]=clang++)
 missing=()
 for p in "${packages[@]}"; do
   if [ -n "${provides[$p]:-}" ] && command -v "${provides[$p]}" >/dev/null; then continue; fi

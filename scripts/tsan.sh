@@ -16,7 +16,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     echo 'int main() {}' | clang++ -fsanitize=thread -x c++ - -o /dev/null 2>/dev/null; then
     compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
   fi
-  cmake -S "$root" -B "$build" "${compilers[@]}" -DCMAKE_BUILD_TYPE=Test -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
+  generator=()
+  ! command -v ninja >/dev/null || generator=(-G Ninja)  # as scripts/build.sh
+  cmake -S "$root" -B "$build" "${generator[@]}" "${compilers[@]}" -DCMAKE_BUILD_TYPE=Test -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 else
   cmake "$build" >/dev/null  # a target added since it was configured: make names only the targets it knows
