@@ -310,6 +310,11 @@ struct Failure {
 std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector<json>& records) {
   if (auto e = first_rank_error(records)) {
     if (e->status == "load_error") return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
+    // The candidate's process on that rank died (its monitor saw it): the rank program itself lived on.
+    if (e->status == "crash")
+      return Failure{EvalStatus::crash,
+                     "rank " + std::to_string(e->rank) + " " + e->message,
+                     {{"rank", e->rank}, {"stderr_tail", stderr_tail(pr, kRecordTailBytes)}}};
     return Failure{
         EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
   }
@@ -477,7 +482,11 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
   w.heap_mib = o.heap_mib;
 
-  RankJob job = rank_job(o, to_args(w), cand_dir, "candidate");
+  // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
+  // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
+  fs::path plan = scratch / "plan.json";
+  write_file_atomically(plan, json(to_args(w)).dump());
+  RankJob job = rank_job(o, {"--plan", plan.string()}, cand_dir, "candidate");
   // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
   job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
   Sandbox box;

@@ -61,6 +61,9 @@ ProcessResult run_rank_job(const RankJob& job) {
   Sandbox box = *job.sandbox;
   box.read_only.push_back(program.front());
   for (const auto& d : library_dirs_outside_system(program.front())) box.read_only.push_back(d);
+  // The process a candidate pass on CPU ranks runs the candidate in (worker/runner_main.cpp).
+  if (std::filesystem::path runner = executable_dir() / "pkb-runner"; std::filesystem::exists(runner))
+    box.read_only.push_back(runner);
   for (const auto& [k, v] : mpi.env) box.env[k] = v;
   if (const char* cvd = getenv("CUDA_VISIBLE_DEVICES"); cvd && !box.env.count("CUDA_VISIBLE_DEVICES"))
     box.env["CUDA_VISIBLE_DEVICES"] = cvd;

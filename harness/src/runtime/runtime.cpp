@@ -64,15 +64,16 @@ class CpuRuntime final : public Runtime {
       int pfd = shm_open(name(q).c_str(), O_RDWR, 0600);
       if (pfd < 0) throw Error("shm_open peer " + name(q) + ": " + strerror(errno));
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
-      close(pfd);
       if (p == MAP_FAILED) throw Error(std::string("mmap shm: ") + strerror(errno));
       bases_[q] = p;
+      fds_.push_back(pfd);  // kept for a runner process (heap_fds); close-on-exec, as shm_open opens it
     }
     MPI_Barrier(comm_);
     shm_unlink(name(rank_).c_str());  // mappings stay valid; nothing is left behind if a rank crashes later
   }
   ~CpuRuntime() override {
     for (void* p : bases_) munmap(p, heap_size_);
+    for (int fd : fds_) close(fd);
     MPI_Comm_free(&barrier_comm_);
   }
   bool is_cuda() const override { return false; }
@@ -96,10 +97,12 @@ class CpuRuntime final : public Runtime {
   void hold(double, int) override {}
   void* const* heap_bases_device() const override { return bases_.data(); }
   void barrier() override { MPI_Barrier(barrier_comm_); }
+  std::vector<int> heap_fds() const override { return fds_; }
 
  private:
   MPI_Comm barrier_comm_ = MPI_COMM_NULL;
   std::vector<double> marks_;
+  std::vector<int> fds_;
   std::deque<std::vector<char>> private_;  // deque: earlier blocks never move
 };
 

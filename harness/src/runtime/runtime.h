@@ -71,6 +71,9 @@ class Runtime {
   void* alloc(size_t bytes, bool require_equal);
   void* peer(const void* p, int peer) const;
   size_t used() const { return used_; }
+  // Descriptors of every rank's heap (rank q's at index q), for a process that maps them too (the CPU ranks' runner,
+  // worker/runner_host.h); empty where the heap is not a file (GPUs).
+  virtual std::vector<int> heap_fds() const { return {}; }
 
   // Cross-rank barrier enqueued on the stream (device flag barrier on GPUs, MPI_Barrier on CPUs).
   virtual void barrier() = 0;

@@ -6,6 +6,7 @@
 // the first problem that did not finish.
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <sys/prctl.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -99,6 +100,26 @@ std::vector<WorkerOptions> batch_jobs(const WorkerOptions& shared, const std::st
   return jobs;
 }
 
+// The command line with the flags of `--plan FILE` (a JSON array of arguments) in place of that option: the candidate
+// pass's schedule (trials, seed, copies, timing) travels in a file that the ranks read and delete before any
+// candidate code starts, never on a command line that /proc shows to every process of the sandbox.
+std::vector<std::string> arguments_with_plan(int argc, char** argv, std::string& plan_file) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--plan" && i + 1 < argc) {
+      plan_file = argv[++i];
+      std::ifstream in(plan_file);
+      nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
+      if (!plan.is_array()) throw Error("--plan " + plan_file + ": not a JSON array of arguments");
+      for (const auto& a : plan) args.push_back(a.get<std::string>());
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 parses a vector from its back
+  return args;
+}
+
 int rank_main(int argc, char** argv, const RankPasses& passes) {
   const std::string program = passes.program;
   WorkerOptions o;
@@ -106,7 +127,20 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
                                            : ": one rank of a candidate pass without libtorch (launched by pkb "
                                              "through mpirun)")};
   add_worker_flags(app, o);
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--plan", "a JSON array of these flags, read and deleted before the candidate starts");
+  std::string plan_file;
+  try {
+    auto args = arguments_with_plan(argc, argv, plan_file);
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 2;
+  }
+  // A candidate pass judges code that runs beside it (a runner process on CPU ranks): no process of the sandbox may
+  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem).
+  if (!o.candidate.empty()) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   std::vector<WorkerOptions> jobs;
   if (!passes.reference && o.candidate.empty()) {
     std::cerr << program << ": runs candidate passes only (--candidate LIB); pkb-rank runs references\n";
@@ -135,6 +169,11 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (!plan_file.empty()) {
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank has read it
+    if (rank == 0) std::filesystem::remove(plan_file);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
   // Opened before any candidate code is loaded; frames written here are out of the candidate's reach.
   if (!o.seal_dir.empty()) {
     try {
@@ -168,7 +207,7 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
       return 3;
     }
     write_rank_record(job.out_dir, rank, record);
-    if (record["status"] == "runtime_error") {
+    if (record["status"] == "runtime_error" || record["status"] == "crash") {
       // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
       std::cerr << program << " " << rank << ": " << record.value("error", "") << std::endl;
       MPI_Abort(MPI_COMM_WORLD, 4);

@@ -1,0 +1,264 @@
+#include "worker/candidate_calls.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "inputs/draw.h"
+#include "worker/runner_host.h"
+
+extern "C" {
+#include "../../include/pkb/abi.h"
+}
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+pkb_dtype abi_dtype(DType d) {
+  switch (d) {
+    case DType::bf16:
+      return PKB_BF16;
+    case DType::f16:
+      return PKB_F16;
+    case DType::f32:
+      return PKB_F32;
+    case DType::f64:
+      return PKB_F64;
+    case DType::i8:
+      return PKB_I8;
+    case DType::u8:
+      return PKB_U8;
+    case DType::i16:
+      return PKB_I16;
+    case DType::i32:
+      return PKB_I32;
+    case DType::i64:
+      return PKB_I64;
+    case DType::boolean:
+      return PKB_BOOL;
+  }
+  return PKB_F32;
+}
+
+pkb_tensor view_of(const Slot& s) {
+  pkb_tensor t{};
+  t.data = s.data;
+  t.dtype = abi_dtype(s.dtype);
+  t.ndim = static_cast<int>(s.shape.size());
+  int64_t stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) t.shape[d] = s.shape[d], t.strides[d] = stride, stride *= s.shape[d];
+  t.name = s.name.c_str();
+  return t;
+}
+
+// This rank's groups of the problem: (name, members) where the rank is a member.
+std::vector<std::pair<std::string, std::vector<int>>> my_groups(const WorkerEnv& env) {
+  std::vector<std::pair<std::string, std::vector<int>>> mine;
+  auto layout = group_layout(env.spec, env.run);
+  for (const auto& g : env.spec.groups)
+    for (const auto& members : layout[g.name])
+      if (std::find(members.begin(), members.end(), env.rank) != members.end()) mine.push_back({g.name, members});
+  return mine;
+}
+
+std::vector<std::pair<std::string, int64_t>> all_params(const WorkerEnv& env) {
+  std::vector<std::pair<std::string, int64_t>> params(env.run.params.begin(), env.run.params.end());
+  for (const auto& kv : scalar_values(env.spec, env.run)) params.push_back(kv);
+  return params;
+}
+
+// ---- CPU ranks: the candidate in pkb-runner, frozen between calls ----
+
+json tensor_json(const Runtime& rt, const Slot& s) {
+  return {{"name", s.name},
+          {"dtype", static_cast<int>(abi_dtype(s.dtype))},
+          {"shape", s.shape},
+          {"offset", static_cast<const char*>(s.data) - rt.heap_base(rt.rank())}};
+}
+
+class RunnerCalls final : public CandidateCalls {
+ public:
+  RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
+    json layout = {{"library", o.candidate},        {"rank", env.rank},
+                   {"world", env.world},            {"local_rank", env.local_rank},
+                   {"heap_bytes", rt.heap_size()},  {"sync_offset", heap.sync_offset},
+                   {"arena_offset", heap.arena_offset}};
+    for (const auto& slot : heap.inputs) {
+      json tensors = json::array();
+      for (const Slot& s : slot) tensors.push_back(tensor_json(rt, s));
+      layout["inputs"].push_back(tensors);
+    }
+    layout["outputs"] = json::array();
+    for (const Slot& s : heap.outputs) layout["outputs"].push_back(tensor_json(rt, s));
+    layout["params"] = json::array();
+    for (const auto& [k, v] : all_params(env)) layout["params"].push_back({k, v});
+    layout["groups"] = json::array();
+    for (const auto& [name, members] : my_groups(env)) layout["groups"].push_back({{"name", name}, {"members", members}});
+    // What the runner must not open: the driver's FIFOs, and where the monitors' MPI keeps its files and shared
+    // memory (its session directory under the temporary directory, its segments in /dev/shm). Its own files go to
+    // `work`, granted beneath the hidden /tmp.
+    fs::path work = fs::path(o.out_dir) / ("runner" + std::to_string(env.rank));
+    fs::create_directories(work);
+    // Nor any other process's /proc entries (the monitors', mpirun's, the other runners'): of /proc it keeps its own
+    // directory (the runner adds it) and the machine-wide files libraries read.
+    std::vector<std::string> hidden = {"/tmp", "/dev/shm", "/proc"};
+    if (!o.seal_dir.empty()) hidden.push_back(fs::absolute(o.seal_dir).lexically_normal().string());
+    if (const char* t = getenv("TMPDIR"); t && *t) hidden.push_back(fs::absolute(t).lexically_normal().string());
+    layout["hidden_paths"] = hidden;
+    layout["granted_paths"] = {fs::absolute(work).lexically_normal().string(),
+                               "/proc/cpuinfo",
+                               "/proc/meminfo",
+                               "/proc/stat",
+                               "/proc/sys",
+                               "/proc/filesystems",
+                               "/proc/uptime",
+                               "/proc/loadavg"};
+    fs::path program = fs::read_symlink("/proc/self/exe").parent_path() / "pkb-runner";
+    runner_ = std::make_unique<RunnerProcess>(program, layout, rt.heap_fds(), work);
+  }
+  std::string load_error() const override { return runner_->loaded().error; }
+  CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
+  CallOutcome call(runner::Op op, int slot) override { return outcome(runner_->call(op, slot)); }
+  std::string where() const override { return "runner process"; }
+
+ private:
+  static CallOutcome outcome(const RunnerProcess::Outcome& r) {
+    return {r.failure, r.killed_by_signal ? r.signal : 0, r.rc, r.error};
+  }
+  std::unique_ptr<RunnerProcess> runner_;
+};
+
+// ---- GPUs: the library in this process ----
+
+using SetupFn = int (*)(pkb_context*, const pkb_tensor*, int, const pkb_tensor*, int);
+using RunFn = int (*)(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int);
+using TeardownFn = void (*)(pkb_context*);
+
+// The context handed to the candidate, followed by what its callbacks need. ctx must stay the first member.
+struct InProcessHost {
+  pkb_context ctx{};
+  Runtime* rt = nullptr;
+  std::string callback_error;
+  std::vector<std::pair<std::string, int64_t>> params;
+  std::vector<const char*> param_names;
+  std::vector<int64_t> param_values;
+  std::vector<std::pair<std::string, std::vector<int>>> group_members;
+  std::vector<pkb_group> groups;
+};
+
+InProcessHost* host_of(pkb_context* ctx) { return reinterpret_cast<InProcessHost*>(ctx); }
+
+void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
+  InProcessHost* h = host_of(ctx);
+  try {
+    void* p = h->rt->alloc(bytes, true);
+    h->rt->fill(p, 0, bytes);
+    h->rt->stream_synchronize();
+    return p;
+  } catch (const std::exception& e) {
+    if (h->callback_error.empty()) h->callback_error = std::string("symm_alloc: ") + e.what();
+    return nullptr;
+  }
+}
+void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) { return host_of(ctx)->rt->peer(ptr, peer); }
+int cb_barrier(pkb_context* ctx) {
+  host_of(ctx)->rt->barrier();
+  return 0;
+}
+int64_t cb_param(pkb_context* ctx, const char* name) {
+  for (const auto& [k, v] : host_of(ctx)->params)
+    if (k == name) return v;
+  return -1;
+}
+
+class InProcessCalls final : public CandidateCalls {
+ public:
+  InProcessCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
+    fill_context(env, rt);
+    for (const auto& slot : heap.inputs) {
+      inputs_.emplace_back();
+      for (const Slot& s : slot) inputs_.back().push_back(view_of(s));
+    }
+    for (const Slot& s : heap.outputs) outputs_.push_back(view_of(s));
+    handle_ = dlopen(o.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* e = dlerror();
+      load_error_ = e ? e : "dlopen failed";
+      return;
+    }
+    run_ = reinterpret_cast<RunFn>(dlsym(handle_, "pkb_run"));
+    setup_ = reinterpret_cast<SetupFn>(dlsym(handle_, "pkb_setup"));
+    teardown_ = reinterpret_cast<TeardownFn>(dlsym(handle_, "pkb_teardown"));
+    if (!run_) load_error_ = "the library does not export pkb_run (missing, misspelled, or not extern \"C\")";
+  }
+  std::string load_error() const override { return load_error_; }
+  CallOutcome call(runner::Op op, int slot) override {
+    pkb_tensor* in = inputs_.at(slot).data();
+    const int n_in = static_cast<int>(inputs_[slot].size()), n_out = static_cast<int>(outputs_.size());
+    CallOutcome r;
+    if (op == runner::kSetup && setup_) r.rc = setup_(&host_.ctx, in, n_in, outputs_.data(), n_out);
+    if (op == runner::kRun) r.rc = run_(&host_.ctx, in, n_in, outputs_.data(), n_out);
+    if (op == runner::kTeardown && teardown_) teardown_(&host_.ctx);
+    r.callback_error = host_.callback_error;
+    return r;
+  }
+  std::string where() const override { return "in process"; }
+
+ private:
+  void fill_context(const WorkerEnv& env, Runtime& rt) {
+    InProcessHost& h = host_;
+    h.rt = &rt;
+    pkb_context& c = h.ctx;
+    c.abi_version = PKB_ABI_VERSION;
+    c.rank = env.rank;
+    c.world_size = env.world;
+    c.local_rank = env.local_rank;
+    c.device = rt.device();
+    c.stream = rt.stream();
+    h.params = all_params(env);
+    for (const auto& [k, v] : h.params) h.param_names.push_back(k.c_str()), h.param_values.push_back(v);
+    c.n_params = static_cast<int>(h.params.size());
+    c.param_names = h.param_names.data();
+    c.param_values = h.param_values.data();
+    h.group_members = my_groups(env);
+    for (const auto& [name, m] : h.group_members) {
+      int idx = static_cast<int>(std::find(m.begin(), m.end(), env.rank) - m.begin());
+      h.groups.push_back({name.c_str(), static_cast<int>(m.size()), idx, m.data()});
+    }
+    c.n_groups = static_cast<int>(h.groups.size());
+    c.groups = h.groups.data();
+    c.heap_bases = rt.heap_bases();
+    c.heap_bases_device = rt.heap_bases_device();
+    c.heap_size = rt.heap_size();
+    c.symm_alloc = cb_symm_alloc;
+    c.symm_peer = cb_symm_peer;
+    c.barrier = cb_barrier;
+    c.param = cb_param;
+  }
+  InProcessHost host_;
+  std::vector<std::vector<pkb_tensor>> inputs_;
+  std::vector<pkb_tensor> outputs_;
+  void* handle_ = nullptr;
+  RunFn run_ = nullptr;
+  SetupFn setup_ = nullptr;
+  TeardownFn teardown_ = nullptr;
+  std::string load_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<CandidateCalls> start_runner(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
+                                             const HeapLayout& heap) {
+  return std::make_unique<RunnerCalls>(o, env, rt, heap);
+}
+
+std::unique_ptr<CandidateCalls> load_in_process(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
+                                                const HeapLayout& heap) {
+  return std::make_unique<InProcessCalls>(o, env, rt, heap);
+}
+
+}  // namespace pkb

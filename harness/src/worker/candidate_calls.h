@@ -1,0 +1,62 @@
+// How the candidate pass reaches the candidate's code: through a runner process (CPU ranks: the candidate never runs
+// in the process that judges it, worker/runner_host.h) or, on GPUs, by calling the library loaded into this process.
+// Both see the same heap slots; the pass (worker/candidate_pass.cpp) never knows which one it drives.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inputs/host_tensor.h"
+#include "runtime/runtime.h"
+#include "worker/runner_protocol.h"
+#include "worker/worker.h"
+
+namespace pkb {
+
+// One tensor slot in the heap: same offset on every rank, sized for the largest rank's shape.
+struct Slot {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;  // this rank's
+  size_t bytes = 0;            // this rank's
+  void* data = nullptr;
+};
+
+// What a call came to. failure: the candidate's process did not finish it (it died, or stopped early): the pass
+// records it as a crash (signal) or a runtime error. rc and callback_error are what the candidate's side reported.
+struct CallOutcome {
+  std::string failure;
+  int signal = 0;  // > 0: the candidate's process was killed by it
+  int rc = 0;
+  std::string callback_error;
+};
+
+class CandidateCalls {
+ public:
+  virtual ~CandidateCalls() = default;
+  // "" once the library is loaded with pkb_run; else why not (a load_error). A crash while loading: load_outcome.
+  virtual std::string load_error() const = 0;
+  virtual CallOutcome load_outcome() const { return {}; }
+  virtual CallOutcome call(runner::Op op, int slot) = 0;
+  // Where the candidate runs, for the record ("runner process" or "in process").
+  virtual std::string where() const = 0;
+};
+
+// The heap's input slots and outputs, and what the candidate's side needs to see them.
+struct HeapLayout {
+  std::vector<std::vector<Slot>> inputs;  // per slot
+  std::vector<Slot> outputs;
+  size_t sync_offset = 0;   // the runners' barrier lines (runner::SyncLine per rank, in rank 0's heap)
+  size_t arena_offset = 0;  // where the candidate's symm_alloc space starts
+};
+
+// The candidate library in a pkb-runner process beside this one (CPU ranks).
+std::unique_ptr<CandidateCalls> start_runner(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
+                                             const HeapLayout& heap);
+// The candidate library loaded into this process (GPUs).
+std::unique_ptr<CandidateCalls> load_in_process(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
+                                                const HeapLayout& heap);
+
+}  // namespace pkb

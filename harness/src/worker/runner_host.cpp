@@ -1,0 +1,112 @@
+#include "worker/runner_host.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace pkb {
+
+using namespace runner;
+
+RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohmann::json& layout,
+                             const std::vector<int>& heap_fds, const std::filesystem::path& work_dir) {
+  int control_fd = memfd_create("pkb-runner-control", MFD_CLOEXEC);
+  if (control_fd < 0 || ftruncate(control_fd, kControlBytes) != 0)
+    throw Error(std::string("the runner's control page: ") + std::strerror(errno));
+  void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, control_fd, 0);
+  if (page == MAP_FAILED) throw Error(std::string("mmap of the runner's control page: ") + std::strerror(errno));
+  control_ = static_cast<Control*>(page);
+  const std::string text = layout.dump();
+  if (kLayoutOffset + text.size() > kControlBytes) throw Error("the runner's layout does not fit its control page");
+  std::memcpy(static_cast<char*>(page) + kLayoutOffset, text.data(), text.size());
+  control_->layout_bytes = static_cast<uint32_t>(text.size());
+  // Everything the child needs is made before fork: between fork and exec it makes system calls only.
+  const std::string prog = program.string(), dir = work_dir.string();
+  std::vector<std::string> env_text = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=" + dir};
+  std::vector<char*> envp, argv = {const_cast<char*>(prog.c_str()), nullptr};
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  const int world = static_cast<int>(heap_fds.size());
+  pid_ = fork();
+  if (pid_ < 0) throw Error(std::string("cannot start the runner: fork: ") + std::strerror(errno));
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(3);
+    // Move every source above the targets first, so that no dup2 overwrites a descriptor still to be moved.
+    constexpr int kHigh = 1000;
+    int moved_control = fcntl(control_fd, F_DUPFD, kHigh);
+    std::vector<int> moved(world);
+    for (int q = 0; q < world; ++q) moved[q] = fcntl(heap_fds[q], F_DUPFD, kHigh);
+    dup2(moved_control, kControlFd);
+    for (int q = 0; q < world; ++q) dup2(moved[q], kHeapFd + q);
+    syscall(SYS_close_range, kHeapFd + world, ~0U, 0);
+    if (chdir(dir.c_str()) != 0) _exit(3);
+    execve(prog.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  close(control_fd);
+  loaded_ = wait_stopped(0);
+}
+
+RunnerProcess::~RunnerProcess() {
+  if (pid_ > 0 && !gone_) {
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (control_) munmap(control_, kControlBytes);
+}
+
+RunnerProcess::Outcome RunnerProcess::call(Op op, int slot) {
+  if (gone_) return Outcome{.failure = "the candidate's process is gone"};
+  control_->op = op;
+  control_->slot = slot;
+  control_->rc = 0;
+  control_->error[0] = 0;
+  control_->seq.store(++seq_);
+  kill(pid_, SIGCONT);
+  return wait_stopped(seq_);
+}
+
+RunnerProcess::Outcome RunnerProcess::wait_stopped(uint32_t seq) {
+  Outcome o;
+  int st = 0;
+  for (;;) {
+    pid_t r = waitpid(pid_, &st, WUNTRACED);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      gone_ = true;
+      o.failure = std::string("waitpid on the candidate's process: ") + std::strerror(errno);
+      return o;
+    }
+    if (WIFSTOPPED(st)) break;
+    if (WIFEXITED(st) || WIFSIGNALED(st)) {
+      gone_ = true;
+      if (WIFSIGNALED(st)) {
+        o.killed_by_signal = true;
+        o.signal = WTERMSIG(st);
+        o.failure = "killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
+      } else {
+        o.failure = "the candidate's process exited (status " + std::to_string(WEXITSTATUS(st)) + ") inside a call";
+      }
+      return o;
+    }
+  }
+  // Frozen: nothing of the candidate's runs while these are read.
+  o.rc = control_->rc;
+  o.error.assign(control_->error, strnlen(control_->error, sizeof control_->error));
+  if (control_->done.load() != seq) o.failure = "the candidate's process stopped itself before finishing the call";
+  return o;
+}
+
+}  // namespace pkb

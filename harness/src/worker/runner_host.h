@@ -1,0 +1,48 @@
+// The monitor's side of pkb-runner (worker/runner_protocol.h): starts the runner, wakes it for one call at a time and
+// waits until it is frozen again. A call's window, as the monitor's clock sees it, is every moment candidate code
+// could run for that call.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "worker/runner_protocol.h"
+
+namespace pkb {
+
+class RunnerProcess {
+ public:
+  // Starts `program` with the control page (holding `layout`) and the heaps' descriptors (rank q's at index q), and
+  // waits until it has loaded the library and stopped. The runner's cwd and TMPDIR are `work_dir`.
+  RunnerProcess(const std::filesystem::path& program, const nlohmann::json& layout, const std::vector<int>& heap_fds,
+                const std::filesystem::path& work_dir);
+  ~RunnerProcess();  // kills and reaps it
+  RunnerProcess(const RunnerProcess&) = delete;
+  RunnerProcess& operator=(const RunnerProcess&) = delete;
+
+  // What became of a call. failure: "" when the runner finished it and stopped; else why not (it died, or stopped
+  // without finishing). rc and error are the runner's claims, read once it is frozen.
+  struct Outcome {
+    std::string failure;
+    bool killed_by_signal = false;
+    int signal = 0;
+    int rc = 0;
+    std::string error;
+  };
+  const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
+  Outcome call(runner::Op op, int slot);
+
+ private:
+  Outcome wait_stopped(uint32_t seq);
+  pid_t pid_ = -1;
+  runner::Control* control_ = nullptr;
+  uint32_t seq_ = 0;
+  bool gone_ = false;
+  Outcome loaded_;
+};
+
+}  // namespace pkb

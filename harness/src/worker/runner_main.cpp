@@ -1,0 +1,234 @@
+// pkb-runner: the process that holds a candidate library on a CPU rank, and nothing else. Its monitor (the rank
+// program) starts it with a control page and the ranks' heaps as descriptors (worker/runner_protocol.h); it maps them,
+// shuts itself off from other processes and from the monitors' paths (worker/lockdown.h), loads the library, and then
+// makes one call each time the monitor wakes it, stopping itself after each. It holds no schedule, no clock, no
+// expected value and no channel to the driver: whatever the candidate does in here, the verdict and the times are
+// the monitor's (docs/architecture.md, "The verdict outside the candidate's process").
+#include <dlfcn.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "worker/lockdown.h"
+#include "worker/runner_protocol.h"
+
+extern "C" {
+#include "../../include/pkb/abi.h"
+}
+
+namespace {
+
+using namespace pkb::runner;
+using json = nlohmann::json;
+
+using SetupFn = int (*)(pkb_context*, const pkb_tensor*, int, const pkb_tensor*, int);
+using RunFn = int (*)(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int);
+using TeardownFn = void (*)(pkb_context*);
+
+// The context the candidate sees, followed by what its callbacks need. ctx must stay the first member.
+struct Host {
+  pkb_context ctx{};
+  Control* control = nullptr;
+  std::vector<void*> bases;
+  size_t heap_bytes = 0, arena_next = 0;
+  SyncLine* sync = nullptr;  // world lines, in rank 0's heap
+  uint64_t epoch = 0, alloc_seq = 0;
+  std::vector<std::string> param_names;
+  std::vector<const char*> param_name_ptrs;
+  std::vector<int64_t> param_values;
+  std::vector<std::string> group_names;
+  std::vector<std::vector<int>> group_members;
+  std::vector<pkb_group> groups;
+  std::vector<std::vector<std::string>> names;  // keeps the tensors' names alive
+  std::vector<std::vector<pkb_tensor>> inputs;  // per slot
+  std::vector<pkb_tensor> outputs;
+};
+
+Host* host_of(pkb_context* ctx) { return reinterpret_cast<Host*>(ctx); }
+
+void set_error(Host* h, const std::string& why) {
+  if (h->control->error[0] != 0) return;  // the first error explains the rest
+  std::strncpy(h->control->error, why.c_str(), sizeof h->control->error - 1);
+}
+
+// Every runner's epoch reaches ours: a barrier among the W runners through rank 0's heap (no MPI in here).
+int cb_barrier(pkb_context* ctx) {
+  Host* h = host_of(ctx);
+  uint64_t target = ++h->epoch;
+  h->sync[ctx->rank].barrier_epoch.store(target, std::memory_order_release);
+  for (int q = 0; q < ctx->world_size; ++q)
+    for (int spins = 0; h->sync[q].barrier_epoch.load(std::memory_order_acquire) < target; ++spins)
+      if (spins > 64) sched_yield();
+  return 0;
+}
+
+// Collective: every runner posts its size, all compare after a barrier, and a second barrier keeps the lines until
+// every runner has read them.
+void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
+  Host* h = host_of(ctx);
+  SyncLine& mine = h->sync[ctx->rank];
+  mine.alloc_bytes.store(bytes, std::memory_order_relaxed);
+  mine.alloc_seq.store(++h->alloc_seq, std::memory_order_release);
+  cb_barrier(ctx);
+  std::string mismatch;
+  for (int q = 0; q < ctx->world_size && mismatch.empty(); ++q) {
+    uint64_t theirs = h->sync[q].alloc_bytes.load(std::memory_order_relaxed);
+    if (h->sync[q].alloc_seq.load(std::memory_order_acquire) != h->alloc_seq || theirs != bytes)
+      mismatch = "symm_alloc is collective and needs equal sizes: rank " + std::to_string(ctx->rank) + " asked for " +
+                 std::to_string(bytes) + " bytes, rank " + std::to_string(q) + " for " + std::to_string(theirs);
+  }
+  cb_barrier(ctx);
+  if (!mismatch.empty()) return set_error(h, mismatch), nullptr;
+  size_t offset = (h->arena_next + 255) / 256 * 256;
+  if (offset + bytes > h->heap_bytes) {
+    set_error(h, "symmetric heap exhausted: " + std::to_string(bytes) + " bytes requested, " +
+                     std::to_string(h->heap_bytes - std::min(offset, h->heap_bytes)) + " left");
+    return nullptr;
+  }
+  h->arena_next = offset + bytes;
+  char* p = static_cast<char*>(h->bases[ctx->rank]) + offset;
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) {
+  Host* h = host_of(ctx);
+  auto* c = static_cast<const char*>(ptr);
+  auto* mine = static_cast<char*>(h->bases[ctx->rank]);
+  if (peer < 0 || peer >= ctx->world_size || c < mine || c >= mine + h->heap_bytes) return nullptr;
+  return static_cast<char*>(h->bases[peer]) + (c - mine);
+}
+
+int64_t cb_param(pkb_context* ctx, const char* name) {
+  Host* h = host_of(ctx);
+  for (size_t i = 0; i < h->param_names.size(); ++i)
+    if (h->param_names[i] == name) return h->param_values[i];
+  return -1;
+}
+
+pkb_tensor view(Host& h, const json& t) {
+  pkb_tensor v{};
+  v.data = static_cast<char*>(h.bases[h.ctx.rank]) + t.at("offset").get<size_t>();
+  v.dtype = static_cast<pkb_dtype>(t.at("dtype").get<int>());
+  std::vector<int64_t> shape = t.at("shape");
+  v.ndim = static_cast<int>(shape.size());
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) v.shape[d] = shape[d], v.strides[d] = stride, stride *= shape[d];
+  h.names.back().push_back(t.at("name"));
+  return v;
+}
+
+// The heaps (already mapped), the tensors of every slot, the parameters and groups, the callbacks.
+void fill_context(Host& h, const json& layout) {
+  pkb_context& c = h.ctx;
+  c.abi_version = PKB_ABI_VERSION;
+  c.rank = layout.at("rank");
+  c.world_size = layout.at("world");
+  c.local_rank = layout.at("local_rank");
+  c.device = -1;
+  c.stream = nullptr;
+  h.heap_bytes = layout.at("heap_bytes");
+  h.arena_next = layout.at("arena_offset");
+  h.sync = reinterpret_cast<SyncLine*>(static_cast<char*>(h.bases[0]) + layout.at("sync_offset").get<size_t>());
+  for (const auto& p : layout.at("params")) h.param_names.push_back(p.at(0)), h.param_values.push_back(p.at(1));
+  for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
+  c.n_params = static_cast<int>(h.param_names.size());
+  c.param_names = h.param_name_ptrs.data();
+  c.param_values = h.param_values.data();
+  for (const auto& g : layout.at("groups")) h.group_names.push_back(g.at("name")), h.group_members.push_back(g.at("members"));
+  for (size_t i = 0; i < h.group_names.size(); ++i) {
+    const auto& m = h.group_members[i];
+    int idx = static_cast<int>(std::find(m.begin(), m.end(), c.rank) - m.begin());
+    h.groups.push_back({h.group_names[i].c_str(), static_cast<int>(m.size()), idx, m.data()});
+  }
+  c.n_groups = static_cast<int>(h.groups.size());
+  c.groups = h.groups.data();
+  c.heap_bases = h.bases.data();
+  c.heap_bases_device = h.bases.data();
+  c.heap_size = h.heap_bytes;
+  c.symm_alloc = cb_symm_alloc;
+  c.symm_peer = cb_symm_peer;
+  c.barrier = cb_barrier;
+  c.param = cb_param;
+  h.names.reserve(layout.at("inputs").size() + 1);
+  for (const auto& slot : layout.at("inputs")) {
+    h.names.emplace_back();
+    h.inputs.emplace_back();
+    for (const auto& t : slot) h.inputs.back().push_back(view(h, t));
+  }
+  h.names.emplace_back();
+  for (const auto& t : layout.at("outputs")) h.outputs.push_back(view(h, t));
+  for (size_t s = 0; s < h.inputs.size(); ++s)
+    for (size_t i = 0; i < h.inputs[s].size(); ++i) h.inputs[s][i].name = h.names[s][i].c_str();
+  for (size_t i = 0; i < h.outputs.size(); ++i) h.outputs[i].name = h.names.back()[i].c_str();
+}
+
+[[noreturn]] void die(const char* why) {
+  fprintf(stderr, "pkb-runner: %s\n", why);
+  _exit(3);
+}
+
+}  // namespace
+
+int main() {
+  void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kControlFd, 0);
+  if (page == MAP_FAILED) die("cannot map the control page");
+  Host h;
+  h.control = static_cast<Control*>(page);
+  json layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
+                            static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
+  if (layout.is_discarded()) die("the layout is not JSON");
+  for (int q = 0; q < layout.at("world").get<int>(); ++q) {
+    void* base = mmap(nullptr, layout.at("heap_bytes").get<size_t>(), PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
+    if (base == MAP_FAILED) die("cannot map a heap");
+    h.bases.push_back(base);
+    close(kHeapFd + q);
+  }
+  close(kControlFd);
+  fill_context(h, layout);
+  auto granted = layout.at("granted_paths").get<std::vector<std::string>>();
+  granted.push_back("/proc/" + std::to_string(getpid()));  // its own /proc entries (/proc/self leads there)
+  std::string note = hide_paths(layout.at("hidden_paths").get<std::vector<std::string>>(), granted);
+  if (!note.empty()) fprintf(stderr, "pkb-runner: %s (the monitors' paths stay visible)\n", note.c_str());
+  try {
+    restrict_syscalls();
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+  // Loading runs the library's constructors: candidate code from here on.
+  RunFn run = nullptr;
+  SetupFn setup = nullptr;
+  TeardownFn teardown = nullptr;
+  if (void* lib = dlopen(layout.at("library").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL); !lib) {
+    const char* e = dlerror();
+    set_error(&h, e ? e : "dlopen failed");
+  } else {
+    run = reinterpret_cast<RunFn>(dlsym(lib, "pkb_run"));
+    setup = reinterpret_cast<SetupFn>(dlsym(lib, "pkb_setup"));
+    teardown = reinterpret_cast<TeardownFn>(dlsym(lib, "pkb_teardown"));
+    if (!run) set_error(&h, "the library does not export pkb_run (missing, misspelled, or not extern \"C\")");
+  }
+  Control& ctl = *h.control;
+  ctl.done.store(ctl.seq.load());
+  for (;;) {
+    raise(SIGSTOP);  // frozen until the monitor's next call
+    const uint32_t seq = ctl.seq.load();
+    const int op = ctl.op, slot = ctl.slot;
+    int rc = 0;
+    if (op == kExit) _exit(0);
+    if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
+    pkb_tensor* in = h.inputs[slot].data();
+    const int n_in = static_cast<int>(h.inputs[slot].size()), n_out = static_cast<int>(h.outputs.size());
+    if (op == kSetup && setup) rc = setup(&h.ctx, in, n_in, h.outputs.data(), n_out);
+    if (op == kRun) rc = run(&h.ctx, in, n_in, h.outputs.data(), n_out);
+    if (op == kTeardown && teardown) teardown(&h.ctx);
+    ctl.rc = rc;
+    ctl.done.store(seq);
+  }
+}

@@ -1,0 +1,46 @@
+// What the monitor (the trusted rank program: pkb-candidate, or pkb-rank for problems with a prepare step) and the
+// runner (pkb-runner, the process that holds the candidate library) share on CPU ranks: one control page and the
+// symmetric heaps, nothing else (docs/architecture.md, "The verdict outside the candidate's process").
+//
+// The runner is frozen (SIGSTOP) whenever it is not inside a call. A call: the monitor writes op and slot into the
+// page, bumps `seq`, starts its clock and sends SIGCONT; the runner makes the call, writes rc and `done = seq`, and
+// stops itself; the monitor's waitpid(WUNTRACED) sees the whole process stopped and stops its clock. So the
+// candidate's code runs only inside the windows the monitor times, and everything the monitor does between calls
+// (poisoning, uploading inputs, capturing outputs, sending frames) happens while no candidate thread runs. Every byte
+// of the page and the heaps is the candidate's to write: the monitor reads rc and done as claims (a false `done`
+// leaves its outputs unfinished, which the capture shows) and keeps everything it trusts in its own memory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace pkb::runner {
+
+// Descriptors the runner starts with: the control page, then one per rank's heap (rank q at kHeapFd + q).
+constexpr int kControlFd = 3;
+constexpr int kHeapFd = 4;
+
+enum Op : int32_t { kLoad = 0, kSetup = 1, kRun = 2, kTeardown = 3, kExit = 4, kPing = 5 };
+
+struct Control {
+  std::atomic<uint32_t> seq;   // monitor: the call being asked for
+  std::atomic<uint32_t> done;  // runner: the last call it finished
+  int32_t op;                  // monitor
+  int32_t slot;                // monitor: which input slot the call reads
+  int32_t rc;                  // runner: the candidate's return value
+  char error[1024];            // runner: why a call failed ("" if it did not): a load error, a callback's error
+  uint32_t layout_bytes;       // monitor: the layout's JSON follows the page header
+};
+constexpr size_t kControlBytes = 1 << 20;  // the header and the layout JSON (shapes, names, parameters, groups)
+constexpr size_t kLayoutOffset = 4096;
+
+// Per rank, in rank 0's heap at the layout's sync offset: a cache line each for the runners' barrier and symm_alloc.
+struct SyncLine {
+  std::atomic<uint64_t> barrier_epoch;
+  std::atomic<uint64_t> alloc_seq;
+  std::atomic<uint64_t> alloc_bytes;
+  char pad[40];
+};
+static_assert(sizeof(SyncLine) == 64);
+
+}  // namespace pkb::runner
