@@ -49,6 +49,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
     ps.contended += s.correct(Policy::robust) && s.record.contended;
     ps.host_drift += s.correct(Policy::robust) && s.record.host_drift;
+    ps.shared_gpu += s.record.contended || s.record.fields.contains("gpu_sharing");
   }
   ps.c_fast = count_fast(p.samples, st.headline_p);
   ps.pass_robust = estimates(ps.n, ps.c_robust, st.ks);
@@ -74,6 +75,7 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
   a.generation_failed += ps.generation_failed;
   a.contended += ps.contended;
   a.host_drift += ps.host_drift;
+  a.shared_gpu += ps.shared_gpu;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
   a.correct += ps.c_robust;

@@ -46,6 +46,7 @@ struct ProblemScore {
   int not_evaluated = 0;                           // candidates compiled but not run: not in n
   int contended = 0;     // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
   int host_drift = 0;    // correct samples whose timing's host speed differed from the baseline's (timing.host_drift)
+  int shared_gpu = 0;    // samples of any verdict evaluated with ranks sharing a GPU (gpu_sharing): no speedup claimed
   bool missing = false;  // in the run's selection without any record: counts 0
   std::map<std::string, int> failures;           // failed samples (of n) by bucket: compile, ..., no_code
   std::vector<AtK> pass_robust, pass_pkb, fast;  // one per ScoreSettings::ks
@@ -64,6 +65,7 @@ struct Aggregate {
   int not_evaluated = 0;                // candidates compiled but not evaluated, over every problem
   int contended = 0;                    // correct samples judged with ranks sharing a GPU (no speedup), in the means
   int host_drift = 0;                   // correct samples flagged timing.host_drift, in the means
+  int shared_gpu = 0;                   // samples evaluated with ranks sharing a GPU (any verdict), in the means
   int not_fully_evaluated = 0;          // problems left out of the means because some evaluation was skipped
   int missing = 0;                      // problems of the selection without any record (in `problems`, counted 0)
   std::map<std::string, int> failures;  // failed samples by bucket, over the problems in the means

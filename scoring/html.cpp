@@ -20,6 +20,7 @@ dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8
 dt{color:#5a6470}dd{margin:0;word-break:break-word}
 .notice{background:#fff4d6;border:1px solid #e8c35a;padding:8px 12px;border-radius:4px;margin:12px 0}
 .warnings li{font-family:ui-monospace,monospace;font-size:12px}
+details>summary{cursor:pointer;font-weight:600;margin:6px 0}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}
 .card{border:1px solid #d6dbe1;border-radius:6px;padding:8px 14px;min-width:150px}
 .card .v{font-size:22px;font-weight:600}.card .l,.card .d{color:#5a6470;font-size:12px}

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "scoring/format.h"
+#include "scoring/html.h"
 
 namespace pkb::scoring {
 namespace {
@@ -49,6 +50,7 @@ ojson problem_json(const ProblemScore& p) {
           {"not_evaluated", p.not_evaluated},
           {"contended", p.contended},
           {"host_drift", p.host_drift},
+          {"shared_gpu", p.shared_gpu},
           {"missing", p.missing},
           {"failures", failures_json(p.failures)},
           {"pass_at_k", at_k_json(p.pass_robust, unknown)},
@@ -142,6 +144,7 @@ ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
           {"not_evaluated", a.not_evaluated},
           {"contended", a.contended},
           {"host_drift", a.host_drift},
+          {"shared_gpu", a.shared_gpu},
           {"not_fully_evaluated", a.not_fully_evaluated},
           {"missing", a.missing},
           {"failures", failures_json(a.failures)},
@@ -210,17 +213,36 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
   return j;
 }
 
-std::string summary_md(const Scores& s, const LoadedResults& loaded) {
+std::string shared_gpu_notice(const Scores& s) {
+  const Aggregate& a = s.overall;
+  if (a.shared_gpu == 0) return "";
+  const std::string why =
+      "(gpu_sharing: more ranks than GPUs, as on a one-GPU machine): verdicts are functional "
+      "checks, and times measure contention, so no speedup or SOL% is recorded";
+  if (a.shared_gpu >= a.samples - a.generation_failed)
+    return "No speedups are claimed: the ranks of every evaluated sample (" + std::to_string(a.shared_gpu) +
+           ") shared a GPU " + why + " and no sample counts as fast.";
+  return "No speedups are claimed for " + std::to_string(a.shared_gpu) + " of " +
+         std::to_string(a.samples - a.generation_failed) + " evaluated samples: their ranks shared a GPU " + why +
+         " for them, and they count as not fast.";
+}
+
+std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Scores& s, const LoadedResults& loaded) {
   const auto& st = s.settings;
-  size_t metrics = 3 * st.ks.size();
-  bool skipped = s.overall.not_evaluated > 0;
-  std::ostringstream o;
-  o << "# pkb scores: " << run_label(loaded) << "\n\n";
-  if (skipped) o << "**" << skipped_evaluations_notice(s) << "**\n\n";
-  if (s.overall.contended)
-    o << "**" << plural(s.overall.contended, "correct sample was", "correct samples were")
-      << " judged with ranks sharing a GPU: a functional check. Their times measure contention, so they claim no "
-         "speedup or SOL% and count as not fast.**\n\n";
+  std::string ks, thresholds;
+  for (int k : st.ks) ks += (ks.empty() ? "" : ", ") + std::to_string(k);
+  for (double p : st.thresholds) thresholds += (thresholds.empty() ? "" : ", ") + short_number(p);
+  return {{"k", ks},
+          {"thresholds", thresholds},
+          {"headline p", short_number(st.headline_p)},
+          {"timing method", timing_method_text(s, loaded)}};
+}
+
+namespace {
+
+void summary_notices(std::ostream& o, const Scores& s) {
+  for (const std::string& notice : {shared_gpu_notice(s), skipped_evaluations_notice(s)})
+    if (!notice.empty()) o << "**" << notice << "**\n\n";
   if (s.overall.host_drift)
     o << "**" << plural(s.overall.host_drift, "correct sample was", "correct samples were")
       << " timed while the host ran more than 1.2x faster or slower than during its baseline's timing "
@@ -228,21 +250,46 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   if (!s.turns.empty())
     o << "Multi-turn run (" << s.turns.size() << " turns): every sample counts as its best turn; per turn: "
       << "\"Turns\" below.\n\n";
-  o << "pass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); " << fast_name(st)
-    << ": robust-correct and speedup > " << short_number(st.headline_p) << "x. Speedup and SOL% over "
-    << "robust-correct samples; speedups from the " << timing_method_text(s, loaded)
-    << " timing method. Definitions: docs/metrics.md.\n\n";
-  o << "| problem | category | n | c |" << metric_headers(st) << " best | geomean | SOL% cand | SOL% base | failures |"
-    << (skipped ? " not evaluated |" : "") << "\n"
-    << separator(2, 2 + metrics + 4) << "---|" << (skipped ? "--:|" : "") << "\n";
-  for (const auto& p : s.problems) o << problem_row(p, skipped) << "\n";
-  o << "\n| set | problems | samples | correct |" << metric_headers(st)
+}
+
+// The aggregates over every problem and per category: the headline.
+void summary_headline(std::ostream& o, const Scores& s, const LoadedResults& loaded) {
+  const auto& st = s.settings;
+  o << "## Headline\n\npass: correct under the robust check; pkb pass: under the paper's allclose (1e-2); "
+    << fast_name(st) << ": robust-correct and speedup > " << short_number(st.headline_p)
+    << "x. Speedup and SOL% over robust-correct samples; speedups from the " << timing_method_text(s, loaded)
+    << " timing method. Aggregates: mean over problems (sum of per-problem estimates / problems). "
+    << "Definitions: docs/metrics.md.\n\n";
+  o << "| set | problems | samples | correct |" << metric_headers(st)
     << " geomean | SOL% cand | SOL% base | failures |\n"
-    << separator(1, 3 + metrics + 3) << "---|\n"
+    << separator(1, 3 + 3 * st.ks.size() + 3) << "---|\n"
     << aggregate_row("all", s.overall) << "\n";
   for (const auto& [name, a] : s.by_category) o << aggregate_row(name, a) << "\n";
-  o << "\nAggregates: mean over problems (sum of per-problem estimates / problems). "
-    << "* estimated at k = n (fewer than k samples): a lower bound.\n";
+}
+
+// fast_p@k at each threshold p: the curve of report.html as numbers.
+void summary_curve(std::ostream& o, const Scores& s) {
+  const auto& ks = s.settings.ks;
+  o << "\n## fast_p@k against the speedup threshold p\n\n| p |";
+  for (int k : ks) o << " fast_p@" << k << " |";
+  o << "\n" << separator(0, 1 + ks.size()) << "\n";
+  for (double p : s.settings.thresholds) {
+    o << "| " << short_number(p) << " |";
+    for (int k : ks)
+      for (const CurvePoint& c : s.curve)
+        if (c.p == p && c.k == k) o << " " << fixed(c.value, 3) << " |";
+    o << "\n";
+  }
+}
+
+void summary_problems(std::ostream& o, const Scores& s) {
+  const auto& st = s.settings;
+  bool skipped = s.overall.not_evaluated > 0;
+  o << "\n## Problems\n\n| problem | category | n | c |" << metric_headers(st)
+    << " best | geomean | SOL% cand | SOL% base | failures |" << (skipped ? " not evaluated |" : "") << "\n"
+    << separator(2, 2 + 3 * st.ks.size() + 4) << "---|" << (skipped ? "--:|" : "") << "\n";
+  for (const auto& p : s.problems) o << problem_row(p, skipped) << "\n";
+  o << "\nA `*` marks an estimate at k = n (fewer than k samples): a lower bound.\n";
   if (s.overall.generation_failed)
     o << "n includes " << plural(s.overall.generation_failed, "failed generation", "failed generations")
       << " (no usable kernel): failed samples.\n";
@@ -253,7 +300,32 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   if (!s.not_fully_evaluated.empty())
     o << "Problems with skipped evaluations (left out of the aggregates):" << folder_list(s.not_fully_evaluated)
       << "\n";
+}
+
+// Last: what was scored and how; the run's whole manifest is in manifest.json and report.html. Nothing that names
+// the results' files, so that a sharded run's merged summary is the unsharded one's to the byte.
+void summary_settings(std::ostream& o, const Scores& s, const LoadedResults& loaded) {
+  std::vector<std::pair<std::string, std::string>> items = {
+      {"records", std::to_string(loaded.records) + " read, " + std::to_string(loaded.malformed) +
+                      " malformed lines ignored, " + std::to_string(loaded.duplicates) + " duplicates replaced"},
+      {"configuration", html::configurations_text(loaded.configurations)}};
+  for (auto& item : scoring_settings_items(s, loaded)) items.push_back(std::move(item));
+  for (auto& item : html::fingerprint_items(loaded.fingerprint)) items.push_back(std::move(item));
+  o << "\n## Settings\n\n";
+  for (const auto& [label, value] : items) o << "- " << label << ": " << value << "\n";
+}
+
+}  // namespace
+
+std::string summary_md(const Scores& s, const LoadedResults& loaded) {
+  std::ostringstream o;
+  o << "# pkb scores: " << run_label(loaded) << "\n\n";
+  summary_notices(o, s);
+  summary_headline(o, s, loaded);
+  summary_curve(o, s);
+  summary_problems(o, s);
   o << turns_md(s);
+  summary_settings(o, s, loaded);
   return o.str();
 }
 

@@ -1,12 +1,16 @@
 // Reporters: each reads a Scores (and the loader's bookkeeping for provenance) and returns text; none runs
 // inside an evaluation loop. Formats: report.json ("pkb.report/1", docs/metrics.md), summary.md (the table
 // people paste), curves.csv (p, k, fast_p@k), report.html (one self-contained page: no external resources).
+// summary.md and report.html read top-down: notices (why no speedup is claimed, skipped evaluations), the
+// headline, the fast_p@k curve, the per-problem table, and the settings and provenance last.
 #pragma once
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "scoring/aggregate.h"
 
@@ -22,6 +26,12 @@ std::string run_label(const LoadedResults& loaded);
 
 // "N GPU evaluations were skipped: no GPU on this machine. ..." when any candidate was not evaluated, else "".
 std::string skipped_evaluations_notice(const Scores& s);
+
+// "No speedups are claimed: ..." when any sample was evaluated with ranks sharing a GPU (a one-GPU run), else "".
+std::string shared_gpu_notice(const Scores& s);
+
+// How the records were scored, as label/value rows: k, thresholds, headline p, timing method.
+std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Scores& s, const LoadedResults& loaded);
 
 // The timing method the speedups come from: the one scoring was asked for, else the records' ("pkb+paper" when
 // records disagree; "pkb" for records from before both methods were recorded).

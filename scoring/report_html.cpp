@@ -1,6 +1,7 @@
-// report.html: the run's header (model, configuration, fingerprint, record counts, warnings), headline numbers,
-// the speedup-threshold curve as inline SVG, and sortable per-problem and per-category tables. One file, no
-// external resources; every inserted text is escaped.
+// report.html, read top-down: notices (why no speedup is claimed, skipped evaluations, warnings), the headline
+// cards and counts, the speedup-threshold curve as inline SVG, sortable per-problem and per-category tables, the
+// best speedups, then the warnings and the settings and provenance (manifest, configuration, scoring, machine)
+// folded at the end. One file, no external resources; every inserted text is escaped.
 #include <algorithm>
 #include <sstream>
 
@@ -42,7 +43,8 @@ void manifest_items(std::vector<std::pair<std::string, std::string>>& items, con
   }
 }
 
-std::string run_items(const LoadedResults& loaded) {
+// The settings block at the end: the manifest as rows, then where the records came from and how they were scored.
+std::string run_items(const Scores& s, const LoadedResults& loaded) {
   std::vector<std::pair<std::string, std::string>> items;
   if (loaded.run.is_object()) {  // the model first, then the rest of the manifest as written
     if (loaded.run.contains("model")) items.emplace_back("model", run_label(loaded));
@@ -51,8 +53,16 @@ std::string run_items(const LoadedResults& loaded) {
   }
   items.emplace_back("results", loaded.source);
   items.emplace_back("configuration", html::configurations_text(loaded.configurations));
+  for (auto& item : scoring_settings_items(s, loaded)) items.emplace_back("scoring " + item.first, item.second);
   for (auto& item : html::fingerprint_items(loaded.fingerprint)) items.push_back(std::move(item));
   return html::definition_list(items);
+}
+
+// Folded at the end: the reader opens it when the numbers above need their provenance.
+std::string settings_block(const Scores& s, const LoadedResults& loaded) {
+  return "<details class=\"settings\" id=\"settings\"><summary>Settings and provenance: the run's manifest, "
+         "configuration, scoring and machine</summary>\n" +
+         run_items(s, loaded) + "</details>\n";
 }
 
 std::string counts_items(const Scores& s, const LoadedResults& loaded) {
@@ -70,13 +80,27 @@ std::string counts_items(const Scores& s, const LoadedResults& loaded) {
 
 std::string warnings_block(const LoadedResults& loaded) {
   if (loaded.warnings.empty()) return "";
-  std::string out = "<details open class=\"warnings\"><summary>" + std::to_string(loaded.warnings.size()) +
-                    " warnings</summary><ul>\n";
+  std::string out = "<details open class=\"warnings\" id=\"warnings\"><summary>" +
+                    std::to_string(loaded.warnings.size()) + " warnings</summary><ul>\n";
   for (const auto& w : loaded.warnings) out += "<li>" + escape(w) + "</li>\n";
   return out + "</ul></details>\n";
 }
 
+// Under the title, before any number: why speedups are missing, what was not evaluated, that reading had warnings.
+std::string notices(const Scores& s, const LoadedResults& loaded) {
+  std::string out;
+  if (std::string notice = shared_gpu_notice(s); !notice.empty())
+    out += "<div class=\"notice\" id=\"shared-gpu\">" + escape(notice) + "</div>\n";
+  if (std::string notice = skipped_evaluations_notice(s); !notice.empty())
+    out += "<div class=\"notice\" id=\"not-evaluated\">" + escape(notice) + "</div>\n";
+  if (!loaded.warnings.empty())
+    out += "<div class=\"notice\" id=\"has-warnings\">" + std::to_string(loaded.warnings.size()) +
+           " warnings while reading the records: <a href=\"#warnings\">listed at the end</a>.</div>\n";
+  return out;
+}
+
 std::string headline(const Scores& s) {
+  const bool shared = s.overall.shared_gpu > 0;
   const Aggregate& a = s.overall;
   const auto& ks = s.settings.ks;
   std::string out = "<div class=\"cards\">\n";
@@ -87,7 +111,8 @@ std::string headline(const Scores& s) {
                 mean_and_count(a, a.fast[i]));
     out += card("pkb pass@" + std::to_string(ks[i]), fixed(a.mean(a.pass_pkb[i]), 3), mean_and_count(a, a.pass_pkb[i]));
   }
-  out += card("geomean speedup", or_dash(a.geomean_speedup(), 2, "x"), "over robust-correct samples");
+  out += card("geomean speedup", or_dash(a.geomean_speedup(), 2, "x"),
+              shared && !a.geomean_speedup() ? "none claimed: ranks shared a GPU" : "over robust-correct samples");
   out += card("SOL% candidate vs baseline",
               or_dash(percent(a.sol_candidate), 1, "%") + " vs " + or_dash(percent(a.sol_baseline), 1, "%"),
               "of the roofline floor, over robust-correct samples");
@@ -208,14 +233,10 @@ std::string speedup_bars(const Scores& s) {
 std::string report_html(const Scores& s, const LoadedResults& loaded) {
   std::string label = run_label(loaded);
   std::ostringstream body;
-  body << "<h1>pkb report: " << escape(label) << "</h1>\n";
-  if (std::string notice = skipped_evaluations_notice(s); !notice.empty())
-    body << "<div class=\"notice\" id=\"not-evaluated\">" << escape(notice) << "</div>\n";
-  body << "<h2>Run</h2>\n" << run_items(loaded) << counts_items(s, loaded) << warnings_block(loaded);
-  body << "<h2>Headline</h2>\n" << headline(s);
+  body << "<h1>pkb report: " << escape(label) << "</h1>\n" << notices(s, loaded);
+  body << "<h2>Headline</h2>\n" << headline(s) << counts_items(s, loaded);
   body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
   body << turns_html(s);
-  body << "<h2>Best speedup by problem</h2>\n" << speedup_bars(s);
   std::vector<std::vector<Cell>> rows;
   for (const auto& p : s.problems) rows.push_back(problem_row(p));
   body << "<h2>Problems</h2>\n<p class=\"note\">Click a header to sort. * estimated at k = n (fewer than k samples):"
@@ -225,6 +246,8 @@ std::string report_html(const Scores& s, const LoadedResults& loaded) {
   rows.push_back(category_row("all", s.overall));
   for (const auto& [name, a] : s.by_category) rows.push_back(category_row(name, a));
   body << "<h2>By category</h2>\n" << html::sortable_table("categories", category_columns(s.settings), rows);
+  body << "<h2>Best speedup by problem</h2>\n" << speedup_bars(s);
+  body << "<h2>Run</h2>\n" << warnings_block(loaded) << settings_block(s, loaded);
   return html::page("pkb report: " + label, body.str());
 }
 

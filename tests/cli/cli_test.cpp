@@ -89,6 +89,52 @@ TEST(Cli, UnknownSelectionIsAUsageError) {
   EXPECT_EQ(pkb_cli({"frobnicate"}).exit_code, 2);
 }
 
+// A directory read as the candidate is empty text that compiles to a library without pkb_run (load_error): it must
+// be a usage error that names the path, with nothing recorded.
+TEST(Cli, ADirectoryAsTheCandidateIsAUsageErrorNamingIt) {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "kernels");
+  std::string dir = (tmp.path() / "kernels").string();
+  CliRun r = pkb_cli({"eval", dir, "--problem", "1", "-w", "2", "--device", "cpu", "--out",
+                      (tmp.path() / "out").string(), "--cache", (tmp.path() / "cache").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(dir + ": is a directory, not a candidate source file"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "out/results.jsonl")) << "no record for a usage error";
+}
+
+// A negative or zero deadline, a negative count or size: usage errors naming the option, before anything runs (a
+// --timeout of -1 was recorded as the kernel's timeout, "no result within 0 s").
+TEST(Cli, NegativeDurationsAndCountsAreUsageErrorsNamingTheOption) {
+  TempDir tmp;
+  auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+  const std::vector<std::string> dirs = {"--out", (tmp.path() / "out").string(), "--cache",
+                                         (tmp.path() / "cache").string()};
+  const std::vector<std::string> eval = {"eval", src, "--problem", "1", "-w", "2", "--device", "cpu"};
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {pkb::test::joined({eval, {"--timeout", "-1"}}), "--timeout: must be greater than 0, got -1"},
+           {pkb::test::joined({eval, {"--timeout", "0"}}), "--timeout: must be greater than 0, got 0"},
+           {pkb::test::joined({eval, {"--heap-mib", "-5"}}), "--heap-mib: must be 0 or more, got -5"},
+           {pkb::test::joined({eval, {"--seed", "-1"}}), "--seed: must be 0 or more, got -1"},
+           {pkb::test::joined({eval, {"--timing-budget", "-2"}}), "--timing-budget: must be greater than 0, got -2"},
+           {{"run", "--problems", "1", "--device", "cpu", "--timeout", "-1"}, "--timeout: must be greater than 0"},
+           {{"run", "--problems", "1", "--device", "cpu", "--compile-jobs", "-2"}, "--compile-jobs: must be 0 or more"},
+           {{"run", "--problems", "1", "--device", "cpu", "--temperature", "-0.5"},
+            "--temperature: must be 0 or more"}}) {
+    CliRun r = pkb_cli(pkb::test::joined({bad.args, dirs}));
+    EXPECT_EQ(r.exit_code, 2) << bad.args[0] << " " << bad.message << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(bad.message), std::string::npos) << r.err;
+  }
+  CliRun validate =
+      pkb_cli({"validate", "1", "--device", "cpu", "--timeout", "-3", "--out", (tmp.path() / "v").string()});
+  EXPECT_EQ(validate.exit_code, 2) << validate.out << validate.err;
+  EXPECT_NE(validate.err.find("--timeout: must be greater than 0, got -3"), std::string::npos) << validate.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "out")) << "nothing ran";
+}
+
 TEST(Cli, ForbiddenWorldSizeIsSkippedAndSaysWhy) {
   ToyRoot root("001_allreduce", [](nlohmann::json& j) { j["world_size"]["constraints"] = {"W % 2 == 0"}; });
   CliRun r =

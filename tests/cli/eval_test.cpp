@@ -364,3 +364,57 @@ TEST(Eval, ConcurrentEvaluationsShareOneReferencePass) {
 }
 
 }  // namespace
+
+namespace {
+
+// The compile cache's entry directories (not the work directories of builds in flight).
+std::vector<std::filesystem::path> compile_entries(const std::filesystem::path& cache) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(cache / "compile"))
+    if (e.path().filename().string().find(".work-") == std::string::npos) out.push_back(e.path());
+  return out;
+}
+
+}  // namespace
+
+// A compile-cache entry that says the compile failed is believed only with the digest pkb writes for its key and
+// log: one planted for an honest kernel (or edited, or written for another source) is discarded and the kernel
+// compiled again, so its verdict stays its own.
+TEST(Eval, AForgedCompileFailureInTheCacheIsNotBelieved) {
+  pkb::test::TempDir tmp;
+  auto src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+  auto eval = [&] {
+    return pkb::test::run_cli(
+        PKB_BINARY, pkb::test::joined({{"eval", src, "--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64",
+                                        "--param", "N=48", "--trials", "1", "--warmup", "1", "--iters", "3"},
+                                       pkb::test::kShortTiming,
+                                       {"--out", (tmp.path() / "out").string(), "--cache",
+                                        (tmp.path() / "cache").string(), "--json"}}));
+  };
+  pkb::test::CliRun first = eval();
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto entries = compile_entries(tmp.path() / "cache");
+  ASSERT_EQ(entries.size(), 1u);
+  const auto entry = entries[0];
+  auto honest = nlohmann::json::parse(pkb::read_text_file(entry / "result.json"));
+  ASSERT_EQ(honest["status"], "ok");
+
+  const std::string digest_of_another_log = std::string(64, '0');
+  for (const nlohmann::json& forged :
+       {nlohmann::json{{"status", "compile_error"}, {"log", "candidate.cpp:1:1: error: forged\n"}},
+        nlohmann::json{{"status", "compile_error"},
+                       {"log", "candidate.cpp:1:1: error: forged\n"},
+                       {"failure_sha256", digest_of_another_log}},
+        nlohmann::json{{"status", "lint_violation"}, {"log", "line 1 [process]: fork()\n"}}}) {
+    std::filesystem::remove(entry / "candidate.so");
+    pkb::test::write_file(entry / "result.json", forged.dump());
+    pkb::test::CliRun again = eval();
+    EXPECT_EQ(again.exit_code, 0) << forged.dump() << "\n" << again.out << again.err;
+    auto j = nlohmann::json::parse(again.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << again.out << again.err;
+    EXPECT_EQ(j.value("status", ""), "correct") << forged.dump() << ": " << j.value("message", "");
+    EXPECT_EQ(j["compile"]["status"], "ok");
+    EXPECT_FALSE(j["compile"]["cached"].get<bool>()) << "compiled again";
+    EXPECT_EQ(nlohmann::json::parse(pkb::read_text_file(entry / "result.json"))["status"], "ok") << "entry rebuilt";
+  }
+}

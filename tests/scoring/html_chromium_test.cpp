@@ -110,6 +110,14 @@ TEST(HtmlChromium, ReportSortsFromTheFragmentAndDrawsTheChart) {
   EXPECT_EQ(count(dom, "<polyline"), 2u);  // k = 1 and k = 3
   EXPECT_NE(dom.find("<title>pkb report: model-a &lt;test&gt;</title>"), std::string::npos);
   EXPECT_NE(dom.find("2 GPU evaluations were skipped: no GPU on this machine."), std::string::npos);
+  // Read top-down: the headline cards, the curve and the problems first, the settings folded (closed) last.
+  size_t cards = dom.find("<div class=\"cards\">"), curve = dom.find("class=\"curve\""),
+         problems_at = dom.find("id=\"problems\""), settings = dom.find("<details class=\"settings\" id=\"settings\">");
+  for (size_t at : {cards, curve, problems_at, settings}) ASSERT_NE(at, std::string::npos) << dom.substr(0, 2000);
+  EXPECT_LT(cards, curve);
+  EXPECT_LT(curve, problems_at);
+  EXPECT_LT(problems_at, settings);
+  EXPECT_GT(dom.find("<dt>selection</dt>"), settings) << "the manifest's rows are inside the folded block";
 }
 
 TEST(HtmlChromium, ReportSortsAscendingWithMissingValuesLast) {

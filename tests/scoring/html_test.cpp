@@ -126,6 +126,56 @@ TEST(Html, TheRunSectionShowsTheManifestAsRows) {
   EXPECT_EQ(page.find("&quot;method&quot;"), std::string::npos) << "no JSON in the Run section";
 }
 
+// Top-down: the headline cards, then the curve, then the per-problem table; the ~50 settings rows of a run's
+// manifest come last, folded in a <details> that starts closed.
+TEST(Html, TheReportReadsTopDownWithTheSettingsFoldedLast) {
+  LoadedResults loaded = load_results(std::string(PKB_SCORING_FIXTURES) + "/fixtures/run");
+  loaded.run["settings"] = {{"samples", 3}, {"timing", {{"method", "pkb"}, {"iters", 100}}}};
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  size_t title = page.find("<h1>"), notice = page.find("id=\"not-evaluated\""),
+         cards = page.find("<div class=\"cards\">"), curve = page.find("class=\"curve\""),
+         problems = page.find("<table class=\"sortable\" id=\"problems\">"),
+         settings = page.find("<details class=\"settings\" id=\"settings\">"),
+         manifest_row = page.find("<dt>settings.timing.method</dt>"), model_row = page.find("<dt>model</dt>"),
+         gpu_row = page.find("<dt>GPU</dt>");
+  for (size_t at : {title, notice, cards, curve, problems, settings, manifest_row, model_row, gpu_row})
+    ASSERT_NE(at, std::string::npos) << page.substr(0, 3000);
+  EXPECT_LT(title, notice);
+  EXPECT_LT(notice, cards);
+  EXPECT_LT(cards, curve);
+  EXPECT_LT(curve, problems);
+  EXPECT_LT(problems, settings);
+  for (size_t row : {manifest_row, model_row, gpu_row}) EXPECT_GT(row, settings) << "a settings row above the fold";
+  EXPECT_EQ(page.find("<details class=\"settings\" id=\"settings\" open"), std::string::npos) << "folded";
+  EXPECT_EQ(page.find("</details>", settings), page.rfind("</details>")) << "the last block of the page";
+}
+
+// A run whose ranks shared one GPU: the reader learns why there is no speedup before any number.
+TEST(Html, AOneGpuRunSaysWhyNoSpeedupIsClaimedUnderTheTitle) {
+  std::string lines;
+  for (const char* sha : {"a", "b"}) {
+    auto j = nlohmann::json::parse(
+        record_line({.sha256 = sha, .status = sha == std::string("a") ? "correct" : "incorrect"}));
+    j["gpu_sharing"] = {{"ranks_per_gpu", 2}, {"mps", true}, {"note", "2 ranks share each of 1 GPU (MPS)"}};
+    j["timing"]["contended"] = true;
+    lines += j.dump() + "\n";
+  }
+  std::istringstream in(lines);
+  LoadedResults loaded = parse_results(in, "one-gpu.jsonl");
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  size_t title = page.find("</h1>"), notice = page.find("<div class=\"notice\" id=\"shared-gpu\">"),
+         cards = page.find("<div class=\"cards\">");
+  ASSERT_NE(notice, std::string::npos) << page.substr(0, 3000);
+  ASSERT_NE(cards, std::string::npos);
+  EXPECT_LT(title, notice);
+  EXPECT_LT(notice, cards);
+  EXPECT_EQ(page.find("<h2>", title), page.find("<h2>Headline</h2>")) << "nothing but notices above the headline";
+  EXPECT_NE(page.find("No speedups are claimed: the ranks of every evaluated sample (2) shared a GPU", notice),
+            std::string::npos);
+  EXPECT_NE(page.find("none claimed: ranks shared a GPU"), std::string::npos)
+      << "the geomean card says why it is empty";
+}
+
 // Bars from the 1x line by log2: 2x and 0.5x equally long on either side; a problem without a speedup says why.
 TEST(Html, SpeedupBarsGoRightWhenFasterAndLeftWhenSlower) {
   std::string svg = html::speedup_bars_svg({{"001_fast", 2.0, ""},

@@ -157,3 +157,55 @@ TEST(Report, SkippedEvaluationsAreCountedAndAnnouncedFirst) {
       << md;
   EXPECT_EQ(summary_md(fixture_scores(loaded), loaded).find("skipped"), std::string::npos);  // none in eval runs
 }
+
+// summary.md in the order report.html has: notices, the headline (the aggregates), the fast_p@k curve, the
+// per-problem table, then the settings.
+TEST(Report, SummaryReadsTopDownWithTheSettingsLast) {
+  LoadedResults loaded = load_results(kDir + "/run");
+  std::string md = summary_md(score(loaded, ScoreSettings{}), loaded);
+  size_t notice = md.find("**2 GPU evaluations were skipped"), headline = md.find("## Headline"),
+         all_row = md.find("| all |"), curve = md.find("## fast_p@k against the speedup threshold p"),
+         curve_row = md.find("| 1.25 |"), problems = md.find("## Problems"), ring = md.find("| 012_ring_attention |"),
+         settings = md.find("## Settings"), timing = md.find("- timing method: pkb"), gpu = md.find("- GPU: ");
+  for (size_t at : {notice, headline, all_row, curve, curve_row, problems, ring, settings, timing, gpu})
+    ASSERT_NE(at, std::string::npos) << md;
+  EXPECT_LT(notice, headline);
+  EXPECT_LT(headline, all_row);
+  EXPECT_LT(all_row, curve);
+  EXPECT_LT(curve, curve_row);
+  EXPECT_LT(curve_row, problems);
+  EXPECT_LT(problems, ring);
+  EXPECT_LT(ring, settings);
+  EXPECT_LT(settings, timing);
+  EXPECT_LT(settings, gpu);
+}
+
+// A one-GPU run (ranks sharing the GPU: gpu_sharing, timing.contended) says first why it claims no speedup, whatever
+// the verdicts; a run where only some samples shared a GPU says how many.
+TEST(Report, AOneGpuRunSaysFirstWhyNoSpeedupIsClaimed) {
+  auto shared_line = [](const std::string& sha, const std::string& status) {
+    auto j = nlohmann::json::parse(record_line({.sha256 = sha, .status = status, .speedup = 2.0}));
+    j["gpu_sharing"] = {{"ranks_per_gpu", 2}, {"mps", true}, {"note", "2 ranks share each of 1 GPU (MPS)"}};
+    j["timing"]["contended"] = true;
+    return j.dump() + "\n";
+  };
+  std::istringstream in(shared_line("a", "correct") + shared_line("b", "incorrect"));
+  LoadedResults loaded = parse_results(in, "one-gpu.jsonl");
+  Scores s = score(loaded, ScoreSettings{});
+  EXPECT_EQ(s.overall.shared_gpu, 2);
+  EXPECT_EQ(report_json(s, loaded)["aggregate"]["shared_gpu"], 2);
+  std::string md = summary_md(s, loaded);
+  const std::string notice = "**No speedups are claimed: the ranks of every evaluated sample (2) shared a GPU";
+  ASSERT_NE(md.find(notice), std::string::npos) << md;
+  EXPECT_EQ(md.find("\n\n"), md.find(notice) - 2) << "right under the title";
+  EXPECT_LT(md.find(notice), md.find("## Headline"));
+
+  std::istringstream mixed(shared_line("a", "correct") + record_line({.sha256 = "c", .speedup = 1.5}));
+  loaded = parse_results(mixed, "mixed.jsonl");
+  md = summary_md(score(loaded, ScoreSettings{}), loaded);
+  EXPECT_NE(md.find("**No speedups are claimed for 1 of 2 evaluated samples: their ranks shared a GPU"),
+            std::string::npos)
+      << md;
+  LoadedResults plain;
+  EXPECT_EQ(summary_md(fixture_scores(plain), plain).find("No speedups"), std::string::npos);
+}

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/files.h"
 #include "spec/catalog.h"
 #include "test_util.h"
 
@@ -49,6 +51,36 @@ TEST(Compiler, CompileErrorsAreKeptAndCached) {
   // The fixture's shared header beside it is found (-I of the candidate's folder).
   EXPECT_EQ(pkb::compile_candidate(pkb::repo_root() / "tests/fixtures/cpu/correct.cpp", o).status,
             pkb::CompileStatus::ok);
+}
+
+// A failure entry is believed only with the digest that binds it to its key and log: an edited log, a planted
+// failure for a source that compiles, or a status pkb never caches is compiled again.
+TEST(Compiler, AFailureEntryIsBelievedOnlyWithItsDigest) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, false);
+  auto bad = pkb::repo_root() / "tests/fixtures/cpu/compile_error.cpp";
+  auto r = pkb::compile_candidate(bad, o);
+  ASSERT_EQ(r.status, pkb::CompileStatus::compile_error);
+  auto result = o.cache_dir / r.hash / "result.json";
+  auto entry = nlohmann::json::parse(pkb::read_text_file(result));
+  EXPECT_EQ(entry["failure_sha256"].get<std::string>().size(), 64u);
+  entry["log"] = "error: edited\n";
+  pkb::test::write_file(result, entry.dump());
+  auto edited = pkb::compile_candidate(bad, o);
+  EXPECT_FALSE(edited.cached);
+  EXPECT_EQ(edited.log, r.log);
+
+  auto good = pkb::repo_root() / "tests/fixtures/cpu/correct.cpp";
+  auto ok = pkb::compile_candidate(good, o);
+  ASSERT_EQ(ok.status, pkb::CompileStatus::ok) << ok.log;
+  for (const char* status : {"compile_error", "lint_violation"}) {
+    std::filesystem::remove(ok.library);
+    pkb::test::write_file(o.cache_dir / ok.hash / "result.json",
+                          nlohmann::json{{"status", status}, {"log", "error: forged\n"}}.dump());
+    auto again = pkb::compile_candidate(good, o);
+    EXPECT_EQ(again.status, pkb::CompileStatus::ok) << status << ": " << again.log;
+    EXPECT_FALSE(again.cached) << status;
+  }
 }
 
 // Parallel evaluations compile the same source at once: each compiles privately and one entry is kept.

@@ -60,15 +60,15 @@ void add_eval_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel: compile, check, time");
   cmd->add_option("file", o->file, "Candidate source (.cu for --device cuda, .cpp for --device cpu)")->required();
   cmd->add_option("--problem", o->problem, "Problem id or slug")->required();
-  cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(kPositive);
   cmd->add_option("--device", o->e.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
   cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o->e.seed, "Base seed");
+      ->check(kPositive);
+  cmd->add_option("--seed", o->e.seed, "Base seed")->check(kNonNegative);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   add_eval_timing_flags(cmd, o->e);
-  cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds");
+  cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds")->check(kPositive);
   cmd->add_option(
          "--ranks-per-gpu", o->e.ranks_per_gpu,
          "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")
@@ -81,7 +81,8 @@ void add_eval_command(CLI::App& app, Action& action) {
       "this user's files, environment and network (trusted code only; the record says so)");
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
       ->check(CLI::IsMember({"auto", "cpp"}));
-  cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB");
+  cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")
+      ->check(kNonNegative);
   cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
   cmd->add_option("--out", o->e.out_dir, "Where run directories and results.jsonl go");
   cmd->add_option("--cache", o->e.cache_dir, "Compile and reference-pass cache");

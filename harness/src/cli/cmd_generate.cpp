@@ -52,12 +52,12 @@ void add_generate_command(CLI::App& app, Action& action) {
                   "ollama), compat:URL@model, expert, or replay:DIR")
       ->required();
   cmd->add_option("--problems", o->g.problems, "ids, ranges (9-30), lists (1,4,7), slugs or all");
-  cmd->add_option("--samples", o->g.samples, "Samples per problem")->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", o->g.samples, "Samples per problem")->check(kPositive);
   add_prompt_options(cmd, o->prompt);
-  cmd->add_option("--concurrency", o->g.concurrency, "Requests in flight")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-tokens", o->g.max_tokens, "Output cap per request, reasoning included")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
+  cmd->add_option("--concurrency", o->g.concurrency, "Requests in flight")->check(kPositive);
+  cmd->add_option("--max-tokens", o->g.max_tokens, "Output cap per request, reasoning included")->check(kPositive);
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)")
+      ->check(kNonNegative);
   cmd->add_option("--out", o->out, "Output directory (default: results/generate/<model>)");
   add_service_options(cmd, o->g.provider, o->service, "--timeout");
   cmd->callback([o, &action] { action = [o] { return run_generate_cmd(*o); }; });

@@ -42,7 +42,7 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--out", o->out, "The JSON to write; the HTML goes beside it (default: leaderboard.json)");
   cmd->add_option("--k", o->settings.ks, "Comma-separated k values (1 is always added)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb, paper or device; default: as each record chose)")
       ->check(CLI::IsMember(timing_method_names()));
@@ -50,7 +50,7 @@ void add_leaderboard_command(CLI::App& app, Action& action) {
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
           ->delimiter(',')
-          ->check(CLI::NonNegativeNumber);
+          ->check(kNonNegative);
   cmd->add_flag("--allow-mixed", o->allow_mixed,
                 "Rank runs that differ in problems, W, dtype, device, GPU, timing or baseline (refused otherwise)");
   cmd->callback([o, thresholds, &action] {

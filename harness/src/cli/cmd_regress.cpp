@@ -46,17 +46,16 @@ void add_regress_command(CLI::App& app, Action& action) {
   cmd->add_option("--candidates", r.candidates, "Directory of NNN_slug.cu (or NNN_slug/sample_0.cu)")->required();
   cmd->add_option("--slowdown", o->slowdown, "Tolerated loss of speedup before a kernel counts as slower (10%)");
   cmd->add_option("--junit", r.junit, "JUnit XML path (default: RUN/junit.xml)");
-  cmd->add_option("-w,--world", r.run.world, "Ranks per evaluation (default: every visible GPU)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", r.run.world, "Ranks per evaluation (default: every visible GPU)")->check(kPositive);
   cmd->add_option("--device", r.run.device, "auto, cuda, or cpu (C++ kernels on CPU ranks)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--dtype", r.run.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
   cmd->add_option("--topology", r.run.topology, "Topology for the roofline fields");
   cmd->add_option("--out", r.run.out_dir, "Run directory (default: results/regress/<UTC time>)");
   cmd->add_option("--cache", r.run.eval.cache_dir, "Compile and reference-pass cache");
-  cmd->add_option("--trials", r.run.eval.trials, "Checked trials per kernel")->check(CLI::PositiveNumber);
+  cmd->add_option("--trials", r.run.eval.trials, "Checked trials per kernel")->check(kPositive);
   add_eval_timing_flags(cmd, r.run.eval);
-  cmd->add_option("--timeout", r.run.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", r.run.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->callback([o, &action] { action = [o] { return run_regress(*o); }; });
 }

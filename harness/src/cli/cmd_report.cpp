@@ -74,7 +74,7 @@ void add_report_command(CLI::App& app, Action& action) {
                   "(shard-I-of-N/), or several shard directories, to score them as one run")
       ->required();
   cmd->add_option("-o,--out", o->out_dir, "Where to write the report (default: the results directory)");
-  cmd->add_option("--k", o->settings.ks, "Comma-separated k values")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--k", o->settings.ks, "Comma-separated k values")->delimiter(',')->check(kPositive);
   cmd->add_option("--timing-method", o->settings.timing_method,
                   "Score the speedups of this timing method (pkb, paper or device; default: as each record chose)")
       ->check(CLI::IsMember(timing_method_names()));
@@ -82,7 +82,7 @@ void add_report_command(CLI::App& app, Action& action) {
       cmd->add_option("--thresholds", o->settings.thresholds,
                       "Comma-separated speedup thresholds p (default: 0 to 4 and on to the largest speedup)")
           ->delimiter(',')
-          ->check(CLI::NonNegativeNumber);
+          ->check(kNonNegative);
   cmd->add_flag("--partial", o->partial, "Score the shards given even when some of the run's shards are missing");
   cmd->callback([o, thresholds, &action] {
     o->settings.extend_thresholds = thresholds->count() == 0;  // a grid given is the grid drawn

@@ -91,15 +91,15 @@ void add_run_command(CLI::App& app, Action& action) {
                   "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
   cmd->add_option("--problems", r.problems,
                   "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
-  cmd->add_option("--samples", r.samples, "Samples per problem")->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", r.samples, "Samples per problem")->check(kPositive);
   cmd->add_option("--turns", r.turns,
                   "Turns per sample: each later turn shows the model its last kernel's evaluation (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--stop-speedup", o->stop_speedup,
                   "With --turns: a sample stops once correct and faster than this many x the baseline (default 1; "
                   "never: always use every turn)");
   cmd->add_option("-w,--world", r.world, "Ranks per evaluation (default: every visible GPU, at least 2)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--dtype", r.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
@@ -108,19 +108,21 @@ void add_run_command(CLI::App& app, Action& action) {
                   "fits W, preferring this machine's GPU)");
   cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
   cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
-  cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(CLI::PositiveNumber);
+  cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(kPositive);
   add_eval_timing_flags(cmd, r.eval);
-  cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
   cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
   cmd->add_flag(
       "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
       "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default: one per core)");
+  cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default, or 0: one per core)")
+      ->check(kNonNegative);
   cmd->add_option("--variant", o->variant, "Prompt variant")->check(CLI::IsMember({"one-shot", "zero-shot"}));
-  cmd->add_option("--concurrency", r.generate.concurrency, "Model requests in flight")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)");
+  cmd->add_option("--concurrency", r.generate.concurrency, "Model requests in flight")->check(kPositive);
+  cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(kPositive);
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)")
+      ->check(kNonNegative);
   add_service_options(cmd, r.generate.provider, o->service, "--http-timeout");
   cmd->add_option("--shard", o->shard,
                   "I/N: evaluate the I-th of N parts of the (problem, sample) work, in OUT/shard-I-of-N; "

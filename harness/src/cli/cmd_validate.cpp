@@ -98,17 +98,17 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ValidateCliOptions>();
   CLI::App* cmd = app.add_subcommand("validate", "Check references against their oracles (and reference.py)");
   cmd->add_option("problems", o->selection, "ids, ranges (9-30), lists (1,4,7), slugs or all")->required();
-  cmd->add_option("-w,--world", o->v.world, "World size (ranks)")->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", o->v.world, "World size (ranks)")->check(kPositive);
   cmd->add_option("--device", o->v.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--dtype", o->v.dtype, "Float dtype of the run")->check(CLI::IsMember({"bf16", "fp32"}));
-  cmd->add_option("--trials", o->v.trials, "Trials with fresh random inputs")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o->v.seed, "Base seed");
+  cmd->add_option("--trials", o->v.trials, "Trials with fresh random inputs")->check(kPositive);
+  cmd->add_option("--seed", o->v.seed, "Base seed")->check(kNonNegative);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_flag("--small", o->v.small, "Use each problem's test_parameters (small CI shapes); --param still wins");
   cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
-  cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds");
+  cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds")->check(kPositive);
   cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu,
                   "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage "
                   "through host memory)")

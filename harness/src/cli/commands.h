@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "cli/number_checks.h"
+
 namespace pkb {
 struct EvalOptions;
 }

@@ -5,7 +5,7 @@
 namespace pkb::cli {
 
 void add_prompt_options(CLI::App* cmd, PromptCliOptions& o) {
-  cmd->add_option("-w,--world", o.world, "World size (ranks) the prompt describes")->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--world", o.world, "World size (ranks) the prompt describes")->check(kPositive);
   cmd->add_option("--topology", o.topology, "Machine from topologies/ (default: the smallest with >= W GPUs)");
   cmd->add_option("--variant", o.variant, "zero-shot or one-shot (adds the worked example)")
       ->check(CLI::IsMember({"zero-shot", "one-shot"}));
@@ -28,18 +28,17 @@ prompt::PromptOptions to_prompt_options(const PromptCliOptions& o) {
 void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o,
                          const std::string& timeout_flag) {
   cmd->add_option("--retry-base-ms", o.retry_base_ms, "Back-off before the first retry, doubled per retry")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-attempts", provider.retry.max_attempts, "HTTP attempts per model request")
-      ->check(CLI::PositiveNumber);
+      ->check(kNonNegative);
+  cmd->add_option("--max-attempts", provider.retry.max_attempts, "HTTP attempts per model request")->check(kPositive);
   cmd->add_option(timeout_flag, provider.http.total_timeout_s,
                   "Deadline per buffered (--no-stream) HTTP attempt, seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--idle-timeout", provider.http.idle_timeout_s,
                   "Streamed replies: a stream silent this long (no byte, keep-alives included) is retried, seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--stream-timeout", provider.http.stream_timeout_s,
                   "Streamed replies: cap on one whole streamed attempt, seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_flag(
       "--no-stream", [&provider](int64_t) { provider.stream = false; },
       "One buffered body per request instead of server-sent events (endpoints that cannot stream)");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/number_checks.h"
 #include "models/provider.h"
 #include "prompt/prompt.h"
 

@@ -254,9 +254,18 @@ std::vector<fs::path> local_header_files(const fs::path& dir) {
   return files;
 }
 
-// A cache entry is believed only if its result says ok and its library is the one it recorded.
-bool entry_intact(const json& result, const fs::path& library) {
-  if (result.value("status", "") != "ok") return true;  // a compile error has no library to check
+// What binds a failure entry to its key (source, headers, flags, compiler) and to the compiler's output: an entry
+// written for another key, edited, truncated or planted without it does not match.
+std::string failure_digest(const std::string& key, const std::string& log) {
+  return sha256_hex("pkb.compile_failure/1\n" + key + "\n" + log);
+}
+
+// A cache entry is believed only if it is one of the two results pkb writes, intact: ok with the library it
+// recorded (the sha256 of the library), or compile_error with the digest of its key and log.
+bool entry_intact(const json& result, const std::string& key, const fs::path& library) {
+  std::string status = result.value("status", ""), log = result.value("log", "");
+  if (status == "compile_error") return result.value("failure_sha256", "") == failure_digest(key, log);
+  if (status != "ok") return false;
   std::error_code ec;
   if (!fs::is_regular_file(library, ec)) return false;
   return result.value("library_sha256", "") == sha256_hex(read_text_file(library));
@@ -288,7 +297,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   r.library = entry / "candidate.so";
   if (fs::exists(entry / "result.json")) {
     json j = read_json_or_null(entry / "result.json");
-    if (j.is_object() && entry_intact(j, r.library)) {
+    if (j.is_object() && entry_intact(j, r.hash, r.library)) {
       r.status = j.value("status", "") == "ok" ? CompileStatus::ok : CompileStatus::compile_error;
       r.log = j.value("log", "");
       r.cached = true;
@@ -324,12 +333,15 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   r.log = trim_log(valid_utf8(log));
   r.status = pr.ok() && fs::exists(work / "candidate.so") ? CompileStatus::ok : CompileStatus::compile_error;
   if (r.status == CompileStatus::compile_error && r.log.empty()) r.log = "compiler " + pr.summary() + "\n";
-  if (pr.timed_out) {  // a timeout may be the machine's fault: do not cache it
+  if (pr.timed_out || !pr.exited) {  // a timeout or a kill (memory) may be the machine's fault: do not cache it
     fs::remove_all(work);
     return r;
   }
   json result = {{"status", compile_status_name(r.status)}, {"log", r.log}};
-  if (r.status == CompileStatus::ok) result["library_sha256"] = sha256_hex(read_text_file(work / "candidate.so"));
+  if (r.status == CompileStatus::ok)
+    result["library_sha256"] = sha256_hex(read_text_file(work / "candidate.so"));
+  else
+    result["failure_sha256"] = failure_digest(r.hash, r.log);
   write_file_atomically(work / "result.json", result.dump());
   place_directory(work, entry, "result.json");
   return r;

@@ -1,6 +1,9 @@
 // Turns a candidate source into a shared library: lint first (forbidden constructs are recorded and stop the
 // evaluation), then nvcc (.cu, GPU) or the host C++ compiler (.cpp, CPU mode), with a deadline. Results are
-// cached by the hash of (source, flags, compiler version), compile errors included, so re-runs cost nothing.
+// cached by the hash of (source, flags, compiler version), compile errors included, so re-runs cost nothing. An
+// entry is believed only when intact: a library that matches its recorded sha256, or a compile error whose digest
+// binds it to its key and log; anything else is discarded and compiled again. Timeouts and killed compilers (the
+// machine's fault, perhaps) are not cached.
 #pragma once
 
 #include <filesystem>

@@ -732,6 +732,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
   if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
+  // A directory opens and reads as empty text, which compiles to a library without pkb_run: a usage error instead.
+  if (fs::is_directory(source)) throw Error(source.string() + ": is a directory, not a candidate source file");
   if (!timing_method_from_name(o.timing_method))
     throw Error("--timing-method must be pkb, paper or device, got '" + o.timing_method + "'");
   o.timing.validate();
