@@ -23,6 +23,11 @@ std::string run_label(const LoadedResults& loaded);
 // "N GPU evaluations were skipped: no GPU on this machine. ..." when any candidate was not evaluated, else "".
 std::string skipped_evaluations_notice(const Scores& s);
 
+// "no samples: the model API failed: <why>" (manifest.json's model_api_failure, which `pkb run` writes when the
+// model service left samples unanswered) or "no samples" when no problem has a sample and none was left
+// unevaluated; else "". A report without samples states this in place of every estimate: it scores nothing.
+std::string no_samples_notice(const Scores& s, const LoadedResults& loaded);
+
 // The timing method the speedups come from: the one scoring was asked for, else the records' ("pkb+paper" when
 // records disagree; "pkb" for records from before both methods were recorded).
 std::string timing_method_text(const Scores& s, const LoadedResults& loaded);

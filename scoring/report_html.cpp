@@ -211,6 +211,11 @@ std::string report_html(const Scores& s, const LoadedResults& loaded) {
   body << "<h1>pkb report: " << escape(label) << "</h1>\n";
   if (std::string notice = skipped_evaluations_notice(s); !notice.empty())
     body << "<div class=\"notice\" id=\"not-evaluated\">" << escape(notice) << "</div>\n";
+  if (std::string none = no_samples_notice(s, loaded); !none.empty()) {  // nothing to score: no estimate shown
+    body << "<div class=\"notice\" id=\"no-samples\">" << escape(none) << ". Nothing is scored.</div>\n";
+    body << "<h2>Run</h2>\n" << run_items(loaded) << warnings_block(loaded);
+    return html::page("pkb report: " + label, body.str());
+  }
   body << "<h2>Run</h2>\n" << run_items(loaded) << counts_items(s, loaded) << warnings_block(loaded);
   body << "<h2>Headline</h2>\n" << headline(s);
   body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
