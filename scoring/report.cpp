@@ -36,8 +36,8 @@ ojson sums_json(const Aggregate& a, const std::vector<double>& sums, const std::
   return out;
 }
 
-ojson problem_json(const ProblemScore& p) {
-  bool unknown = p.n == 0 && !p.fully_evaluated();
+ojson problem_json(const ProblemScore& p, bool no_samples) {
+  bool unknown = no_samples || (p.n == 0 && !p.fully_evaluated());
   return {{"id", p.id},
           {"slug", p.slug},
           {"folder", p.folder},
@@ -187,6 +187,16 @@ std::string skipped_evaluations_notice(const Scores& s) {
          " of the aggregates and the curve.";
 }
 
+std::string no_samples_notice(const Scores& s, const LoadedResults& loaded) {
+  int samples = 0;
+  for (const auto& p : s.problems) samples += p.n;
+  if (samples > 0 || s.overall.not_evaluated > 0) return "";
+  const nlohmann::json* why = nullptr;
+  if (loaded.run.is_object() && loaded.run.contains("model_api_failure") && loaded.run["model_api_failure"].is_string())
+    why = &loaded.run["model_api_failure"];
+  return why ? "no samples: the model API failed: " + why->get<std::string>() : "no samples";
+}
+
 ojson report_json(const Scores& s, const LoadedResults& loaded) {
   const auto& st = s.settings;
   ojson j = {{"schema", "pkb.report/1"},
@@ -200,15 +210,18 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
                {"warnings", loaded.warnings}}},
              {"fingerprint", loaded.fingerprint},
              {"configurations", loaded.configurations}};
+  std::string no_samples = no_samples_notice(s, loaded);
+  j["no_samples"] = no_samples.empty() ? ojson() : ojson(no_samples);
   j["problems"] = ojson::array();
-  for (const auto& p : s.problems) j["problems"].push_back(problem_json(p));
+  for (const auto& p : s.problems) j["problems"].push_back(problem_json(p, !no_samples.empty()));
   j["without_samples"] = s.without_samples;
   j["missing"] = s.missing;
   j["not_fully_evaluated"] = s.not_fully_evaluated;
-  j["aggregate"] = aggregate_json(s.overall, st.ks);
+  j["aggregate"] = no_samples.empty() ? aggregate_json(s.overall, st.ks) : ojson();  // nothing to average
   j["by_category"] = ojson::object();
-  for (const auto& [name, a] : s.by_category) j["by_category"][name] = aggregate_json(a, st.ks);
-  j["curves"] = curves_json(s);
+  for (const auto& [name, a] : s.by_category)
+    if (no_samples.empty()) j["by_category"][name] = aggregate_json(a, st.ks);
+  j["curves"] = no_samples.empty() ? curves_json(s) : ojson::array();
   if (!s.turns.empty()) j["turns"] = turns_json(s);
   return j;
 }
@@ -320,6 +333,12 @@ void summary_settings(std::ostream& o, const Scores& s, const LoadedResults& loa
 std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   std::ostringstream o;
   o << "# pkb scores: " << run_label(loaded) << "\n\n";
+  if (std::string none = no_samples_notice(s, loaded); !none.empty()) {  // nothing to score: no estimate shown
+    o << "**" << none << "**\n\nNothing is scored.";
+    if (!s.missing.empty()) o << " Problems of the run without any record (rerun to retry):" << folder_list(s.missing);
+    o << "\n";
+    return o.str();
+  }
   summary_notices(o, s);
   summary_headline(o, s, loaded);
   summary_curve(o, s);

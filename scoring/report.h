@@ -32,6 +32,10 @@ std::string shared_gpu_notice(const Scores& s);
 
 // How the records were scored, as label/value rows: k, thresholds, headline p, timing method.
 std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Scores& s, const LoadedResults& loaded);
+// "no samples: the model API failed: <why>" (manifest.json's model_api_failure, which `pkb run` writes when the
+// model service left samples unanswered) or "no samples" when no problem has a sample and none was left
+// unevaluated; else "". A report without samples states this in place of every estimate: it scores nothing.
+std::string no_samples_notice(const Scores& s, const LoadedResults& loaded);
 
 // The timing method the speedups come from: the one scoring was asked for, else the records' ("pkb+paper" when
 // records disagree; "pkb" for records from before both methods were recorded).

@@ -233,7 +233,13 @@ std::string speedup_bars(const Scores& s) {
 std::string report_html(const Scores& s, const LoadedResults& loaded) {
   std::string label = run_label(loaded);
   std::ostringstream body;
-  body << "<h1>pkb report: " << escape(label) << "</h1>\n" << notices(s, loaded);
+  body << "<h1>pkb report: " << escape(label) << "</h1>\n";
+  if (std::string none = no_samples_notice(s, loaded); !none.empty()) {  // nothing to score: no estimate shown
+    body << "<div class=\"notice\" id=\"no-samples\">" << escape(none) << ". Nothing is scored.</div>\n";
+    body << "<h2>Run</h2>\n" << run_items(s, loaded) << warnings_block(loaded);
+    return html::page("pkb report: " + label, body.str());
+  }
+  body << notices(s, loaded);
   body << "<h2>Headline</h2>\n" << headline(s) << counts_items(s, loaded);
   body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
   body << turns_html(s);

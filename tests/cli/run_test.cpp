@@ -4,6 +4,7 @@
 // report that says the GPU evaluations were skipped. Killing a run midway is tests/cli/run_kill_resume.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -168,7 +169,19 @@ TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Incorrect API key provided"), std::string::npos) << r.err;
   EXPECT_EQ(result_lines(run).size(), 0u);
-  EXPECT_EQ(report(run)["missing"], json::array({"001_allreduce"}));  // counts 0, named, not vanished
+  EXPECT_EQ(report(run)["missing"], json::array({"001_allreduce"}));  // named, not vanished
+  // The report says the API failed and scores nothing: no "pass@1 0.0 over 0 samples".
+  std::string why = report(run)["no_samples"].get<std::string>();
+  EXPECT_EQ(why.rfind("no samples: the model API failed: auth: HTTP 401", 0), 0u) << why;
+  EXPECT_NE(why.find("Incorrect API key provided"), std::string::npos) << why;
+  EXPECT_TRUE(report(run)["aggregate"].is_null());
+  EXPECT_EQ(report(run)["curves"], json::array());
+  EXPECT_TRUE(report(run)["problems"][0]["pass_at_k"][0]["value"].is_null());
+  for (const char* file : {"summary.md", "report.html"}) {
+    std::string text = read_text_file(run / file);
+    EXPECT_NE(text.find("no samples: the model API failed: auth: HTTP 401"), std::string::npos) << file << text;
+    EXPECT_EQ(text.find("pass@1"), std::string::npos) << file << text;
+  }
 
   server.set_fallback(
       testing::json_response(200, testing::chat_body("```cuda\n" + cpu_fixture("correct") + "\n```\n")));
@@ -176,6 +189,55 @@ TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   ASSERT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
   EXPECT_EQ(server.request_count(), 4);
   EXPECT_EQ(report(run)["problems"][0]["c"], 3);
+  EXPECT_TRUE(report(run)["no_samples"].is_null());
+  EXPECT_FALSE(json::parse(read_text_file(run / "manifest.json")).contains("model_api_failure"));
+}
+
+// One problem's requests answered HTTP 400 (its prompt is too long for the model, say) is that problem's failure,
+// not the run's: its samples are recorded bad_request (failed samples) and the other problems are still asked
+// and evaluated; the run is complete and exits 0. A rerun asks the rejected requests again (rejections are not
+// cached) and, rejected again, appends nothing.
+TEST(Run, A400ForOneProblemIsABadRequestSampleAndTheRunGoesOn) {
+  testing::LoopbackServer server;
+  const std::string good = "```cuda\n" + cpu_fixture("correct") + "\n```\n";
+  server.set_responder([&](const testing::RecordedRequest& req) {
+    if (req.body.find("002_allgather") != std::string::npos)
+      return testing::json_response(
+          400, R"({"error":{"message":"maximum context length is 8192 tokens","type":"invalid_request_error"}})");
+    if (req.body.find("003_broadcast") != std::string::npos)
+      return testing::json_response(200, testing::chat_body("I would rather explain it in prose."));
+    return testing::json_response(200, testing::chat_body(good));
+  });
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  auto args = cpu_run_args("compat:" + server.url() + "/v1@tiny", run, 2);
+  *std::find(args.begin(), args.end(), "1") = "1-3";  // --problems
+  args.insert(args.end(), {"--concurrency", "1"});
+  CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(server.request_count(), 6);  // problem 3 was asked after problem 2's 400s
+  auto lines = result_lines(run);
+  auto counts = status_counts(lines);
+  EXPECT_EQ(counts["correct"], 2) << r.err;
+  EXPECT_EQ(counts["bad_request"], 2) << r.err;
+  EXPECT_EQ(counts["generation_failed"], 2) << r.err;
+  for (const auto& j : lines)
+    if (j["status"] == "bad_request") {
+      EXPECT_EQ(j["problem"]["folder"], "002_allgather");
+      EXPECT_NE(j["generation"]["message"].get<std::string>().find("maximum context length"), std::string::npos);
+    }
+  json rep = report(run);
+  ASSERT_EQ(rep["problems"].size(), 3u);
+  EXPECT_EQ(rep["problems"][1]["n"], 2);  // failed samples
+  EXPECT_EQ(rep["problems"][1]["failures"], json({{"bad_request", 2}}));
+  EXPECT_EQ(rep["problems"][0]["c"], 2);
+  EXPECT_TRUE(rep["no_samples"].is_null());
+  EXPECT_NE(r.out.find("2 rejected by the model service"), std::string::npos) << r.out;
+
+  CliRun again = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(server.request_count(), 8);
+  EXPECT_EQ(result_lines(run).size(), 6u);
 }
 
 // pkb run takes the service options pkb generate has: streamed by default, a stalled stream retried after

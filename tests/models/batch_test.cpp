@@ -121,6 +121,48 @@ TEST(Dispatch, ANonRetryableFailureStopsTheBatch) {
   }
 }
 
+// A 400 is usually about its request (a prompt longer than the model's context): the two requests of group "b"
+// get one and the batch goes on to "c" and "d". The same 400 for requests of two different groups is the
+// configuration's fault (a parameter the model refuses): the batch stops there.
+TEST(Dispatch, A400StopsTheBatchOnlyWhenTwoGroupsGetTheSameOne) {
+  const std::string too_long =
+      R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error"}})";
+  LoopbackServer server;
+  server.set_responder([&](const pkb::testing::RecordedRequest& req) {
+    std::string prompt = pkb::testing::body_json(req)["messages"][0]["content"];
+    return prompt.rfind("b ", 0) == 0 ? json_response(400, too_long) : json_response(200, chat_body("ok"));
+  });
+  auto provider = make_provider("openai:gpt-4o", fast_options(server));
+  std::vector<Request> reqs = numbered_requests(6);
+  DispatchOptions opt;
+  opt.max_in_flight = 1;
+  opt.group_of = {"a", "b", "b", "c", "d", "d"};
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].user = opt.group_of[i] + " " + reqs[i].user;
+  BatchStop stop;
+  opt.stop = &stop;
+  auto replies = run_requests(*provider, reqs, opt);
+  EXPECT_EQ(server.request_count(), 6);
+  EXPECT_EQ(stop.reason(), "");
+  EXPECT_EQ(replies[1].error, ErrorKind::bad_request);
+  EXPECT_EQ(replies[2].error, ErrorKind::bad_request);
+  EXPECT_FALSE(stop.configuration_fault(replies[1]));
+  for (size_t i : {0, 3, 4, 5}) EXPECT_TRUE(replies[i].ok()) << i << replies[i].error_message;
+
+  LoopbackServer refused;  // every request: the same 400
+  refused.set_fallback(json_response(
+      400, R"({"error":{"message":"Unsupported parameter: 'temperature'","type":"invalid_request_error"}})"));
+  auto p2 = make_provider("openai:gpt-4o", fast_options(refused));
+  BatchStop stop2;
+  opt.stop = &stop2;
+  replies = run_requests(*p2, reqs, opt);
+  EXPECT_EQ(refused.request_count(), 2);  // a, then b: the second group with that 400
+  EXPECT_NE(stop2.reason().find("the same rejection for requests of 2 different problems"), std::string::npos)
+      << stop2.reason();
+  EXPECT_NE(stop2.reason().find("Unsupported parameter"), std::string::npos) << stop2.reason();
+  for (size_t i : {0, 1}) EXPECT_TRUE(stop2.configuration_fault(replies[i])) << i;
+  for (size_t i : {2, 3, 4, 5}) EXPECT_EQ(replies[i].error, ErrorKind::not_sent) << i;
+}
+
 TEST(Cache, HitSendsNoRequest) {
   TempDir dir;
   ReplyCache cache(dir.path());

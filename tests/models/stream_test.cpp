@@ -11,6 +11,7 @@
 #include "model_test_util.h"
 #include "models/cache.h"
 #include "models/dispatch.h"
+#include "models/extract.h"
 
 namespace pkb::models {
 namespace {
@@ -393,6 +394,116 @@ TEST(Streams, AStreamEndingBeforeItsFinalEventIsRetried) {
   EXPECT_EQ(server.request_count(), 2);
   EXPECT_EQ(r.broken_streams, 1);
   EXPECT_EQ(r.finish_raw, "STOP");
+}
+
+// ---- Stop reasons (issue 35 item 4): a reply the provider marks as cut or incomplete is never a success --------
+
+// The finish and raw reason `events` (streamed) and `body` (buffered) both give, and what extraction makes of an
+// answer with code that stopped so: a cut one must be `truncated`, never `ok`.
+void expect_stop(const std::string& spec, const std::string& path, const std::vector<std::string>& events,
+                 const std::string& body, FinishReason finish, const std::string& raw) {
+  SCOPED_TRACE(spec + " " + raw);
+  Reply r = expect_stream_equals_body(spec, path, events, body);
+  EXPECT_EQ(r.finish, finish);
+  EXPECT_EQ(r.finish_raw, raw);
+  if (finish == FinishReason::length)
+    EXPECT_EQ(extract_code(pkb::testing::kCudaAnswer, r.finish).status, CodeStatus::truncated);
+}
+
+// The case found by an outside check: response.completed whose response says "incomplete" without any
+// incomplete_details was recorded ok with finish other, and the cut fragment became the candidate.
+TEST(StopReasons, ResponsesIncompleteWithoutDetailsIsTruncated) {
+  json final_response = json::parse(fx::kResponses);
+  final_response["status"] = "incomplete";
+  expect_stop("openai-responses:o1", "/v1", responses_events(final_response), final_response.dump(),
+              FinishReason::length, "incomplete");
+  final_response["incomplete_details"] = {{"reason", "a_reason_pkb_does_not_know"}};
+  expect_stop("openai-responses:o1", "/v1", responses_events(final_response), final_response.dump(),
+              FinishReason::length, "incomplete:a_reason_pkb_does_not_know");
+  final_response["incomplete_details"] = {{"reason", "content_filter"}};
+  expect_stop("openai-responses:o1", "/v1", responses_events(final_response), final_response.dump(),
+              FinishReason::refused, "incomplete:content_filter");
+  final_response.erase("incomplete_details");
+  final_response["status"] = "cancelled";
+  expect_stop("openai-responses:o1", "/v1", responses_events(final_response), final_response.dump(),
+              FinishReason::length, "cancelled");
+}
+
+// A response.incomplete event whose response object carries no status: the event's name says how it ended.
+TEST(StopReasons, ResponsesIncompleteEventWithoutAStatusIsTruncated) {
+  json final_response = json::parse(fx::kResponses);
+  final_response.erase("status");
+  std::vector<std::string> events = responses_events(final_response);
+  json last = json::parse(events.back().substr(events.back().find("data: ") + 6));
+  last["type"] = "response.incomplete";
+  events.back() = sse_event("response.incomplete", last.dump());
+  LoopbackServer server;
+  server.push(sse_response(events, 0.01));
+  Reply r = make_provider("openai-responses:o1", stream_options(server))->complete(stream_request());
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(r.finish, FinishReason::length);
+  EXPECT_EQ(r.finish_raw, "incomplete");
+}
+
+// status "failed" without an error object, streamed (response.failed) and buffered: no answer at all.
+TEST(StopReasons, ResponsesFailedWithoutDetailsIsAnError) {
+  json final_response = json::parse(fx::kResponses);
+  final_response["status"] = "failed";
+  std::vector<std::string> events = responses_events(final_response);
+  json last = json::parse(events.back().substr(events.back().find("data: ") + 6));
+  last["type"] = "response.failed";
+  events.back() = sse_event("response.failed", last.dump());
+  LoopbackServer server;
+  server.push(sse_response(events, 0.01));
+  server.push(json_response(200, final_response.dump()));
+  Reply streamed = make_provider("openai-responses:o1", stream_options(server))->complete(stream_request());
+  Reply buffered = make_provider("openai-responses:o1", fast_options(server))->complete(stream_request());
+  for (const Reply* r : {&streamed, &buffered}) {
+    EXPECT_EQ(r->error, ErrorKind::api_error);
+    EXPECT_EQ(r->error_message, "response failed");
+    EXPECT_TRUE(r->text.empty());
+  }
+  EXPECT_EQ(server.request_count(), 2);  // not transient: not retried
+}
+
+TEST(StopReasons, ChatCutsAreTruncatedOrRefusedAndAnUnknownReasonIsKeptVerbatim) {
+  using pkb::testing::chat_body;
+  using pkb::testing::chat_stream_events;
+  const std::string answer = pkb::testing::kCudaAnswer;
+  expect_stop("openai:gpt-4o", "/v1", chat_stream_events(answer, "length"), chat_body(answer, "length"),
+              FinishReason::length, "length");
+  expect_stop("vllm:m", "/v1", chat_stream_events(answer, "abort"), chat_body(answer, "abort"), FinishReason::length,
+              "abort");
+  expect_stop("openai:gpt-4o", "/v1", chat_stream_events(answer, "content_filter"), chat_body(answer, "content_filter"),
+              FinishReason::refused, "content_filter");
+  expect_stop("vllm:m", "/v1", chat_stream_events(answer, "eos_token"), chat_body(answer, "eos_token"),
+              FinishReason::other, "eos_token");
+}
+
+TEST(StopReasons, AnthropicCutsAreTruncatedOrRefused) {
+  for (const auto& [raw, finish] :
+       std::vector<std::pair<std::string, FinishReason>>{{"max_tokens", FinishReason::length},
+                                                         {"model_context_window_exceeded", FinishReason::length},
+                                                         {"pause_turn", FinishReason::length},
+                                                         {"refusal", FinishReason::refused},
+                                                         {"a_new_stop_reason", FinishReason::other}}) {
+    json b = json::parse(kAnthropicThinking);
+    b["stop_reason"] = raw;
+    expect_stop("anthropic:claude-sonnet-4-5", "/v1", anthropic_events(raw), b.dump(), finish, raw);
+  }
+}
+
+TEST(StopReasons, GeminiCutsAreTruncatedOrRefused) {
+  for (const auto& [raw, finish] :
+       std::vector<std::pair<std::string, FinishReason>>{{"MAX_TOKENS", FinishReason::length},
+                                                         {"OTHER", FinishReason::refused},
+                                                         {"LANGUAGE", FinishReason::refused},
+                                                         {"MALFORMED_FUNCTION_CALL", FinishReason::refused},
+                                                         {"A_NEW_FINISH_REASON", FinishReason::other}}) {
+    json b = json::parse(kGeminiThoughts);
+    b["candidates"][0]["finishReason"] = raw;
+    expect_stop("gemini:gemini-2.5-pro", "/v1beta", gemini_events(raw), b.dump(), finish, raw);
+  }
 }
 
 // The answer is whole once the stop reason arrived: a connection lost after it costs nothing more.

@@ -191,7 +191,7 @@ TEST(CompatParse, SglangTopLevelReasoningTokensAndAbort) {
   b["usage"]["reasoning_tokens"] = 3;
   Reply r = parse(Api::openai_compat, b.dump());
   EXPECT_EQ(r.usage.reasoning_tokens, 3);
-  EXPECT_EQ(r.finish, FinishReason::other);
+  EXPECT_EQ(r.finish, FinishReason::length);  // the server aborted the answer: cut, so never a success
   EXPECT_EQ(r.finish_raw, "abort");
 }
 

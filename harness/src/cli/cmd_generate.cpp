@@ -34,7 +34,8 @@ int run_generate_cmd(GenerateCmdOptions& o) {
   using S = generate::SampleStatus;
   std::cout << "generate: " << r.records.size() << " samples: " << r.count(S::ok) << " ok, " << r.count(S::no_code)
             << " no code, " << r.count(S::truncated) << " truncated, " << r.count(S::refused) << " refused, "
-            << r.count(S::error) << " not answered (service failures)";
+            << r.count(S::bad_request) << " rejected (bad_request), " << r.count(S::error)
+            << " not answered (service failures)";
   for (S s : {S::skipped, S::no_solution, S::missing})
     if (r.count(s)) std::cout << ", " << r.count(s) << " " << generate::sample_status_name(s);
   std::cout << "; records in " << (r.out_dir / "generations.jsonl").string() << "\n";

@@ -2,10 +2,11 @@
 //         [--device auto|cuda|cpu] [--topology NAME] [--out DIR] [--shard I/N] [--launcher mpirun|srun]
 // The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
 // the expert kernels of every problem that has one, on every local GPU.
-// Exit codes: 0 the run finished (whatever the candidates did; also without a GPU, where evaluations are
-// skipped), 1 incomplete: the harness failed on some samples or the model service did not answer some requests
-// (auth, quota, bad request, network after the retries; the reason is on stderr): they stay unrecorded and the
-// same command does them; 2 usage or input error.
+// Exit codes: 0 the run finished (whatever the candidates did, a request the service rejected alone with a 400
+// included: that sample is recorded bad_request; also without a GPU, where evaluations are skipped), 1 incomplete:
+// the harness failed on some samples or the model service did not answer some requests (auth, quota, the same 400
+// for several problems, network after the retries; the reason is on stderr): they stay unrecorded and the same
+// command does them; 2 usage or input error.
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -66,6 +67,7 @@ int run_run(RunCliOptions& o) {
   if (s.later_turns) std::printf(" (+%d answers in later turns)", s.later_turns);
   std::printf(", %d recorded now, %d from earlier invocations", s.recorded, s.resumed);
   if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
+  if (s.rejected) std::printf(", %d rejected by the model service (HTTP 400: recorded bad_request)", s.rejected);
   if (s.service_failures)
     std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
   std::printf("\nreports: %s/{report.html,report.json,summary.md,curves.csv}\n", s.dir.c_str());

@@ -78,6 +78,9 @@ const std::vector<StatusInfo>& result_statuses() {
       {ResultStatus::correct, "correct", true, true, ""},
       // The model gave no kernel: a sample that is never correct; its bucket is generation.status.
       {ResultStatus::generation_failed, "generation_failed", true, false, "generation"},
+      // The service rejected this sample's request alone (a prompt longer than the model's context, ...): the
+      // model cannot answer this problem as asked, a failed sample; the next invocation asks again.
+      {ResultStatus::bad_request, "bad_request", true, false, "bad_request"},
       // Compiled, never run (no GPU): not a sample until a later evaluation supersedes it.
       {ResultStatus::not_evaluated, "not_evaluated", false, false, ""},
   };

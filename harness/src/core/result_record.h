@@ -19,8 +19,8 @@ namespace pkb {
 
 inline constexpr const char* kResultSchema = "pkb.result/1";
 
-// `pkb eval`'s outcomes, then `pkb run`'s two: a sample the model produced no kernel for, a candidate left
-// unevaluated (no GPU).
+// `pkb eval`'s outcomes, then `pkb run`'s: a sample the model produced no kernel for, a sample whose request the
+// model service rejected (HTTP 400 for that request alone), a candidate left unevaluated (no GPU).
 enum class ResultStatus {
   compile_error,
   lint_violation,
@@ -31,6 +31,7 @@ enum class ResultStatus {
   incorrect,
   correct,
   generation_failed,
+  bad_request,
   not_evaluated
 };
 
@@ -62,7 +63,7 @@ struct ResultRecord {
   std::string device, dtype;
   std::string status;  // a name of result_statuses(); an unknown one is kept as read
   std::string message;
-  std::string generation_status, generation_message;   // generation_failed: no_code, truncated, refused
+  std::string generation_status, generation_message;   // generation_failed: no_code, truncated, refused; bad_request
   std::optional<int64_t> input_tokens, output_tokens;  // generation.*: what the model's answer used (tokens)
   std::optional<double> cost_usd;                      // generation.cost_usd: what the answer cost (USD)
   std::optional<bool> pkb_pass;                        // checks.pkb_pass: the paper's allclose

@@ -99,13 +99,21 @@ void run_offline(const std::vector<const ProblemSpec*>& sel, const GenerateOptio
 
 // ---- language models --------------------------------------------------------------------------------------
 
+// An answer kept although its stop reason is not one pkb knows as a normal end: said, never silent.
+std::string unknown_finish_message(const models::Reply& reply) {
+  return "kept, but the provider's stop reason " +
+         (reply.finish_raw.empty() ? std::string("is missing") : "'" + reply.finish_raw + "' is not one pkb knows") +
+         ": the answer may be incomplete";
+}
+
 // Files, status and message of one sample from its reply. Called as replies arrive, so a run interrupted
 // half-way has already written everything it received.
 void settle(SampleRecord& r, const models::Reply& reply, const ProblemSpec& spec, const fs::path& out) {
   r.reply = reply;
   std::optional<std::string> code, raw, reasoning;
   if (!reply.ok()) {
-    r.status = SampleStatus::error;
+    // A 400 is about this request (models::BatchStop decides when it is the configuration's, after the batch).
+    r.status = reply.error == models::ErrorKind::bad_request ? SampleStatus::bad_request : SampleStatus::error;
     r.message = reply.error_message;
   } else {
     raw = reply.text;
@@ -120,6 +128,8 @@ void settle(SampleRecord& r, const models::Reply& reply, const ProblemSpec& spec
     if (r.status == SampleStatus::no_code) r.message = "the answer holds no fenced CUDA block";
     if (r.status == SampleStatus::truncated) r.message = "the answer was cut off (" + reply.finish_raw + ")";
     if (r.status == SampleStatus::refused) r.message = "the provider stopped the answer (" + reply.finish_raw + ")";
+    if (r.status == SampleStatus::ok && reply.finish == models::FinishReason::other)
+      r.message = unknown_finish_message(reply);
   }
   std::tie(r.candidate, r.raw) = settle_files(out, spec, r.sample, code, raw, reasoning);
 }
@@ -190,26 +200,34 @@ void run_model(const std::vector<const ProblemSpec*>& sel, const GenerateOptions
   auto prices = models::PriceTable::load(repo_root() / "pricing" / "prices.json");
   models::ReplyCache cache(o.cache_dir.empty() ? out / "cache" : o.cache_dir);
   Batch b = plan(sel, o, out, records, progress, res.topology);
+  models::BatchStop stop;
   models::DispatchOptions d;
   d.max_in_flight = o.concurrency;
   d.cache = &cache;
+  d.stop = &stop;
+  for (const ProblemSpec* spec : b.spec_of) d.group_of.push_back(spec->folder());
   d.on_reply = [&](const models::Progress& pr) {
     SampleRecord& r = records[b.record_of[pr.index]];
     settle(r, pr.reply, *b.spec_of[pr.index], out);
     r.cost_usd = models::estimate_cost(prices, name.provider, name.model, pr.reply.usage);
     progress.add(r);
   };
-  for (const models::Reply& reply : models::run_requests(*provider, b.requests, d))
-    if (models::stops_batch(reply.error)) {
-      res.stopped = std::string(models::error_kind_name(reply.error)) + ": " + reply.error_message;
-      break;
-    }
+  std::vector<models::Reply> replies = models::run_requests(*provider, b.requests, d);
+  res.stopped = stop.reason();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    SampleRecord& r = records[b.record_of[i]];
+    // The same 400 for several problems: the configuration's fault, not these requests': no sample, asked again.
+    if (stop.configuration_fault(replies[i])) r.status = SampleStatus::error;
+    res.unknown_finish +=
+        r.status == SampleStatus::ok && replies[i].ok() && replies[i].finish == models::FinishReason::other;
+  }
 }
 
 json manifest(const GenerateOptions& o, const GenerateResult& res) {
   json counts = json::object();
   for (auto s : {SampleStatus::ok, SampleStatus::no_code, SampleStatus::truncated, SampleStatus::refused,
-                 SampleStatus::error, SampleStatus::skipped, SampleStatus::no_solution, SampleStatus::missing})
+                 SampleStatus::bad_request, SampleStatus::error, SampleStatus::skipped, SampleStatus::no_solution,
+                 SampleStatus::missing})
     if (size_t n = res.count(s)) counts[sample_status_name(s)] = n;
   return {{"schema", kSchema},
           {"model", o.model},
@@ -240,6 +258,8 @@ const char* sample_status_name(SampleStatus s) {
       return "truncated";
     case SampleStatus::refused:
       return "refused";
+    case SampleStatus::bad_request:
+      return "bad_request";
     case SampleStatus::error:
       return "error";
     case SampleStatus::skipped:
@@ -253,7 +273,8 @@ const char* sample_status_name(SampleStatus s) {
 }
 
 bool model_failed(SampleStatus s) {
-  return s == SampleStatus::no_code || s == SampleStatus::truncated || s == SampleStatus::refused;
+  return s == SampleStatus::no_code || s == SampleStatus::truncated || s == SampleStatus::refused ||
+         s == SampleStatus::bad_request;
 }
 
 nlohmann::ordered_json SampleRecord::to_json() const {
@@ -354,6 +375,16 @@ GenerateResult run_generate(const Catalog& catalog, const GenerateOptions& o) {
   if (!res.stopped.empty())
     std::fprintf(stderr, "pkb generate: stopped early, %zu requests not answered: %s\n", res.count(SampleStatus::error),
                  res.stopped.c_str());
+  if (size_t n = res.count(SampleStatus::bad_request))
+    std::fprintf(stderr,
+                 "pkb generate: warning: %zu requests rejected by the model service (bad_request): see "
+                 "their records' message\n",
+                 n);
+  if (res.unknown_finish)
+    std::fprintf(stderr,
+                 "pkb generate: warning: %zu answers kept whose stop reason pkb does not know as a normal "
+                 "end: see their records' finish_raw and message\n",
+                 res.unknown_finish);
   write_records(res.out_dir, res.records);
   place_file(res.out_dir, "generation.json",
              manifest(o, res).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

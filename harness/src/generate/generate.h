@@ -27,14 +27,16 @@
 namespace pkb::generate {
 
 /// What became of one sample. The model failed: no_code / truncated (the answer holds no usable kernel, or was
-/// cut at the token limit), refused (the provider cut it off or withheld it for another reason: content
-/// filter, refusal, recitation). The service failed: error (no answer: auth, quota, bad request, network or
-/// server after the retries, or not sent because the batch stopped): not a sample, asked again next time.
-/// Not asked: skipped (the problem forbids this W), no_solution (`expert` without solution.cu), missing
-/// (`replay:DIR` has no file for it).
-enum class SampleStatus { ok, no_code, truncated, refused, error, skipped, no_solution, missing };
+/// cut: the token limit, or the provider marked it incomplete), refused (the provider cut it off or withheld it
+/// for another reason: content filter, refusal, recitation). The request failed: bad_request (HTTP 400 or
+/// another 4xx for this request alone, such as a prompt longer than the model's context; a failed sample). The
+/// service failed: error (no answer: auth, quota, the same 400 for every problem, network or server after the
+/// retries, or not sent because the batch stopped): not a sample, asked again next time. Not asked: skipped
+/// (the problem forbids this W), no_solution (`expert` without solution.cu), missing (`replay:DIR` has no
+/// file for it).
+enum class SampleStatus { ok, no_code, truncated, refused, bad_request, error, skipped, no_solution, missing };
 const char* sample_status_name(SampleStatus s);
-/// no_code, truncated, refused: the model was asked and answered without a usable kernel (a failed sample).
+/// no_code, truncated, refused, bad_request: the model was asked and gave no usable kernel (a failed sample).
 bool model_failed(SampleStatus s);
 
 /// One sample's conversation continued (pkb run --turns): its answers so far and the follow-up sent after each,
@@ -87,8 +89,11 @@ struct GenerateResult {
   std::filesystem::path out_dir;
   std::vector<SampleRecord> records;  ///< selection order, then sample order
   std::string topology;               ///< the topology the prompts described ("" for offline models)
-  /// Why the batch stopped early (the provider's message for a 401, quota or 400), or "".
+  /// Why the batch stopped early (the provider's message for a 401, quota or the same 400 for two problems), or "".
   std::string stopped;
+  /// Answers kept whose stop reason pkb does not know as a normal end (models::FinishReason::other), flagged in
+  /// their records' message.
+  size_t unknown_finish = 0;
   size_t count(SampleStatus s) const;
 };
 

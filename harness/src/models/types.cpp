@@ -48,7 +48,7 @@ std::optional<FinishReason> finish_reason_from_name(const std::string& s) {
   return value_of<FinishReason>(kFinishNames, s);
 }
 const char* error_kind_name(ErrorKind k) { return name_of(kErrorNames, k); }
-bool stops_batch(ErrorKind k) { return k == ErrorKind::auth || k == ErrorKind::quota || k == ErrorKind::bad_request; }
+bool stops_batch(ErrorKind k) { return k == ErrorKind::auth || k == ErrorKind::quota; }
 std::optional<ErrorKind> error_kind_from_name(const std::string& s) { return value_of<ErrorKind>(kErrorNames, s); }
 
 nlohmann::json history_json(const std::vector<Exchange>& history) {

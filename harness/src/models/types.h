@@ -27,9 +27,22 @@ struct Request {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-/// Why generation stopped, normalized across providers. `raw` in Reply keeps the provider's word. refused: the
-/// provider cut the answer off or withheld it for a reason other than length (OpenAI content_filter and
-/// refusal, Responses incomplete:content_filter, Anthropic refusal, Gemini SAFETY/RECITATION/blocked prompt).
+/// Why generation stopped, normalized across providers; Reply::finish_raw keeps the provider's word verbatim
+/// ("end_turn", "MAX_TOKENS", "incomplete:max_output_tokens", "incomplete" without a reason, "eos_token", ...).
+/// The rule (docs/models.md "Stop reasons"): only a reason the provider documents as a normal end is stop; any
+/// reply the provider marks as cut or incomplete is length or refused, never a success.
+///   stop:    the answer ended normally (OpenAI stop, Responses status completed, Anthropic end_turn/stop_sequence,
+///            Gemini STOP).
+///   length:  cut before its end: the token cap or context window, or marked incomplete or unfinished (OpenAI
+///            length, Responses status incomplete with any reason but content_filter or with none, cancelled,
+///            in_progress, queued; Anthropic max_tokens, model_context_window_exceeded, pause_turn; Gemini
+///            MAX_TOKENS; vLLM abort). Extraction calls such an answer truncated.
+///   refused: the provider cut the answer off or withheld it for a reason other than length (OpenAI
+///            content_filter and refusal, Responses incomplete:content_filter, Anthropic refusal, Gemini
+///            SAFETY, RECITATION, OTHER, LANGUAGE, ... or a blocked prompt).
+///   other:   a reason none of the above documents, or no reason at all (tool_calls, tool_use, a new value, a
+///            server that sends none): the answer is kept, but pkb generate flags it (the record's message, a
+///            warning on stderr) rather than letting it pass as a normal end.
 enum class FinishReason { stop, length, refused, other };
 
 /// Failure class of a request. `none` means the reply carries a real answer (possibly empty or truncated).
@@ -40,15 +53,16 @@ enum class ErrorKind {
   rate_limited,  ///< 429 still failing after the last attempt
   quota,         ///< out of credit / spend limit / daily quota: never retried
   auth,          ///< 401, 403
-  bad_request,   ///< other 4xx: fix the request
+  bad_request,   ///< other 4xx: fix the request (or, when every problem gets it, the configuration)
   server,        ///< 5xx / 529 still failing after the last attempt
   bad_response,  ///< 2xx whose body is not the expected JSON
   api_error,     ///< 2xx whose body reports a failure (Responses API status "failed")
   not_sent,      ///< never sent: an earlier request of the batch failed in a way every request would (auth, ...)
 };
 
-/// Failures that every other request of a batch would hit too (bad key, no credit, a malformed request):
-/// sending the rest only burns time and quota, so a batch stops at the first one.
+/// Failures that every other request of a batch would hit too (bad key, no credit): sending the rest only burns
+/// time and quota, so a batch stops at the first one. A 400 is not one of them: it is usually about its request
+/// (models::BatchStop stops on the same 400 for two problems).
 bool stops_batch(ErrorKind k);
 
 const char* finish_reason_name(FinishReason r);

@@ -10,9 +10,10 @@ namespace {
 
 FinishReason anthropic_finish(const std::string& raw) {
   if (raw == "end_turn" || raw == "stop_sequence") return FinishReason::stop;
-  if (raw == "max_tokens" || raw == "model_context_window_exceeded") return FinishReason::length;
+  // pause_turn: the API paused a long turn, to be continued: what came is not the whole answer.
+  if (raw == "max_tokens" || raw == "model_context_window_exceeded" || raw == "pause_turn") return FinishReason::length;
   if (raw == "refusal") return FinishReason::refused;  // the streaming classifiers stopped the answer
-  return FinishReason::other;                          // pause_turn, tool_use
+  return FinishReason::other;                          // tool_use, none, or a value pkb does not know: flagged
 }
 
 // Messages events: message_start (the message without content, input usage), per block content_block_start,

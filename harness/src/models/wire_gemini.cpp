@@ -1,16 +1,33 @@
 // Gemini generateContent (Developer API, v1beta).
+#include <set>
+
 #include "models/wire_detail.h"
 
 namespace pkb::models::detail {
 namespace {
 
+// Every documented FinishReason but STOP and MAX_TOKENS is Gemini stopping the answer for a reason of its own
+// (OTHER is its "unknown reason"): refused. FINISH_REASON_UNSPECIFIED, none or a new value: other (flagged).
 FinishReason gemini_finish(const std::string& raw) {
+  static const std::set<std::string> kStoppedByTheProvider = {"SAFETY",
+                                                              "RECITATION",
+                                                              "LANGUAGE",
+                                                              "OTHER",
+                                                              "BLOCKLIST",
+                                                              "PROHIBITED_CONTENT",
+                                                              "SPII",
+                                                              "MALFORMED_FUNCTION_CALL",
+                                                              "IMAGE_SAFETY",
+                                                              "IMAGE_PROHIBITED_CONTENT",
+                                                              "IMAGE_RECITATION",
+                                                              "IMAGE_OTHER",
+                                                              "NO_IMAGE",
+                                                              "UNEXPECTED_TOOL_CALL",
+                                                              "TOO_MANY_TOOL_CALLS"};
   if (raw == "STOP") return FinishReason::stop;
   if (raw == "MAX_TOKENS") return FinishReason::length;
-  if (raw == "SAFETY" || raw == "RECITATION" || raw == "PROHIBITED_CONTENT" || raw == "BLOCKLIST" || raw == "SPII" ||
-      raw == "IMAGE_SAFETY")
-    return FinishReason::refused;
-  return FinishReason::other;  // LANGUAGE, MALFORMED_FUNCTION_CALL, OTHER, ...
+  if (kStoppedByTheProvider.count(raw)) return FinishReason::refused;
+  return FinishReason::other;
 }
 
 // streamGenerateContent?alt=sse: every event is a GenerateContentResponse chunk with the next parts; the last

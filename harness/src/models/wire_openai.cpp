@@ -8,9 +8,19 @@ namespace {
 
 FinishReason chat_finish(const std::string& raw) {
   if (raw == "stop") return FinishReason::stop;
-  if (raw == "length") return FinishReason::length;
+  if (raw == "length" || raw == "abort") return FinishReason::length;  // vLLM: the server aborted the request
   if (raw == "content_filter" || raw == "refusal") return FinishReason::refused;
-  return FinishReason::other;
+  return FinishReason::other;  // tool_calls, function_call, none, or a value pkb does not know: kept, flagged
+}
+
+// A Responses status (types.h FinishReason): completed is the only normal end; incomplete is cut at a limit
+// (max_output_tokens, or no reason given) unless the content filter cut it; cancelled, in_progress and queued
+// are answers that never finished. `reason` is incomplete_details.reason.
+FinishReason responses_finish(const std::string& status, const std::string& reason) {
+  if (status == "completed") return FinishReason::stop;
+  if (status == "incomplete") return reason == "content_filter" ? FinishReason::refused : FinishReason::length;
+  if (status == "cancelled" || status == "in_progress" || status == "queued") return FinishReason::length;
+  return FinishReason::other;  // no status, or one pkb does not know
 }
 
 // content is a string, null (refusal/tool call) or, on some servers, an array of text parts.
@@ -163,6 +173,9 @@ class ResponsesAssembler : public StreamAssembler {
       if (!j.contains("response") || !j["response"].is_object())
         return bad_response(type + " event without a response object");
       final_ = j["response"];
+      // The event's name says how it ended where its response does not; a status it does carry wins (a
+      // response.completed whose response says "incomplete" is incomplete).
+      if (str(final_, "status").empty()) final_["status"] = type.substr(std::string("response.").size());
       done_ = true;
     }
     return {};
@@ -221,26 +234,23 @@ class OpenAIResponses : public WireFormat {
 
   AttemptVerdict parse(const json& j, Reply& r) const override {
     std::string status = str(j, "status");
-    if (status == "failed") {
+    if (status == "failed") {  // with or without an error object: never an answer
       const json& err = obj(j, "error");
-      std::string code = str(err, "code");
+      std::string code = str(err, "code"), message = clean_text(str(err, "message"));
       bool transient = code == "server_error" || code == "rate_limit_exceeded";
-      return {ErrorKind::api_error, transient, "response failed: " + code + ": " + clean_text(str(err, "message")),
+      return {ErrorKind::api_error, transient,
+              "response failed" + (code.empty() ? "" : ": " + code) + (message.empty() ? "" : ": " + message),
               std::nullopt};
     }
     if (!j.contains("output") || !j["output"].is_array()) return bad_response("no output[] in reply");
     for (const auto& item : j["output"]) read_item(item, r);
-    if (status == "incomplete") {
-      std::string reason = str(obj(j, "incomplete_details"), "reason");
-      r.finish_raw = "incomplete:" + reason;
-      r.finish = reason == "max_output_tokens" ? FinishReason::length
-                 : reason == "content_filter"  ? FinishReason::refused
-                                               : FinishReason::other;
-    } else if (r.finish_raw == "refusal") {
-      r.finish = FinishReason::refused;
-    } else if (r.finish_raw.empty()) {
-      r.finish_raw = status;
-      r.finish = status == "completed" ? FinishReason::stop : FinishReason::other;
+    std::string reason = str(obj(j, "incomplete_details"), "reason");
+    FinishReason finish = responses_finish(status, reason);
+    if (finish == FinishReason::stop && r.finish_raw == "refusal") {
+      r.finish = FinishReason::refused;  // a completed response whose message is a refusal
+    } else {
+      r.finish = finish;
+      r.finish_raw = status == "incomplete" && !reason.empty() ? "incomplete:" + reason : status;
     }
     r.model_reported = str(j, "model");
     if (j.contains("usage") && j["usage"].is_object()) {

@@ -129,7 +129,7 @@ struct Task {
   int turn = 1;
   fs::path source;
   std::string sha256;          // of the source, or "generation:<folder>:<sample>[:turn<T>]"
-  std::string failure_status;  // no_code | truncated | refused, for failed generations
+  std::string failure_status;  // no_code | truncated | refused | bad_request, for failed generations
   std::string failure_message;
   std::optional<int64_t> input_tokens, output_tokens;  // of the answer, when the provider said
   std::optional<double> cost_usd;
@@ -189,11 +189,13 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   r.world = o.world;
   r.device = o.eval.device;
   r.dtype = o.eval.dtype;
-  r.status = result_status_name(ResultStatus::generation_failed);
+  // A request the model service rejected (HTTP 400) has a status of its own: the model never saw the prompt.
+  bool rejected = t.failure_status == generate::sample_status_name(generate::SampleStatus::bad_request);
+  r.status = result_status_name(rejected ? ResultStatus::bad_request : ResultStatus::generation_failed);
   r.generation_status = t.failure_status;
   r.generation_message = t.failure_message;
-  r.message =
-      "no kernel to evaluate: " + t.failure_status + (t.failure_message.empty() ? "" : ": " + t.failure_message);
+  r.message = (rejected ? "the model service rejected the request" : "no kernel to evaluate: " + t.failure_status) +
+              (t.failure_message.empty() ? "" : ": " + t.failure_message);
   return r;
 }
 
@@ -294,6 +296,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   std::vector<Task> todo;
   std::vector<const ProblemSpec*> asked;
   int pass = 0, fast = 0;
+  if (!gen.stopped.empty() && sum.service_error.empty()) sum.service_error = gen.stopped;  // why the batch stopped
   for (const auto& r : gen.records) {
     const ProblemSpec* spec = nullptr;
     for (const ProblemSpec* p : problems)
@@ -328,7 +331,10 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
     const Recorded* rec = find_recorded(done, t);
     const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
     bool placeholder = info && !info->sample;  // not_evaluated: done only where no GPU could do better
-    if (rec && (!placeholder || !sum.gpu_evaluation)) {
+    // A rejected request is sent again by every invocation (rejections are not cached): an answer now
+    // supersedes the bad_request record.
+    bool answered_now = info && info->status == ResultStatus::bad_request && t.failure_status != "bad_request";
+    if (rec && (!placeholder || !sum.gpu_evaluation) && !answered_now) {
       ++resumed;
       pass += rec->status == "correct";
       fast += rec->status == "correct" && rec->speedup > 1.0;
@@ -352,9 +358,11 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   std::vector<Task> evals;
   for (const Task& t : todo) {
     if (t.source.empty()) {
-      append_line(results, record_line(generation_failed_record(t, o)));
+      ResultRecord failed = generation_failed_record(t, o);
+      append_line(results, record_line(failed));
       ++sum.recorded;
-      progress.finished(t, "generation_failed", 0);
+      sum.rejected += failed.status == result_status_name(ResultStatus::bad_request);
+      progress.finished(t, failed.status, 0);
     } else {
       evals.push_back(t);
     }
@@ -567,8 +575,15 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   }
 
   // 6. Score and report, from the records alone; a run without any record (say, the service refused every
-  // request) still reports its selection's problems, as missing.
+  // request) still reports its selection's problems, as missing, and why: the manifest keeps this invocation's
+  // model service failure, which a report without samples names instead of scoring nothing as 0.
   if (!fs::exists(results)) std::ofstream{results};
+  json m = read_json_or_null(sum.dir / "manifest.json");
+  if (sum.service_failures)
+    m["model_api_failure"] = sum.service_error;
+  else
+    m.erase("model_api_failure");
+  write_json_atomically(sum.dir / "manifest.json", m);
   scoring::LoadedResults loaded = scoring::load_results(sum.dir);
   for (const auto& w : loaded.warnings) std::fprintf(stderr, "pkb: warning: %s\n", w.c_str());
   scoring::write_report(scoring::score(loaded, scoring::ScoreSettings{}), loaded, sum.dir);

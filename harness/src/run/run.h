@@ -55,6 +55,7 @@ struct RunSummary {
   int recorded = 0;             // records appended by this invocation
   int harness_errors = 0;       // samples left unrecorded because the harness itself failed (retried next time)
   int service_failures = 0;     // samples the model service never answered (auth, quota, network): not samples
+  int rejected = 0;             // samples whose request the service rejected (HTTP 400): recorded bad_request
   std::string service_error;    // the first of those failures, as the provider put it
   // A run is complete when every sample has its record; otherwise the next invocation does what is missing.
   bool complete() const { return harness_errors == 0 && service_failures == 0; }
