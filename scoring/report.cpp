@@ -207,6 +207,7 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
   for (const auto& [name, a] : s.by_category) j["by_category"][name] = aggregate_json(a, st.ks);
   j["curves"] = curves_json(s);
   if (!s.turns.empty()) j["turns"] = turns_json(s);
+  if (!s.steps.empty()) j["agent"] = agent_json(s);
   return j;
 }
 
@@ -254,6 +255,7 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
     o << "Problems with skipped evaluations (left out of the aggregates):" << folder_list(s.not_fully_evaluated)
       << "\n";
   o << turns_md(s);
+  o << agent_md(s);
   return o.str();
 }
 
@@ -268,6 +270,7 @@ void write_report(const Scores& s, const LoadedResults& loaded, const std::files
   write_file_atomically(out_dir / "report.json", report_json(s, loaded).dump(2) + "\n");
   write_file_atomically(out_dir / "summary.md", summary_md(s, loaded));
   write_file_atomically(out_dir / "curves.csv", curves_csv(s));
+  if (!s.steps.empty()) write_file_atomically(out_dir / "agent_steps.csv", agent_csv(s));
   write_file_atomically(out_dir / "report.html", report_html(s, loaded));
 }
 

@@ -19,8 +19,8 @@ namespace pkb {
 
 inline constexpr const char* kResultSchema = "pkb.result/1";
 
-// `pkb eval`'s outcomes, then `pkb run`'s two: a sample the model produced no kernel for, a candidate left
-// unevaluated (no GPU).
+// `pkb eval`'s outcomes, then `pkb run`'s: a sample the model produced no kernel for, a candidate left
+// unevaluated (no GPU), an agent that ran out of a budget before it submitted (pkb run --agent).
 enum class ResultStatus {
   compile_error,
   lint_violation,
@@ -31,7 +31,8 @@ enum class ResultStatus {
   incorrect,
   correct,
   generation_failed,
-  not_evaluated
+  not_evaluated,
+  budget_exhausted
 };
 
 struct StatusInfo {
