@@ -245,6 +245,39 @@ TEST(Agent, BudgetsEndTheSampleUnjudged) {
   EXPECT_EQ(rep["aggregate"]["pass_at_k"][0]["mean"], 0.0);
 }
 
+// The GPU budget refuses the second evaluate_kernel once the first spent it; the wall budget ends the sample when
+// a slow reply used it up, before the reply's call runs.
+TEST(Agent, GpuAndWallBudgets) {
+  testing::LoopbackServer server;
+  server.set_responder([](const testing::RecordedRequest& req) {
+    size_t n = tw::tool_results(tw::Format::chat, json::parse(req.body)).size();
+    testing::ScriptedResponse r =
+        tw::reply(tw::Format::chat, false, "",
+                  {{"c" + std::to_string(n), "evaluate_kernel", source_args(cpu_fixture("correct"))}});
+    if (contains(req.body, "seconds of wall time")) r.delay_s = 1.5;
+    return r;
+  });
+  TempDir tmp;
+  auto env = env_for("openai", server.url());
+  test::CliRun r =
+      test::run_cli(PKB_BINARY, agent_args("openai", tmp.path() / "gpu", false, {"--agent-gpu-s", "0.01"}), env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto rec = lines_of(tmp.path() / "gpu/results.jsonl");
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0]["status"], "budget_exhausted");
+  EXPECT_EQ(rec[0]["agent"]["tool_calls"]["evaluate_kernel"], 1);
+  EXPECT_TRUE(contains(rec[0]["message"], "gpu")) << rec[0]["message"];
+
+  test::CliRun wall =
+      test::run_cli(PKB_BINARY, agent_args("openai", tmp.path() / "wall", false, {"--agent-wall-s", "1"}), env);
+  ASSERT_EQ(wall.exit_code, 0) << wall.out << wall.err;
+  rec = lines_of(tmp.path() / "wall/results.jsonl");
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0]["status"], "budget_exhausted");
+  EXPECT_EQ(rec[0]["agent"]["steps"], 0);
+  EXPECT_TRUE(contains(rec[0]["message"], "wall")) << rec[0]["message"];
+}
+
 // A model that never calls a tool: a fenced block is its answer (judged); prose alone is no_code.
 TEST(Agent, AModelThatNeverCallsATool) {
   testing::LoopbackServer server;

@@ -81,7 +81,8 @@ TEST(AgentSteps, TheLeaderboardKeepsAgentRunsApart) {
     return tmp.path() / name;
   };
   nlohmann::json budget = {{"steps", 20}, {"tokens", 0}, {"wall_s", 0}, {"gpu_s", 0}};
-  auto agent = write("agent", agent_run_lines(), {{"model", "agent"}, {"turns", 1}, {"mode", "agent"}, {"agent", budget}});
+  auto agent =
+      write("agent", agent_run_lines(), {{"model", "agent"}, {"turns", 1}, {"mode", "agent"}, {"agent", budget}});
   auto single = write("single",
                       record_line({.sha256 = "a", .speedup = 1.2, .sample = 0}) +
                           record_line({.sha256 = "b", .status = "incorrect", .sample = 1}) +
