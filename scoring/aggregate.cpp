@@ -182,7 +182,53 @@ std::vector<TurnScore> turn_scores(const LoadedResults& loaded, const ScoreSetti
   return out;
 }
 
+// `loaded` as if every agent sample had been stopped after `steps` tool calls: one that used more is a failed sample.
+LoadedResults within_steps(LoadedResults loaded, int steps) {
+  for (auto& p : loaded.problems)
+    for (auto* list : {&p.samples, &p.turns})
+      for (Sample& x : *list)
+        if (x.agent_steps && *x.agent_steps > steps) {
+          x.robust_pass = x.pkb_pass = false;
+          x.status = "budget_exhausted";
+          x.failure = "budget";
+        }
+  return loaded;
+}
+
+std::vector<StepScore> step_scores(const LoadedResults& loaded, const ScoreSettings& settings, AgentTotals& totals) {
+  int most = 0;
+  for (const auto& p : loaded.problems)
+    for (const Sample& x : p.samples) {
+      if (!x.agent_steps) continue;
+      most = std::max(most, *x.agent_steps);
+      ++totals.samples;
+      totals.steps += *x.agent_steps;
+      totals.input_tokens += x.input_tokens.value_or(0);
+      totals.output_tokens += x.output_tokens.value_or(0);
+      if (x.cost_usd) totals.cost_usd += *x.cost_usd, ++totals.priced;
+    }
+  std::vector<StepScore> out;
+  if (totals.samples == 0) return out;
+  for (int s : step_grid(most)) {
+    StepScore st;
+    st.steps = s;
+    st.overall = score_view(within_steps(loaded, s), settings).overall;
+    st.solved = st.overall.correct;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<int> step_grid(int most) {
+  std::vector<int> grid;
+  for (int s = 1; s <= std::min(most, 8); ++s) grid.push_back(s);
+  for (int s = 12; s < most; s = s % 3 == 0 ? s * 4 / 3 : s * 3 / 2) grid.push_back(s);
+  if (most > 8) grid.push_back(most);
+  if (grid.empty()) grid.push_back(std::max(most, 0));  // every sample answered without a tool call
+  return grid;
+}
 
 std::vector<double> threshold_grid(std::vector<double> base, std::optional<double> largest) {
   std::sort(base.begin(), base.end());
@@ -215,6 +261,7 @@ Scores score(const LoadedResults& input, const ScoreSettings& settings) {
   const LoadedResults& loaded = settings.timing_method.empty() ? input : rescored;
   Scores s = score_view(loaded, settings);
   s.turns = turn_scores(loaded, settings);
+  s.steps = step_scores(loaded, settings, s.agent);
   return s;
 }
 

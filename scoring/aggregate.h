@@ -94,6 +94,22 @@ struct TurnScore {
   Aggregate overall;                            // pass@k, fast_p@k, ... after this turn
 };
 
+// Agent mode (pkb run --agent): the scores of the samples as if each had been allowed `steps` tool calls: a sample
+// that used more counts as failed (budget). Beside them, what the agents spent.
+struct StepScore {
+  int steps = 0;
+  int solved = 0;     // samples robust-correct within `steps` tool calls
+  Aggregate overall;  // pass@k, fast_p@k, ... within the budget
+};
+
+struct AgentTotals {
+  int samples = 0;                              // samples with an agent record
+  int64_t steps = 0;                            // tool calls over them
+  int64_t input_tokens = 0, output_tokens = 0;  // over every request of every sample (tokens)
+  double cost_usd = 0;                          // over the samples whose cost is known (USD)
+  int priced = 0;                               // samples with a known cost
+};
+
 struct Scores {
   ScoreSettings settings;
   std::vector<ProblemScore> problems;
@@ -103,7 +119,9 @@ struct Scores {
   Aggregate overall;
   std::map<std::string, Aggregate> by_category;
   std::vector<CurvePoint> curve;
-  std::vector<TurnScore> turns;           // one per turn when any record is past turn 1; empty for a single-turn run
+  std::vector<TurnScore> turns;  // one per turn when any record is past turn 1; empty for a single-turn run
+  std::vector<StepScore> steps;  // agent runs: one per step budget of the grid (step_grid); else empty
+  AgentTotals agent;
   std::optional<double> largest_speedup;  // of the robust-correct samples (their best turn), if any was timed
 };
 
@@ -116,5 +134,8 @@ std::vector<double> threshold_grid(std::vector<double> base, std::optional<doubl
 // and left out of the aggregates and the curve.
 // For a multi-turn run every sample counts as its best turn (records.h) and `turns` gives the curve over turns.
 Scores score(const LoadedResults& loaded, const ScoreSettings& settings);
+
+// The step budgets an agent run's table shows: 1-8 one by one, then x1.5 / x4/3 (12, 16, 24, 32, ...), and `most`.
+std::vector<int> step_grid(int most);
 
 }  // namespace pkb::scoring

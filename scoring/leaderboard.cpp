@@ -280,7 +280,11 @@ ojson comparable_settings(const LeaderboardEntry& e) {
           {"baseline", seen("baseline")},
           {"timing_method", e.scores.settings.timing_method.empty() ? seen("timing_method")
                                                                     : ojson::array({e.scores.settings.timing_method})},
-          {"turns", ojson::array({turns})}};
+          {"turns", ojson::array({turns})},
+          // Agent runs are their own experiment, and so are two agent runs under different budgets.
+          {"mode", ojson::array({run.is_object() && run.value("mode", "") == "agent" ? "agent" : "answers"})},
+          {"agent_budget",
+           run.is_object() && run.contains("agent") ? ojson::array({ojson(run["agent"])}) : ojson::array()}};
 }
 
 Leaderboard build_leaderboard(const std::vector<fs::path>& run_dirs, ScoreSettings settings, bool allow_mixed) {

@@ -24,6 +24,9 @@ Sample make_sample(const ResultRecord& rec, std::vector<std::string>& warnings, 
   s.input_tokens = rec.input_tokens;
   s.output_tokens = rec.output_tokens;
   s.cost_usd = rec.cost_usd;
+  if (const auto it = rec.fields.find("agent"); it != rec.fields.end() && it->is_object())
+    if (auto steps = it->find("steps"); steps != it->end() && steps->is_number_integer())
+      s.agent_steps = steps->get<int>();
   s.status = rec.status;
   s.generation_status = rec.generation_status;
   const StatusInfo* info = rec.status_entry();

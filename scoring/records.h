@@ -44,6 +44,7 @@ struct Sample {
   std::optional<double> sol_baseline;                  // the same for the baseline timing.baseline names (fraction)
   std::optional<int64_t> input_tokens, output_tokens;  // generation.*: what this turn's answer used (tokens)
   std::optional<double> cost_usd;                      // generation.cost_usd (USD)
+  std::optional<int> agent_steps;                      // pkb run --agent: the tool calls the sample used (agent.steps)
 
   ResultRecord record;  // the record as read, for readers beyond scoring (pkb regress)
 

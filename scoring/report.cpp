@@ -223,6 +223,7 @@ ojson report_json(const Scores& s, const LoadedResults& loaded) {
     if (no_samples.empty()) j["by_category"][name] = aggregate_json(a, st.ks);
   j["curves"] = no_samples.empty() ? curves_json(s) : ojson::array();
   if (!s.turns.empty()) j["turns"] = turns_json(s);
+  if (!s.steps.empty()) j["agent"] = agent_json(s);
   return j;
 }
 
@@ -344,6 +345,7 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded) {
   summary_curve(o, s);
   summary_problems(o, s);
   o << turns_md(s);
+  o << agent_md(s);
   summary_settings(o, s, loaded);
   return o.str();
 }
@@ -359,6 +361,7 @@ void write_report(const Scores& s, const LoadedResults& loaded, const std::files
   write_file_atomically(out_dir / "report.json", report_json(s, loaded).dump(2) + "\n");
   write_file_atomically(out_dir / "summary.md", summary_md(s, loaded));
   write_file_atomically(out_dir / "curves.csv", curves_csv(s));
+  if (!s.steps.empty()) write_file_atomically(out_dir / "agent_steps.csv", agent_csv(s));
   write_file_atomically(out_dir / "report.html", report_html(s, loaded));
 }
 

@@ -51,6 +51,11 @@ std::string summary_md(const Scores& s, const LoadedResults& loaded);
 nlohmann::ordered_json turns_json(const Scores& s);
 std::string turns_md(const Scores& s);
 std::string turns_html(const Scores& s);
+// The step-budget section of an agent run (report_agent.cpp); null/"" for other runs. agent_csv: the curve's points
+// (agent_steps.csv: steps, k, pass@k, fast_p@k), written only for agent runs.
+nlohmann::ordered_json agent_json(const Scores& s);
+std::string agent_md(const Scores& s);
+std::string agent_csv(const Scores& s);
 std::string curves_csv(const Scores& s);
 std::string report_html(const Scores& s, const LoadedResults& loaded);
 

@@ -1,4 +1,5 @@
 // pkb run [--model M] [--problems SPEC] [--samples K] [--turns T [--stop-speedup P|never]] [-w W]
+//         [--agent [--agent-steps S] [--agent-tokens N] [--agent-wall-s S] [--agent-gpu-s S]]
 //         [--device auto|cuda|cpu] [--topology NAME] [--out DIR] [--shard I/N] [--launcher mpirun|srun]
 // The benchmark end to end (run/run.h): generate, compile, evaluate, score, report, resumable. With no arguments:
 // the expert kernels of every problem that has one, on every local GPU.
@@ -97,6 +98,19 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--turns", r.turns,
                   "Turns per sample: each later turn shows the model its last kernel's evaluation (default 1)")
       ->check(kPositive);
+  cmd->add_flag("--agent", r.agent.enabled,
+                "Agent mode: the model calls compile_kernel, evaluate_kernel and submit_kernel as tools; only the "
+                "submitted kernel is judged, on fresh inputs (docs/runs.md)");
+  cmd->add_option("--agent-steps", r.agent.budget.steps, "With --agent: tool calls per sample (default 20)")
+      ->check(kPositive);
+  cmd->add_option("--agent-tokens", r.agent.budget.tokens,
+                  "With --agent: input + output tokens per sample over all its requests (default 0: no limit)")
+      ->check(kNonNegative);
+  cmd->add_option("--agent-wall-s", r.agent.budget.wall_s, "With --agent: wall seconds per sample (default 0: none)")
+      ->check(kNonNegative);
+  cmd->add_option("--agent-gpu-s", r.agent.budget.gpu_s,
+                  "With --agent: seconds of evaluate_kernel per sample (default 0: no limit)")
+      ->check(kNonNegative);
   cmd->add_option("--stop-speedup", o->stop_speedup,
                   "With --turns: a sample stops once correct and faster than this many x the baseline (default 1; "
                   "never: always use every turn)");

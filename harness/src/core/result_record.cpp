@@ -83,6 +83,8 @@ const std::vector<StatusInfo>& result_statuses() {
       {ResultStatus::bad_request, "bad_request", true, false, "bad_request"},
       // Compiled, never run (no GPU): not a sample until a later evaluation supersedes it.
       {ResultStatus::not_evaluated, "not_evaluated", false, false, ""},
+      // An agent spent a budget (steps, tokens, wall or GPU seconds) before submitting: a failed sample, not judged.
+      {ResultStatus::budget_exhausted, "budget_exhausted", true, false, "budget"},
   };
   return kTable;
 }

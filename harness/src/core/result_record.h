@@ -20,7 +20,8 @@ namespace pkb {
 inline constexpr const char* kResultSchema = "pkb.result/1";
 
 // `pkb eval`'s outcomes, then `pkb run`'s: a sample the model produced no kernel for, a sample whose request the
-// model service rejected (HTTP 400 for that request alone), a candidate left unevaluated (no GPU).
+// model service rejected (HTTP 400 for that request alone), a candidate left unevaluated (no GPU), an agent that ran
+// out of a budget before it submitted (pkb run --agent).
 enum class ResultStatus {
   compile_error,
   lint_violation,
@@ -32,7 +33,8 @@ enum class ResultStatus {
   correct,
   generation_failed,
   bad_request,
-  not_evaluated
+  not_evaluated,
+  budget_exhausted
 };
 
 struct StatusInfo {

@@ -61,11 +61,14 @@ nlohmann::json ReplyCache::key_material(const ModelName& name, const Request& re
                       {"extra", req.extra}};
   // A later turn is keyed on the whole conversation; single-turn keys stay what they were, so existing caches hit.
   if (!req.history.empty()) m["history"] = history_json(req.history);
+  if (!req.conversation.empty()) m["conversation"] = conversation_json(req.conversation);  // agent mode
+  if (!req.tools.empty()) m["tools"] = tools_json(req.tools);
   return m;
 }
 
 std::string ReplyCache::key(const ModelName& name, const Request& req) {
-  return sha256_hex(key_material(name, req).dump());
+  // Bytes that are not UTF-8 (in a tool result, say) hash as U+FFFD, as they are sent: never a throw.
+  return sha256_hex(key_material(name, req).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::filesystem::path ReplyCache::path_for(const std::string& key) const {

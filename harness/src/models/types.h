@@ -15,10 +15,44 @@ struct Exchange {
   std::string user, assistant;
 };
 
+/// A function the model may call (agent mode): name, what it does, and its argument as a JSON schema.
+struct ToolSpec {
+  std::string name, description;
+  nlohmann::json parameters = nlohmann::json::object();  ///< JSON schema of the arguments object
+};
+
+/// One tool call in a reply. `arguments` is the provider's text as received (JSON when the model wrote valid JSON,
+/// anything otherwise): the caller decides what malformed arguments mean.
+struct ToolCall {
+  std::string id;         ///< provider's call id (OpenAI call_id, Anthropic tool_use id); synthesized for Gemini
+  std::string name;       ///< the function called
+  std::string arguments;  ///< raw JSON text of the arguments object
+  std::string signature;  ///< Gemini's opaque thoughtSignature, sent back with the call; "" elsewhere
+};
+
+/// The answer to one tool call, as the model reads it.
+struct ToolResult {
+  std::string call_id, name;
+  std::string content;
+  bool is_error = false;  ///< the call was refused (bad arguments, unknown tool): Anthropic's is_error
+};
+
+/// One message of an agent conversation after the first user prompt: the model's turn (text and tool calls), the
+/// results of its tool calls, or a plain user message (a nudge after an empty reply).
+struct Message {
+  enum class Role { user, assistant, tool };
+  Role role = Role::user;
+  std::string text;                      ///< user or assistant text
+  std::vector<ToolCall> tool_calls;      ///< assistant: the calls it made
+  std::vector<ToolResult> tool_results;  ///< tool: one result per call of the preceding assistant message
+};
+
 struct Request {
   std::string system;                 ///< system / developer instructions; empty = none sent
   std::vector<Exchange> history;      ///< earlier turns, oldest first, sent before `user`; empty = one turn
-  std::string user;                   ///< the user prompt (the latest turn's)
+  std::string user;                   ///< the user prompt (the latest turn's; an agent's first)
+  std::vector<Message> conversation;  ///< agent mode: the messages after `user`, oldest first; empty = none
+  std::vector<ToolSpec> tools;        ///< functions the model may call; empty = no tools sent
   int max_output_tokens = 32768;      ///< cap on generated tokens, reasoning included (tokens)
   std::optional<double> temperature;  ///< unset = provider default; dropped for models that reject it
   int sample_index = 0;               ///< distinguishes repeated samples of one prompt (cache key only)
@@ -78,8 +112,9 @@ struct Usage {
 };
 
 struct Reply {
-  std::string text;       ///< the answer, reasoning excluded; kept verbatim otherwise (the raw text)
-  std::string reasoning;  ///< reasoning text the provider returned (fields, thinking blocks, <think>)
+  std::string text;                  ///< the answer, reasoning excluded; kept verbatim otherwise (the raw text)
+  std::vector<ToolCall> tool_calls;  ///< the functions the model called, in its order (several: parallel calls)
+  std::string reasoning;             ///< reasoning text the provider returned (fields, thinking blocks, <think>)
   FinishReason finish = FinishReason::other;
   std::string finish_raw;  ///< provider's own stop value, e.g. "end_turn", "MAX_TOKENS", "incomplete:..."
   Usage usage;
@@ -102,8 +137,13 @@ struct Reply {
   bool ok() const { return error == ErrorKind::none; }
 };
 
-nlohmann::json to_json(const Request& r);  ///< "history" only when there is one
+nlohmann::json to_json(const Request& r);  ///< "history", "conversation", "tools" only when there are some
 nlohmann::json history_json(const std::vector<Exchange>& history);
+nlohmann::json tools_json(const std::vector<ToolSpec>& tools);
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
+std::vector<ToolCall> tool_calls_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
+nlohmann::json conversation_json(const std::vector<Message>& conversation);
+std::vector<Message> conversation_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 nlohmann::json to_json(const Reply& r);
 Reply reply_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception on a malformed record
 

@@ -42,9 +42,17 @@ void append_para(std::string& to, const std::string& piece) {
   to += piece;
 }
 
+json arguments_object(const std::string& arguments) {
+  json j = json::parse(arguments, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
 HttpRequest make_json_request(std::string url, json body, const Request& req) {
   if (req.extra.is_object()) body.merge_patch(req.extra);
-  return {std::move(url), {"Content-Type: application/json"}, body.dump()};
+  // Text from outside (a tool result quoting a compiler, a model's own arguments) may hold bytes that are not
+  // UTF-8: they go as U+FFFD rather than failing the request.
+  return {
+      std::move(url), {"Content-Type: application/json"}, body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 // Retried: a 2xx whose body is cut or empty is usually a proxy or a transient server fault; never cached.

@@ -22,6 +22,10 @@ const json& arr(const json& j, const char* key);
 /// Appends with a blank line between pieces.
 void append_para(std::string& to, const std::string& piece);
 
+/// A tool call's arguments as the object an API wants sent back (Anthropic input, Gemini args): the parsed text
+/// when it is a JSON object, else {} (the model's malformed text stays in the transcript and its tool error).
+json arguments_object(const std::string& arguments);
+
 /// Body as JSON with Request::extra merged last; headers start with Content-Type.
 HttpRequest make_json_request(std::string url, json body, const Request& req);
 

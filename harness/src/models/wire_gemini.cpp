@@ -6,6 +6,48 @@
 namespace pkb::models::detail {
 namespace {
 
+// Ids pkb gives calls the API left without one; never sent back as the API's own.
+constexpr const char* kSynthesizedId = "pkb-call-";
+
+// Gemini's function schemas are an OpenAPI subset without additionalProperties: drop it, at every depth.
+json gemini_schema(json schema) {
+  if (!schema.is_object()) return schema;
+  schema.erase("additionalProperties");
+  for (auto& [key, value] : schema.items())
+    if (value.is_object()) value = gemini_schema(value);
+  return schema;
+}
+
+// Agent mode: the model's turn as text and functionCall parts (with their thought signatures); results as
+// functionResponse parts of a user turn. A user turn that follows a user turn joins it.
+void gemini_conversation(const std::vector<Message>& conversation, json& contents) {
+  auto user_parts = [&](const json& parts) {
+    if (contents.empty() || contents.back()["role"] != "user")
+      contents.push_back({{"role", "user"}, {"parts", json::array()}});
+    for (const auto& p : parts) contents.back()["parts"].push_back(p);
+  };
+  for (const Message& m : conversation) {
+    if (m.role == Message::Role::user) user_parts(json::array({{{"text", m.text}}}));
+    json parts = json::array();
+    for (const ToolResult& t : m.tool_results) {
+      json response = {{"name", t.name}, {"response", {{t.is_error ? "error" : "content", t.content}}}};
+      if (t.call_id.rfind(kSynthesizedId, 0) != 0) response["id"] = t.call_id;
+      parts.push_back({{"functionResponse", response}});
+    }
+    if (m.role == Message::Role::tool) user_parts(parts);
+    if (m.role != Message::Role::assistant) continue;
+    if (!m.text.empty() || m.tool_calls.empty()) parts.push_back({{"text", m.text}});
+    for (const ToolCall& c : m.tool_calls) {
+      json call = {{"name", c.name}, {"args", arguments_object(c.arguments)}};
+      if (c.id.rfind(kSynthesizedId, 0) != 0) call["id"] = c.id;
+      json part = {{"functionCall", call}};
+      if (!c.signature.empty()) part["thoughtSignature"] = c.signature;
+      parts.push_back(part);
+    }
+    contents.push_back({{"role", "model"}, {"parts", parts}});
+  }
+}
+
 // Every documented FinishReason but STOP and MAX_TOKENS is Gemini stopping the answer for a reason of its own
 // (OTHER is its "unknown reason"): refused. FINISH_REASON_UNSPECIFIED, none or a new value: other (flagged).
 FinishReason gemini_finish(const std::string& raw) {
@@ -45,10 +87,11 @@ class GeminiAssembler : public StreamAssembler {
     if (candidates.empty()) return {};
     any_candidate_ = true;
     for (const auto& part : arr(obj(candidates[0], "content"), "parts")) {
+      if (part.is_object() && part.contains("functionCall")) parts_.push_back(part);  // calls arrive whole
       if (!part.is_object() || !part.contains("text")) continue;
       bool thought = part.contains("thought") && part["thought"] == true;
       // One part split over chunks is one part again (parse() puts a blank line between thought parts).
-      if (!parts_.empty() && (parts_.back().value("thought", false) == thought))
+      if (!parts_.empty() && parts_.back().contains("text") && (parts_.back().value("thought", false) == thought))
         parts_.back()["text"] = str(parts_.back(), "text") + str(part, "text");
       else
         parts_.push_back(thought ? json{{"text", str(part, "text")}, {"thought", true}}
@@ -90,7 +133,15 @@ class Gemini : public WireFormat {
       contents.push_back(content("model", e.assistant));
     }
     contents.push_back(content("user", req.user));
+    gemini_conversation(req.conversation, contents);
     json body = {{"contents", contents}, {"generationConfig", {{"maxOutputTokens", req.max_output_tokens}}}};
+    if (!req.tools.empty()) {
+      json declarations = json::array();
+      for (const ToolSpec& t : req.tools)
+        declarations.push_back(
+            {{"name", t.name}, {"description", t.description}, {"parameters", gemini_schema(t.parameters)}});
+      body["tools"] = json::array({{{"functionDeclarations", declarations}}});
+    }
     if (!req.system.empty()) body["systemInstruction"] = {{"parts", json::array({{{"text", req.system}}})}};
     if (req.temperature) body["generationConfig"]["temperature"] = *req.temperature;
     std::string method = stream ? ":streamGenerateContent?alt=sse" : ":generateContent";
@@ -118,7 +169,13 @@ class Gemini : public WireFormat {
     }
     // Thinking models may return MAX_TOKENS with no parts at all: missing parts are normal here.
     for (const auto& part : arr(obj(candidates[0], "content"), "parts")) {
-      if (part.is_object() && part.contains("thought") && part["thought"] == true)
+      if (part.is_object() && part.contains("functionCall")) {
+        const json& fc = obj(part, "functionCall");
+        std::string id = str(fc, "id");
+        if (id.empty()) id = kSynthesizedId + std::to_string(r.tool_calls.size());
+        json args = fc.contains("args") ? fc["args"] : json::object();
+        r.tool_calls.push_back({id, str(fc, "name"), args.dump(), str(part, "thoughtSignature")});
+      } else if (part.is_object() && part.contains("thought") && part["thought"] == true)
         append_para(r.reasoning, str(part, "text"));
       else
         r.text += str(part, "text");

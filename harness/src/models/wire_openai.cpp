@@ -1,14 +1,16 @@
 // OpenAI Chat Completions, OpenAI-compatible servers (same shape, looser rules) and the Responses API.
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "models/wire_detail.h"
 
 namespace pkb::models::detail {
 namespace {
 
 FinishReason chat_finish(const std::string& raw) {
-  if (raw == "stop") return FinishReason::stop;
-  if (raw == "length" || raw == "abort") return FinishReason::length;  // vLLM: the server aborted the request
+  if (raw == "stop" || raw == "tool_calls") return FinishReason::stop;  // a tool call ends the turn normally
+  if (raw == "length" || raw == "abort") return FinishReason::length;   // vLLM: the server aborted the request
   if (raw == "content_filter" || raw == "refusal") return FinishReason::refused;
   return FinishReason::other;  // tool_calls, function_call, none, or a value pkb does not know: kept, flagged
 }
@@ -29,6 +31,39 @@ std::string content_text(const json& content) {
   std::string out;
   if (content.is_array())
     for (const auto& part : content) out += str(part, "text");
+  return out;
+}
+
+// Agent mode: the messages after the first user prompt, as Chat Completions wants them.
+void append_chat_conversation(const std::vector<Message>& conversation, json& messages) {
+  for (const Message& m : conversation) {
+    if (m.role == Message::Role::user) messages.push_back({{"role", "user"}, {"content", m.text}});
+    if (m.role == Message::Role::tool)
+      for (const ToolResult& t : m.tool_results)
+        messages.push_back({{"role", "tool"}, {"tool_call_id", t.call_id}, {"content", t.content}});
+    if (m.role != Message::Role::assistant) continue;
+    json msg = {{"role", "assistant"}, {"content", m.text.empty() && !m.tool_calls.empty() ? json() : json(m.text)}};
+    for (const ToolCall& c : m.tool_calls)
+      msg["tool_calls"].push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    messages.push_back(msg);
+  }
+}
+
+json chat_tools(const std::vector<ToolSpec>& tools) {
+  json out = json::array();
+  for (const ToolSpec& t : tools)
+    out.push_back({{"type", "function"},
+                   {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
+  return out;
+}
+
+std::vector<ToolCall> chat_tool_calls(const json& msg) {
+  std::vector<ToolCall> out;
+  for (const auto& c : arr(msg, "tool_calls")) {
+    const json& f = obj(c, "function");
+    out.push_back({str(c, "id"), str(f, "name"), str(f, "arguments"), ""});
+  }
   return out;
 }
 
@@ -53,7 +88,9 @@ class OpenAIChat : public WireFormat {
       messages.push_back({{"role", "assistant"}, {"content", e.assistant}});
     }
     messages.push_back({{"role", "user"}, {"content", req.user}});
+    append_chat_conversation(req.conversation, messages);
     json body = {{"model", name.model}, {"messages", messages}};
+    if (!req.tools.empty()) body["tools"] = chat_tools(req.tools);
     // Ollama ignores max_completion_tokens and OpenAI rejects max_tokens on reasoning models.
     body[compat_ ? "max_tokens" : "max_completion_tokens"] = req.max_output_tokens;
     if (req.temperature) body["temperature"] = *req.temperature;
@@ -79,6 +116,7 @@ class OpenAIChat : public WireFormat {
       return bad_response("no choices[0].message in reply");
     const json& msg = obj(choices[0], "message");
     r.text = content_text(msg.value("content", json()));
+    r.tool_calls = chat_tool_calls(msg);
     // DeepSeek/SGLang/old vLLM say reasoning_content, new vLLM/Ollama/Together say reasoning.
     append_para(r.reasoning, str(msg, "reasoning_content"));
     if (str(msg, "reasoning") != str(msg, "reasoning_content")) append_para(r.reasoning, str(msg, "reasoning"));
@@ -123,6 +161,7 @@ class ChatAssembler : public StreamAssembler {
       reasoning_content_ += str(d, "reasoning_content");
       reasoning_ += str(d, "reasoning");
       refusal_ += str(d, "refusal");
+      add_tool_call_deltas(arr(d, "tool_calls"));
       if (!str(c, "finish_reason").empty()) finish_ = str(c, "finish_reason");
     }
     return {};
@@ -134,6 +173,7 @@ class ChatAssembler : public StreamAssembler {
     if (!reasoning_content_.empty()) msg["reasoning_content"] = reasoning_content_;
     if (!reasoning_.empty()) msg["reasoning"] = reasoning_;
     if (!refusal_.empty()) msg["refusal"] = refusal_;
+    for (const auto& [index, call] : calls_) msg["tool_calls"].push_back(call);
     json choices = json::array();
     if (any_choice_)
       choices.push_back({{"index", 0}, {"message", msg}, {"finish_reason", finish_.empty() ? json() : json(finish_)}});
@@ -143,7 +183,20 @@ class ChatAssembler : public StreamAssembler {
   }
 
  private:
+  // Tool calls stream as deltas keyed by index: the first carries id and name, the rest pieces of arguments.
+  void add_tool_call_deltas(const json& deltas) {
+    for (const auto& d : deltas) {
+      json& call = calls_[i64(d, "index")];
+      if (call.is_null()) call = {{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}};
+      if (!str(d, "id").empty()) call["id"] = str(d, "id");
+      const json& f = obj(d, "function");
+      call["function"]["name"] = str(call["function"], "name") + str(f, "name");
+      call["function"]["arguments"] = str(call["function"], "arguments") + str(f, "arguments");
+    }
+  }
+
   std::string model_, content_, reasoning_content_, reasoning_, refusal_, finish_;
+  std::map<int64_t, json> calls_;  // by the delta's index: the order of message.tool_calls
   json usage_;
   bool any_choice_ = false, done_ = false;
 };
@@ -169,6 +222,16 @@ class ResponsesAssembler : public StreamAssembler {
       reasoning_part_ = part;
       reasoning_ += str(j, "delta");
     }
+    if (type == "response.output_item.added" || type == "response.output_item.done") {
+      if (str(obj(j, "item"), "type") == "function_call") calls_[i64(j, "output_index")] = j["item"];
+    }
+    if (type == "response.function_call_arguments.delta") {
+      json& call = calls_[i64(j, "output_index")];
+      call["type"] = "function_call";
+      call["arguments"] = str(call, "arguments") + str(j, "delta");
+    }
+    if (type == "response.function_call_arguments.done")
+      calls_[i64(j, "output_index")]["arguments"] = str(j, "arguments");
     if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
       if (!j.contains("response") || !j["response"].is_object())
         return bad_response(type + " event without a response object");
@@ -192,6 +255,7 @@ class ResponsesAssembler : public StreamAssembler {
       if (!text_.empty()) content.push_back({{"type", "output_text"}, {"text", text_}});
       if (!refusal_.empty()) content.push_back({{"type", "refusal"}, {"refusal", refusal_}});
       if (!content.empty()) out.push_back({{"type", "message"}, {"content", content}});
+      for (const auto& [index, call] : calls_) out.push_back(call);
       b["output"] = out;
     }
     return b;
@@ -199,6 +263,7 @@ class ResponsesAssembler : public StreamAssembler {
 
  private:
   std::string text_, refusal_, reasoning_, reasoning_part_;
+  std::map<int64_t, json> calls_;  // function_call items by output_index, for a terminal event without output[]
   json final_ = json::object();
   bool done_ = false;
 };
@@ -211,19 +276,23 @@ class OpenAIResponses : public WireFormat {
     // store=false: the Responses API keeps responses by default; we never chain on them (previous_response_id):
     // a later turn resends the conversation as input items, like every other wire format.
     json input = req.user;
-    if (!req.history.empty()) {
+    if (!req.history.empty() || !req.conversation.empty()) {
       input = json::array();
       for (const Exchange& e : req.history) {
         input.push_back({{"role", "user"}, {"content", e.user}});
         input.push_back({{"role", "assistant"}, {"content", e.assistant}});
       }
       input.push_back({{"role", "user"}, {"content", req.user}});
+      append_conversation(req.conversation, input);
     }
     json body = {{"model", name.model},
                  {"input", input},
                  {"max_output_tokens", std::max(16, req.max_output_tokens)},  // API minimum is 16
                  {"store", false}};
     if (!req.system.empty()) body["instructions"] = req.system;
+    for (const ToolSpec& t : req.tools)
+      body["tools"].push_back(
+          {{"type", "function"}, {"name", t.name}, {"description", t.description}, {"parameters", t.parameters}});
     if (req.temperature) body["temperature"] = *req.temperature;
     if (openai_is_reasoning_model(name.model)) drop_temperature(name, body);
     if (stream) body["stream"] = true;
@@ -262,9 +331,24 @@ class OpenAIResponses : public WireFormat {
   }
 
  private:
+  // Agent mode: assistant text and function_call items, then function_call_output items with the results.
+  static void append_conversation(const std::vector<Message>& conversation, json& input) {
+    for (const Message& m : conversation) {
+      if (m.role == Message::Role::user) input.push_back({{"role", "user"}, {"content", m.text}});
+      if (m.role == Message::Role::assistant && !m.text.empty())
+        input.push_back({{"role", "assistant"}, {"content", m.text}});
+      for (const ToolCall& c : m.tool_calls)
+        input.push_back({{"type", "function_call"}, {"call_id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+      for (const ToolResult& t : m.tool_results)
+        input.push_back({{"type", "function_call_output"}, {"call_id", t.call_id}, {"output", t.content}});
+    }
+  }
+
   static void read_item(const json& item, Reply& r) {
     std::string type = str(item, "type");
-    if (type == "message") {
+    if (type == "function_call") {
+      r.tool_calls.push_back({str(item, "call_id"), str(item, "name"), str(item, "arguments"), ""});
+    } else if (type == "message") {
       for (const auto& part : arr(item, "content")) {
         if (str(part, "type") == "output_text") r.text += str(part, "text");
         if (str(part, "type") == "refusal") r.text += str(part, "refusal"), r.finish_raw = "refusal";

@@ -64,8 +64,10 @@ std::string templates_digest(const PromptOptions& o) {
   fs::path dir = o.prompts_dir.empty() ? repo_root() / "prompts" : o.prompts_dir;
   fs::path inc = o.include_dir.empty() ? repo_root() / "harness" / "include" : o.include_dir;
   std::vector<fs::path> files = {inc / "pkb" / "abi.h", inc / "pkb" / "device.cuh"};
+  // agent.txt only tells agents about their tools: agent runs key on it themselves (pkb run --agent), so a change
+  // to it leaves single-shot and refinement runs resumable.
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (e.is_regular_file() && e.path().filename() != "agent.txt") files.push_back(e.path());
   std::sort(files.begin() + 2, files.end());
   Sha256 h;
   for (const auto& f : files) {

@@ -26,6 +26,7 @@
 #include "launch/process.h"
 #include "prompt/feedback.h"
 #include "prompt/prompt.h"
+#include "run/agent_loop.h"
 #include "scoring/report.h"
 #include "validate/validate.h"
 
@@ -71,6 +72,17 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"shard", shard_json(o.shard, o.samples)}};
 }
 
+// An agent run's key adds its budgets and tool instructions (absent from other runs' keys, so those read as before).
+json settings_key(const RunOptions& o, const std::string& selection) {
+  json key = run_key(o, selection);
+  if (!o.agent.enabled) return key;
+  fs::path dir = o.generate.prompt.prompts_dir.empty() ? repo_root() / "prompts" : o.generate.prompt.prompts_dir;
+  key["agent"] = o.agent.budget.to_json();
+  key["agent"]["max_source_bytes"] = o.agent.max_source_bytes;
+  key["agent_prompt_sha256"] = sha256_hex(read_text_file(dir / "agent.txt"));
+  return key;
+}
+
 // What a manifest written before a setting existed meant by it. retime_baseline: runs made before the manifest
 // recorded it used the default (or, before re-timing existed, re-timed nothing: the same as auto on CPU ranks).
 json legacy_setting(const std::string& field) {
@@ -93,7 +105,7 @@ json recorded_setting(const json& settings, const std::string& field) {
 // of two runs' records.
 void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string& selection, bool gpu) {
   fs::path path = dir / "manifest.json";
-  json key = run_key(o, selection);
+  json key = settings_key(o, selection);
   json m = read_json_or_null(path);
   if (m.is_object()) {
     const json settings = m.value("settings", json::object());
@@ -112,6 +124,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   m["topology"] = o.topology;
   m["samples"] = std::max(o.samples, m.value("samples", 0));
   m["turns"] = std::max(o.turns, m.value("turns", 1));  // may grow, like samples
+  if (o.agent.enabled) m["mode"] = "agent", m["agent"] = key["agent"];
   m["gpu_evaluation"] = gpu;
   m["updated"] = utc_now();
   m["pkb_git"] = repo_revision();
@@ -284,6 +297,24 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
   write_json_atomically(dir / "references_cpu.json", out);
 }
 
+// One CUDA_VISIBLE_DEVICES list per concurrent evaluation: W GPUs each, disjoint; one slot on CPU ranks.
+std::vector<std::string> evaluation_slots(const RunOptions& o, const std::vector<std::string>& gpus,
+                                          bool gpu_evaluation) {
+  std::vector<std::string> slots;
+  if (o.eval.device == "cuda" && gpu_evaluation && gpus.size() < static_cast<size_t>(o.world)) {
+    slots.push_back("");  // more ranks than GPUs: one slot, ranks share the GPUs (launch/gpus.h)
+  } else if (o.eval.device == "cuda" && gpu_evaluation) {
+    for (size_t first = 0; first + o.world <= gpus.size(); first += o.world) {
+      std::string ids;
+      for (int i = 0; i < o.world; ++i) ids += (i ? "," : "") + gpus[first + i];
+      slots.push_back(ids);
+    }
+  } else {
+    slots.push_back("");
+  }
+  return slots;
+}
+
 // Steps 3-5 for one turn: account for every sample the turn's generation produced (resumed ones skipped), record
 // failed generations, compile the kernels ahead and evaluate them on the GPU slots, appending one record each.
 // `mine` says which samples are this shard's (all of them when the run is not sharded).
@@ -388,18 +419,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
 
   // One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
   // whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
-  std::vector<std::string> slots;
-  if (o.eval.device == "cuda" && sum.gpu_evaluation && gpus.size() < static_cast<size_t>(o.world)) {
-    slots.push_back("");  // more ranks than GPUs: one slot, ranks share the GPUs (launch/gpus.h)
-  } else if (o.eval.device == "cuda" && sum.gpu_evaluation) {
-    for (size_t first = 0; first + o.world <= gpus.size(); first += o.world) {
-      std::string ids;
-      for (int i = 0; i < o.world; ++i) ids += (i ? "," : "") + gpus[first + i];
-      slots.push_back(ids);
-    }
-  } else {
-    slots.push_back("");
-  }
+  std::vector<std::string> slots = evaluation_slots(o, gpus, sum.gpu_evaluation);
   std::deque<std::vector<Task>> groups;
   for (const Task& t : evals) {
     if (groups.empty() || groups.back().front().spec != t.spec) groups.emplace_back();
@@ -486,9 +506,15 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (o.turns > 1 && (o.model == "expert" || o.model.rfind("replay:", 0) == 0))
     throw Error("--turns " + std::to_string(o.turns) + " needs a language model: --model " + o.model +
                 " cannot read feedback");
+  if (o.agent.enabled && (o.model == "expert" || o.model.rfind("replay:", 0) == 0))
+    throw Error("--agent needs a language model: --model " + o.model + " cannot call tools");
+  if (o.agent.enabled && o.turns > 1) throw Error("--agent and --turns: an agent decides its own turns");
+  if (o.agent.enabled && o.agent.budget.steps < 1) throw Error("--agent-steps must be at least 1");
   // 1. Resolve the settings.
   std::vector<std::string> gpus = visible_gpus();
   if (o.device == "cuda" && gpus.empty()) throw Error("--device cuda: no GPU is visible on this machine");
+  if (o.agent.enabled && o.device != "cpu" && gpus.empty())
+    throw Error("--agent evaluates as it goes: it needs a GPU, or --device cpu");
   sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
   o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
   if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
@@ -557,7 +583,14 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
                  cut);
   Conversations conversations;
   std::vector<generate::FollowUp> next;
-  for (int turn = 1; turn <= o.turns; ++turn) {
+  if (o.agent.enabled) {
+    std::vector<const ProblemSpec*> asked;
+    for (const ProblemSpec* p : problems)
+      if (!world_size_violation(*p, o.world, p->parameters)) asked.push_back(p);
+    record_selection(sum.dir, asked);
+    run_agent_samples(problems, o, g, evaluation_slots(o, gpus, sum.gpu_evaluation), mine, results, sum);
+  }
+  for (int turn = 1; turn <= o.turns && !o.agent.enabled; ++turn) {
     generate::GenerateOptions gt = g;
     if (turn > 1) {
       if (next.empty()) break;

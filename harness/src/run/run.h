@@ -12,6 +12,9 @@
 // (prompt/feedback.h) and answers with a new kernel: turn t + 1's files are under RUN/turn_<t+1>/, its records
 // in results.jsonl carry `turn`, and resuming continues at each sample's first unfinished turn.
 //
+// With --agent, each sample is one tool-calling conversation instead (run/agent.h): RUN/agent/ holds the
+// transcripts, and each sample's one record is its submitted kernel's verdict.
+//
 // Without a GPU (and without --device cpu), a run still generates, compiles and validates the references on CPU
 // ranks, and records each compiled candidate as not_evaluated: the report says the GPU evaluations were skipped.
 #pragma once
@@ -23,6 +26,7 @@
 
 #include "eval/evaluate.h"
 #include "generate/generate.h"
+#include "run/agent.h"
 #include "run/shard.h"
 #include "spec/catalog.h"
 
@@ -44,6 +48,7 @@ struct RunOptions {
   Shard shard;       // --shard I/N: this invocation's part of the run, in OUT/shard-I-of-N (run/shard.h)
   EvalOptions eval;  // dtype, trials, timing, deadlines, cache (world/device/topology set from above)
   generate::GenerateOptions generate;  // concurrency, token limits, provider settings (model/problems set from above)
+  AgentOptions agent;                  // --agent: the model drives compile/evaluate/submit as tools (run/agent.h)
 };
 
 struct RunSummary {

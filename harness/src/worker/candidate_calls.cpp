@@ -83,9 +83,12 @@ json tensor_json(const Runtime& rt, const Slot& s) {
 class RunnerCalls final : public CandidateCalls {
  public:
   RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
-    json layout = {{"library", o.candidate},        {"rank", env.rank},
-                   {"world", env.world},            {"local_rank", env.local_rank},
-                   {"heap_bytes", rt.heap_size()},  {"sync_offset", heap.sync_offset},
+    json layout = {{"library", o.candidate},
+                   {"rank", env.rank},
+                   {"world", env.world},
+                   {"local_rank", env.local_rank},
+                   {"heap_bytes", rt.heap_size()},
+                   {"sync_offset", heap.sync_offset},
                    {"arena_offset", heap.arena_offset}};
     for (const auto& slot : heap.inputs) {
       json tensors = json::array();
@@ -97,7 +100,8 @@ class RunnerCalls final : public CandidateCalls {
     layout["params"] = json::array();
     for (const auto& [k, v] : all_params(env)) layout["params"].push_back({k, v});
     layout["groups"] = json::array();
-    for (const auto& [name, members] : my_groups(env)) layout["groups"].push_back({{"name", name}, {"members", members}});
+    for (const auto& [name, members] : my_groups(env))
+      layout["groups"].push_back({{"name", name}, {"members", members}});
     // What the runner must not open: the driver's FIFOs, and where the monitors' MPI keeps its files and shared
     // memory (its session directory under the temporary directory, its segments in /dev/shm). Its own files go to
     // `work`, granted beneath the hidden /tmp.

@@ -42,7 +42,7 @@ bool leads_to_hidden(const std::string& dir, const std::vector<std::string>& hid
 void grant(int ruleset, const std::string& path) {
   int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0) return;  // a dangling link, an entry that vanished
-  struct stat st{};
+  struct stat st {};
   fstat(fd, &st);
   landlock_path_beneath_attr rule{S_ISDIR(st.st_mode) ? kAllDirRights : kFileRights, fd};
   syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
@@ -97,8 +97,7 @@ class Filter {
   void install() {
     ret(SECCOMP_RET_ALLOW);
     sock_fprog prog{static_cast<unsigned short>(code_.size()), code_.data()};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      throw Error(std::string("no_new_privs: ") + std::strerror(errno));
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw Error(std::string("no_new_privs: ") + std::strerror(errno));
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
       throw Error(std::string("seccomp: ") + std::strerror(errno));
   }
@@ -139,11 +138,32 @@ void restrict_syscalls() {
 #else
 #error "pkb-runner's seccomp filter knows x86_64 and aarch64"
 #endif
-  for (long nr : {SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp, SYS_perf_event_open, SYS_bpf,
-                  SYS_pidfd_open, SYS_pidfd_getfd, SYS_pidfd_send_signal, SYS_process_madvise, SYS_io_uring_setup,
-                  SYS_io_uring_enter, SYS_io_uring_register, SYS_io_setup, SYS_io_submit, SYS_execve, SYS_execveat,
-                  SYS_unshare, SYS_setns, SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_tkill,
-                  SYS_move_pages, SYS_migrate_pages})
+  for (long nr : {SYS_ptrace,
+                  SYS_process_vm_readv,
+                  SYS_process_vm_writev,
+                  SYS_kcmp,
+                  SYS_perf_event_open,
+                  SYS_bpf,
+                  SYS_pidfd_open,
+                  SYS_pidfd_getfd,
+                  SYS_pidfd_send_signal,
+                  SYS_process_madvise,
+                  SYS_io_uring_setup,
+                  SYS_io_uring_enter,
+                  SYS_io_uring_register,
+                  SYS_io_setup,
+                  SYS_io_submit,
+                  SYS_execve,
+                  SYS_execveat,
+                  SYS_unshare,
+                  SYS_setns,
+                  SYS_mount,
+                  SYS_umount2,
+                  SYS_pivot_root,
+                  SYS_chroot,
+                  SYS_tkill,
+                  SYS_move_pages,
+                  SYS_migrate_pages})
     f.deny(nr, EPERM);
 #ifdef SYS_fork
   f.deny(SYS_fork, EPERM);

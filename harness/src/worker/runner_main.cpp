@@ -141,7 +141,8 @@ void fill_context(Host& h, const json& layout) {
   c.n_params = static_cast<int>(h.param_names.size());
   c.param_names = h.param_name_ptrs.data();
   c.param_values = h.param_values.data();
-  for (const auto& g : layout.at("groups")) h.group_names.push_back(g.at("name")), h.group_members.push_back(g.at("members"));
+  for (const auto& g : layout.at("groups"))
+    h.group_names.push_back(g.at("name")), h.group_members.push_back(g.at("members"));
   for (size_t i = 0; i < h.group_names.size(); ++i) {
     const auto& m = h.group_members[i];
     int idx = static_cast<int>(std::find(m.begin(), m.end(), c.rank) - m.begin());
@@ -185,7 +186,8 @@ int main() {
                             static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
   if (layout.is_discarded()) die("the layout is not JSON");
   for (int q = 0; q < layout.at("world").get<int>(); ++q) {
-    void* base = mmap(nullptr, layout.at("heap_bytes").get<size_t>(), PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
+    void* base =
+        mmap(nullptr, layout.at("heap_bytes").get<size_t>(), PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
     if (base == MAP_FAILED) die("cannot map a heap");
     h.bases.push_back(base);
     close(kHeapFd + q);
