@@ -1,0 +1,126 @@
+// Candidates that attack the process they run in (tests/fixtures/adversarial, issue 34): GOT hooks of write,
+// memcpy and the clock, writes through /proc/self/mem and a sibling rank's /proc/<pid>/mem, a code detour, heap and
+// stack scans, a pipe over the sealed channel, record edits, the schedule read from /proc, a thread working during
+// the warm-ups, first-visit-only work, return-address probes. Each must get the honest verdict: a wrong kernel is
+// not `correct`; a slow one's time stays near the honest slow control's, measured beside it in the same test; one
+// that skips work in calls it believes unchecked is not `correct` when it did skip.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "../unit/test_util.h"
+#include "core/files.h"
+#include "spec/catalog.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const fs::path kFixtures = pkb::repo_root() / "tests/fixtures/adversarial";
+const fs::path kShared = pkb::repo_root() / "tests/fixtures/cpu";
+const fs::path kSharedCache = PKB_TEST_CACHE;  // the reference cache of the tests whose candidates leave it alone
+
+// Timing for the slow kernels (2 ms a call): a paper warm-up of one 50-call chunk, two repetitions of each method.
+const std::vector<std::string> kSlowTiming = {"--paper-warmup-budget", "0.05", "--paper-iters", "3",
+                                              "--min-reps",            "1",    "--max-reps",     "2"};
+// Timing for the fast ones: the full paper warm-up (no budget cuts it), so nothing that counts calls is thrown off.
+const std::vector<std::string> kFastTiming = {"--paper-warmup-budget", "600", "--paper-iters", "3",
+                                              "--min-reps",            "1",   "--max-reps",    "2"};
+// Inputs of 2 MiB a rank: the 32 MiB a rank may spend on timing copies holds 15 fresh ones, so six repetitions of
+// 8 timed calls come back to every copy (the revisits of repetitions 2-5 are what first-visit attacks skip).
+const std::vector<std::string> kRevisitShape = {"--param", "M=1024", "--param", "N=1024", "--paper-warmup-budget",
+                                                "0.05",    "--paper-iters", "3",   "--min-reps", "6", "--max-reps", "6"};
+
+struct Eval {
+  json record;
+  std::string logs;  // pkb's stdout and stderr, and every file the evaluation left (the candidate's stderr among them)
+};
+
+// `fixture` (a .cpp of tests/fixtures/adversarial, or of tests/fixtures/cpu) in a folder of its own beside
+// fixture.h and inprocess.h, evaluated on problem 1 at W = 2 on CPU ranks in the sandbox.
+Eval eval(const fs::path& dir, const std::string& fixture, const std::vector<std::string>& settings) {
+  fs::create_directories(dir / "cand");
+  for (const fs::path& h : {kShared / "fixture.h", kFixtures / "inprocess.h"})
+    fs::copy_file(h, dir / "cand" / h.filename(), fs::copy_options::overwrite_existing);
+  fs::path src = kFixtures / (fixture + ".cpp");
+  if (!fs::exists(src)) src = kShared / (fixture + ".cpp");
+  fs::copy_file(src, dir / "cand" / src.filename(), fs::copy_options::overwrite_existing);
+  std::vector<std::string> args = {"eval",    (dir / "cand" / src.filename()).string(),
+                                   "--problem", "1", "-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1",
+                                   "--iters",   "5"};
+  bool shaped = std::find(settings.begin(), settings.end(), "--param") != settings.end();
+  if (!shaped) args.insert(args.end(), {"--param", "M=64", "--param", "N=48"});
+  args.insert(args.end(), settings.begin(), settings.end());
+  args.insert(args.end(), {"--timeout", "120", "--out", (dir / "eval").string(), "--cache", kSharedCache.string(),
+                           "--json"});
+  auto r = pkb::test::run_cli(PKB_BINARY, args, {}, 300);
+  Eval e{json::parse(r.out, nullptr, false), r.out + r.err};
+  EXPECT_FALSE(e.record.is_discarded()) << fixture << ": pkb eval printed no JSON record:\n" << r.out << r.err;
+  if (e.record.is_discarded()) e.record = json::object();
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir / "eval", ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file() && it->path().filename() != "fixture.h") e.logs += pkb::read_text_file(it->path());
+  return e;
+}
+
+std::string status(const Eval& e) { return e.record.value("status", ""); }
+double median_us(const Eval& e) {
+  return e.record.value("timing", json::object()).value("candidate", json::object()).value("median_us", 0.0);
+}
+std::string summary(const Eval& e) { return e.record.dump(2).substr(0, 3000); }
+
+// A kernel that writes wrong outputs, whatever it does to the process around it, is not `correct`.
+void expect_wrong_is_not_correct(const std::string& fixture) {
+  pkb::test::TempDir tmp;
+  Eval e = eval(tmp.path(), fixture, kFastTiming);
+  EXPECT_NE(status(e), "correct") << fixture << " forged its outputs:\n" << summary(e);
+}
+
+// An honest kernel that sleeps 2 ms a call, whatever it does to the timer, times near the honest slow control (both
+// evaluated side by side, so both see the same load).
+void expect_slow_stays_slow(const std::string& fixture) {
+  pkb::test::TempDir tmp;
+  auto control = std::async(std::launch::async, [&] { return eval(tmp.path() / "control", "slow_control", kSlowTiming); });
+  Eval attack = eval(tmp.path() / "attack", fixture, kSlowTiming);
+  Eval slow = control.get();
+  ASSERT_EQ(status(slow), "correct") << summary(slow);
+  if (status(attack) != "correct") return;  // a crash or a flagged run is no forged time
+  EXPECT_GE(median_us(attack), 0.5 * median_us(slow))
+      << fixture << " hid its time: " << median_us(attack) << " us against the control's " << median_us(slow) << " us\n"
+      << summary(attack);
+}
+
+// A kernel that skips the work of calls it believes unchecked (it says so once on stderr) is not `correct`; where
+// it could not tell the calls apart it never skipped, and `correct` is earned.
+void expect_skipping_is_not_correct(const std::string& fixture, const std::vector<std::string>& settings) {
+  pkb::test::TempDir tmp;
+  Eval e = eval(tmp.path(), fixture, settings);
+  const bool skipped = e.logs.find("in-process attack: skipped the work of a call") != std::string::npos;
+  EXPECT_FALSE(status(e) == "correct" && skipped) << fixture << " skipped calls and was judged correct:\n" << summary(e);
+}
+
+TEST(InProcess, WriteHookCannotForgeOutputFrames) { expect_wrong_is_not_correct("got_write"); }
+TEST(InProcess, MemcpyHookCannotForgeCaptures) { expect_wrong_is_not_correct("got_memcpy"); }
+TEST(InProcess, PipeOverTheSealCannotRewriteFrames) { expect_wrong_is_not_correct("seal_pipe"); }
+
+TEST(InProcess, ClockHookCannotHideTime) { expect_slow_stays_slow("got_clock"); }
+TEST(InProcess, ProcSelfMemCannotShrinkTheTimer) { expect_slow_stays_slow("proc_self_mem"); }
+TEST(InProcess, SiblingProcMemCannotShrinkAPeersTimer) { expect_slow_stays_slow("sibling_mem"); }
+TEST(InProcess, DetourCannotRewriteTheSummary) { expect_slow_stays_slow("detour"); }
+TEST(InProcess, HeapScanCannotMoveTheStartMark) { expect_slow_stays_slow("heap_scan"); }
+TEST(InProcess, StackScanCannotShrinkTheSamples) { expect_slow_stays_slow("stack_scan"); }
+// Correct results computed by a thread during the untimed warm-ups: the work shows in the time (or the results
+// are wrong), never correct and fast.
+TEST(InProcess, WorkDuringTheWarmupsIsNotFree) { expect_slow_stays_slow("warmup_thread"); }
+
+TEST(InProcess, RecordEditCannotHideSkippedCalls) { expect_skipping_is_not_correct("record_edit", kFastTiming); }
+TEST(InProcess, ReturnAddressCannotTellTimedCallsApart) {
+  expect_skipping_is_not_correct("return_address", kFastTiming);
+}
+TEST(InProcess, FirstVisitOnlyWorkIsCaught) { expect_skipping_is_not_correct("first_visit_only", kRevisitShape); }
+TEST(InProcess, NoScheduleInProc) { expect_skipping_is_not_correct("schedule_from_proc", kRevisitShape); }
+
+}  // namespace
