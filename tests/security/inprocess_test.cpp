@@ -24,15 +24,16 @@ const fs::path kShared = pkb::repo_root() / "tests/fixtures/cpu";
 const fs::path kSharedCache = PKB_TEST_CACHE;  // the reference cache of the tests whose candidates leave it alone
 
 // Timing for the slow kernels (2 ms a call): a paper warm-up of one 50-call chunk, two repetitions of each method.
-const std::vector<std::string> kSlowTiming = {"--paper-warmup-budget", "0.05", "--paper-iters", "3",
-                                              "--min-reps",            "1",    "--max-reps",     "2"};
+const std::vector<std::string> kSlowTiming = {
+    "--paper-warmup-budget", "0.05", "--paper-iters", "3", "--min-reps", "1", "--max-reps", "2"};
 // Timing for the fast ones: the full paper warm-up (no budget cuts it), so nothing that counts calls is thrown off.
-const std::vector<std::string> kFastTiming = {"--paper-warmup-budget", "600", "--paper-iters", "3",
-                                              "--min-reps",            "1",   "--max-reps",    "2"};
+const std::vector<std::string> kFastTiming = {
+    "--paper-warmup-budget", "600", "--paper-iters", "3", "--min-reps", "1", "--max-reps", "2"};
 // Inputs of 2 MiB a rank: the 32 MiB a rank may spend on timing copies holds 15 fresh ones, so six repetitions of
 // 8 timed calls come back to every copy (the revisits of repetitions 2-5 are what first-visit attacks skip).
-const std::vector<std::string> kRevisitShape = {"--param", "M=1024", "--param", "N=1024", "--paper-warmup-budget",
-                                                "0.05",    "--paper-iters", "3",   "--min-reps", "6", "--max-reps", "6"};
+const std::vector<std::string> kRevisitShape = {
+    "--param",    "M=1024", "--param",    "N=1024", "--paper-warmup-budget", "0.05", "--paper-iters", "3",
+    "--min-reps", "6",      "--max-reps", "6"};
 
 struct Eval {
   json record;
@@ -48,14 +49,18 @@ Eval eval(const fs::path& dir, const std::string& fixture, const std::vector<std
   fs::path src = kFixtures / (fixture + ".cpp");
   if (!fs::exists(src)) src = kShared / (fixture + ".cpp");
   fs::copy_file(src, dir / "cand" / src.filename(), fs::copy_options::overwrite_existing);
-  std::vector<std::string> args = {"eval",    (dir / "cand" / src.filename()).string(),
-                                   "--problem", "1", "-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1",
+  std::vector<std::string> args = {"eval",      (dir / "cand" / src.filename()).string(),
+                                   "--problem", "1",
+                                   "-w",        "2",
+                                   "--device",  "cpu",
+                                   "--trials",  "2",
+                                   "--warmup",  "1",
                                    "--iters",   "5"};
   bool shaped = std::find(settings.begin(), settings.end(), "--param") != settings.end();
   if (!shaped) args.insert(args.end(), {"--param", "M=64", "--param", "N=48"});
   args.insert(args.end(), settings.begin(), settings.end());
-  args.insert(args.end(), {"--timeout", "120", "--out", (dir / "eval").string(), "--cache", kSharedCache.string(),
-                           "--json"});
+  args.insert(args.end(),
+              {"--timeout", "120", "--out", (dir / "eval").string(), "--cache", kSharedCache.string(), "--json"});
   auto r = pkb::test::run_cli(PKB_BINARY, args, {}, 300);
   Eval e{json::parse(r.out, nullptr, false), r.out + r.err};
   EXPECT_FALSE(e.record.is_discarded()) << fixture << ": pkb eval printed no JSON record:\n" << r.out << r.err;
@@ -79,18 +84,24 @@ void expect_wrong_is_not_correct(const std::string& fixture) {
   EXPECT_NE(status(e), "correct") << fixture << " forged its outputs:\n" << summary(e);
 }
 
+constexpr double kSleepUs = 2000;  // the slow kernel's sleep (tests/fixtures/adversarial/inprocess.h)
+
 // An honest kernel that sleeps 2 ms a call, whatever it does to the timer, times near the honest slow control (both
 // evaluated side by side, so both see the same load).
 void expect_slow_stays_slow(const std::string& fixture) {
   pkb::test::TempDir tmp;
-  auto control = std::async(std::launch::async, [&] { return eval(tmp.path() / "control", "slow_control", kSlowTiming); });
+  auto control =
+      std::async(std::launch::async, [&] { return eval(tmp.path() / "control", "slow_control", kSlowTiming); });
   Eval attack = eval(tmp.path() / "attack", fixture, kSlowTiming);
   Eval slow = control.get();
   ASSERT_EQ(status(slow), "correct") << summary(slow);
   if (status(attack) != "correct") return;  // a crash or a flagged run is no forged time
-  EXPECT_GE(median_us(attack), 0.5 * median_us(slow))
-      << fixture << " hid its time: " << median_us(attack) << " us against the control's " << median_us(slow) << " us\n"
-      << summary(attack);
+  // Within noise of the control: a loaded machine may stretch either one's sleep, never shrink it below 2 ms, and the
+  // attacks that worked (ef1618e) timed at 1-300 us.
+  const double floor_us = std::min(0.5 * median_us(slow), 0.9 * kSleepUs);
+  EXPECT_GE(median_us(attack), floor_us) << fixture << " hid its time: " << median_us(attack)
+                                         << " us against the control's " << median_us(slow) << " us\n"
+                                         << summary(attack);
 }
 
 // A kernel that skips the work of calls it believes unchecked (it says so once on stderr) is not `correct`; where
@@ -99,7 +110,8 @@ void expect_skipping_is_not_correct(const std::string& fixture, const std::vecto
   pkb::test::TempDir tmp;
   Eval e = eval(tmp.path(), fixture, settings);
   const bool skipped = e.logs.find("in-process attack: skipped the work of a call") != std::string::npos;
-  EXPECT_FALSE(status(e) == "correct" && skipped) << fixture << " skipped calls and was judged correct:\n" << summary(e);
+  EXPECT_FALSE(status(e) == "correct" && skipped) << fixture << " skipped calls and was judged correct:\n"
+                                                  << summary(e);
 }
 
 TEST(InProcess, WriteHookCannotForgeOutputFrames) { expect_wrong_is_not_correct("got_write"); }
