@@ -80,6 +80,8 @@ const std::vector<StatusInfo>& result_statuses() {
       {ResultStatus::generation_failed, "generation_failed", true, false, "generation"},
       // Compiled, never run (no GPU): not a sample until a later evaluation supersedes it.
       {ResultStatus::not_evaluated, "not_evaluated", false, false, ""},
+      // pkb's own machinery failed (the reference pass): no verdict, not a sample; `pkb run` evaluates it again.
+      {ResultStatus::harness_error, "harness_error", false, false, ""},
   };
   return kTable;
 }

@@ -20,7 +20,7 @@ namespace pkb {
 inline constexpr const char* kResultSchema = "pkb.result/1";
 
 // `pkb eval`'s outcomes, then `pkb run`'s two: a sample the model produced no kernel for, a candidate left
-// unevaluated (no GPU).
+// unevaluated (no GPU); last, an evaluation pkb itself could not finish (harness_error: the reference pass failed).
 enum class ResultStatus {
   compile_error,
   lint_violation,
@@ -31,7 +31,8 @@ enum class ResultStatus {
   incorrect,
   correct,
   generation_failed,
-  not_evaluated
+  not_evaluated,
+  harness_error
 };
 
 struct StatusInfo {
