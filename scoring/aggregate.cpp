@@ -40,6 +40,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
   ps.id = p.id, ps.slug = p.slug, ps.folder = p.folder, ps.category = p.category;
   ps.n = static_cast<int>(p.samples.size());
   ps.not_evaluated = static_cast<int>(p.not_evaluated.size());
+  for (const Sample& s : p.not_evaluated) ps.harness_errors += s.status == "harness_error";
   ps.missing = p.missing;
   for (const Sample& s : p.samples) {
     ps.generation_failed += s.status == "generation_failed";
@@ -65,6 +66,7 @@ void add_values(std::vector<double>& sums, const std::vector<AtK>& xs) {
 
 void add_problem(Aggregate& a, const ProblemScore& ps) {
   a.not_evaluated += ps.not_evaluated;
+  a.harness_errors += ps.harness_errors;
   if (!ps.fully_evaluated()) {
     ++a.not_fully_evaluated;
     return;

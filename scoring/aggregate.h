@@ -44,8 +44,9 @@ struct ProblemScore {
   int n = 0, c_robust = 0, c_pkb = 0, c_fast = 0;  // c_fast: robust-correct with speedup > headline_p
   int generation_failed = 0;                       // of the n samples, those the model never produced
   int not_evaluated = 0;                           // candidates compiled but not run: not in n
-  int contended = 0;     // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
-  int host_drift = 0;    // correct samples whose timing's host speed differed from the baseline's (timing.host_drift)
+  int harness_errors = 0;  // of not_evaluated, those pkb itself failed to evaluate (harness_error: retried by pkb run)
+  int contended = 0;       // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
+  int host_drift = 0;      // correct samples whose timing's host speed differed from the baseline's (timing.host_drift)
   int shared_gpu = 0;    // samples of any verdict evaluated with ranks sharing a GPU (gpu_sharing): no speedup claimed
   bool missing = false;  // in the run's selection without any record: counts 0
   std::map<std::string, int> failures;           // failed samples (of n) by bucket: compile, ..., no_code
@@ -63,6 +64,7 @@ struct Aggregate {
   int problems = 0, without_samples = 0, samples = 0, correct = 0;  // over the problems in the means
   int generation_failed = 0;                                        // samples (in `samples`) the model never produced
   int not_evaluated = 0;                // candidates compiled but not evaluated, over every problem
+  int harness_errors = 0;               // of not_evaluated, those ended by a harness error
   int contended = 0;                    // correct samples judged with ranks sharing a GPU (no speedup), in the means
   int host_drift = 0;                   // correct samples flagged timing.host_drift, in the means
   int shared_gpu = 0;                   // samples evaluated with ranks sharing a GPU (any verdict), in the means

@@ -48,6 +48,7 @@ ojson problem_json(const ProblemScore& p, bool no_samples) {
           {"c_fast", p.c_fast},
           {"generation_failed", p.generation_failed},
           {"not_evaluated", p.not_evaluated},
+          {"harness_errors", p.harness_errors},
           {"contended", p.contended},
           {"host_drift", p.host_drift},
           {"shared_gpu", p.shared_gpu},
@@ -142,6 +143,7 @@ ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
           {"correct", a.correct},
           {"generation_failed", a.generation_failed},
           {"not_evaluated", a.not_evaluated},
+          {"harness_errors", a.harness_errors},
           {"contended", a.contended},
           {"host_drift", a.host_drift},
           {"shared_gpu", a.shared_gpu},
@@ -180,9 +182,16 @@ std::string skipped_evaluations_notice(const Scores& s) {
   const Aggregate& a = s.overall;
   if (a.not_evaluated == 0) return "";
   bool one = a.not_fully_evaluated == 1;
-  return plural(a.not_evaluated, "GPU evaluation was", "GPU evaluations were") +
-         " skipped: no GPU on this machine. The candidates were compiled but not evaluated; " +
-         plural(a.not_fully_evaluated, "problem", "problems") + " with skipped evaluations " +
+  const int no_gpu = a.not_evaluated - a.harness_errors;
+  std::string why;
+  if (no_gpu)
+    why = plural(no_gpu, "GPU evaluation was", "GPU evaluations were") +
+          " skipped: no GPU on this machine. The candidates were compiled but not evaluated; ";
+  if (a.harness_errors)
+    why += plural(a.harness_errors, "evaluation", "evaluations") +
+           " ended in a harness error (pkb's own reference pass failed: no verdict on the candidate; the same pkb run "
+           "command evaluates them again); ";
+  return why + plural(a.not_fully_evaluated, "problem", "problems") + " with skipped evaluations " +
          (one ? "is listed with its count but left out" : "are listed with their counts but left out") +
          " of the aggregates and the curve.";
 }

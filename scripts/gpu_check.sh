@@ -5,7 +5,7 @@
 # $OUT/0-results.tar as well (the device tool brings back only a few shallow files: the archive holds every log and
 # small record, however the call ends). Exit status: non-zero if any step failed.
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
-# sandbox run replay shards regress topology);
+# sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
 # for the largest problems at full shape);
@@ -93,6 +93,15 @@ if want validate; then
       --device cuda --dtype bf16 "${validate_opts[@]}" --out "$out/validate"
     [ "${PKB_VALIDATE_FP32:-0}" != 1 ] || step "validate_cuda_w${vw}_fp32" "$build/pkb" validate "$selection" -w "$vw" \
       --device cuda --dtype fp32 --python off "${trials[@]}" --out "$out/validate"
+  done
+fi
+# fp32 is IEEE fp32 in every reference and baseline (no TF32: cuDNN convolutions default to it, and 087 failed its oracle
+# by 0.19 with it): every problem at W = 1 and W = 2 in fp32, reference.py cross-checked where torch imports. Not a
+# default step (full shapes, ~2 x the bf16 validation): PKB_STEPS=fp32.
+if want fp32; then
+  for vw in 1 2; do
+    TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "fp32_validate_w$vw" "$build/pkb" validate "$selection" -w "$vw" \
+      --device cuda --dtype fp32 "${trials[@]}" --out "$out/fp32_validate"
   done
 fi
 # Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work

@@ -29,6 +29,7 @@ import struct
 import sys
 import time
 import traceback
+import warnings
 
 try:
     import torch
@@ -200,6 +201,29 @@ def as_output_list(result):
     return [result]
 
 
+def use_ieee_fp32():
+    """fp32 math in IEEE fp32, never TF32: PyTorch lets cuDNN convolutions use TF32 by default (and cuBLAS matmuls
+    where allow_tf32 is on), so on Ampere and later GPUs an fp32 reference would be a TF32 one. The legacy flags exist
+    in every torch from 1.13 on and keep the newer per-operator settings in step (newer torch warns that they are
+    deprecated: silenced); NVIDIA_TF32_OVERRIDE is not needed. As pkb-rank's use_ieee_fp32 does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        if hasattr(torch, "set_float32_matmul_precision"):  # torch >= 1.12
+            torch.set_float32_matmul_precision("highest")
+
+
+def fp32_math():
+    """The fp32 settings in effect, read back: the rank record's and timing.py.json's `fp32_math`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cudnn, cublas = bool(torch.backends.cudnn.allow_tf32), bool(torch.backends.cuda.matmul.allow_tf32)
+        precision = torch.get_float32_matmul_precision() if hasattr(torch, "get_float32_matmul_precision") else "highest"
+    return {"ieee": not cudnn and not cublas and precision == "highest", "tf32_cudnn": cudnn, "tf32_cublas": cublas,
+            "float32_matmul_precision": precision}
+
+
 def init_process_group(opts, rank):
     """The process group and this rank's device, set up once for every problem of the launch."""
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
@@ -223,6 +247,7 @@ def run_problem(opts, rank, device, problem_dir, io):
         problem = json.load(f)
     output_names = [o["name"] for o in problem["outputs"]]
     solution = load_solution(problem_dir)
+    use_ieee_fp32()  # per problem: one reference.py of the launch cannot change the next one's math
     trials = [int(t) for t in opts.trials.split(",")]
 
     for i, trial in enumerate(trials):
@@ -252,6 +277,7 @@ def run_problem(opts, rank, device, problem_dir, io):
         if "device" in stats:
             stats["repeat_device_medians_us"] = [r["device"].get("median_us") for r in runs]
         stats["repeat_host_probe_us"] = [statistics.median(r["host_probe_us"]) for r in runs]
+        stats["fp32_math"] = fp32_math()
         if rank == 0:
             with open(os.path.join(io, "timing.py.json"), "w") as f:
                 json.dump(stats, f, indent=2)
@@ -295,7 +321,7 @@ def main():
             if device is None:
                 device = init_process_group(opts, rank)
             run_problem(opts, rank, device, problem_dir, io)
-            record, code = {"status": "ok"}, 0
+            record, code = {"status": "ok", "fp32_math": fp32_math()}, 0
         except CannotRunHere as e:
             record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
             if TORCH_MISSING:

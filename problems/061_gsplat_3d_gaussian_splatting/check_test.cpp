@@ -1,7 +1,8 @@
 // Problem 61: with the projection defined in fp32 and the radii kept clear of integers, an fp32 kernel that
 // associates the covariance products differently ((J R_c) Sigma (J R_c)^T, Sigma from R S S^T R^T) matches the
 // integer radii exactly and passes; projecting with the source rank's camera, dropping eps2d, and local Gaussian
-// ids fail.
+// ids fail. gaussian_ids are global by source rank (s G + n, problem.json's deviations): PKB's destination-rank
+// offsets fail.
 #include <gtest/gtest.h>
 
 #include "check/compare.h"
@@ -105,6 +106,28 @@ TEST(Problem061, Fp32KernelsMatchRadiiMistakesFail) {
     EXPECT_FALSE(passes(s, run, candidate(in, width, height, Variant::source_camera), want)) << "source camera";
     EXPECT_FALSE(passes(s, run, candidate(in, width, height, Variant::no_eps2d), want)) << "no eps2d";
     EXPECT_FALSE(passes(s, run, candidate(in, width, height, Variant::local_ids), want)) << "local ids";
+  }
+}
+
+// The documented ids, written out by hand: rank r's row s G + n is Gaussian n of source rank s, with id s G + n on
+// every rank. PKB's reference (upstream gsplat's packed path) adds the destination's offset instead, r G + n: a kernel
+// that copies it fails on every row from another rank.
+TEST(Problem061, GaussianIdsAreGlobalBySourceRank) {
+  auto s = pkb::load_problem(pkb::repo_root() / "problems/061_gsplat_3d_gaussian_splatting");
+  const int W = 3, G = 7;
+  auto run = pkb::resolve_run(s, W, pkb::DType::f32, {{"G", G}});
+  std::vector<pkb::Tensors> in;
+  for (int r = 0; r < W; ++r) in.push_back(pkb::make_inputs(s, run, r, 0, 0).tensors);
+  auto want = pkb::expected_outputs(s, run, in);
+  const auto dtype = pkb::to_aten(pkb::tensor_dtype(s.outputs[1], run));
+  for (int r = 0; r < W; ++r) {
+    std::vector<int> source_ids, destination_ids;
+    for (int src = 0; src < W; ++src)
+      for (int n = 0; n < G; ++n) source_ids.push_back(src * G + n), destination_ids.push_back(r * G + n);
+    at::Tensor documented = at::tensor(source_ids, at::kInt), pkb_upstream = at::tensor(destination_ids, at::kInt);
+    ASSERT_TRUE(at::equal(want[r][1], documented)) << "rank " << r << ": " << want[r][1];
+    EXPECT_TRUE(pkb::compare(pkb::Policy::robust, documented, want[r][1], s.tolerance, dtype).pass);
+    EXPECT_FALSE(pkb::compare(pkb::Policy::robust, pkb_upstream, want[r][1], s.tolerance, dtype).pass) << "rank " << r;
   }
 }
 

@@ -190,6 +190,27 @@ TEST(Cli, AnUnimportableTorchSkipsTheCrossCheckAndSaysWhy) {
   EXPECT_EQ(pkb::read_text_file(launches), "rank\nrank\n");  // one launch of W = 2 ranks for both problems
 }
 
+// fp32 is IEEE fp32 in both references, never TF32 (libtorch and PyTorch let cuDNN convolutions use TF32 by default):
+// every rank of reference.cpp (pkb-rank) and of reference.py (run_reference.py) reads its settings back into its
+// record, and validation.json carries them. Torch's own default has cuDNN TF32 on, so `false` here is pkb's setting.
+TEST(Cli, BothReferencesRunFp32AsIeeeAndRecordIt) {
+  TempDir out;
+  CliRun r = pkb_cli({"validate", "1", "--small", "-w", "2", "--device", "cpu", "--dtype", "fp32", "--trials", "1",
+                      "--python", "on", "--out", out.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("agrees"), std::string::npos) << r.out;  // reference.py ran
+  const nlohmann::json ieee = {
+      {"ieee", true}, {"tf32_cudnn", false}, {"tf32_cublas", false}, {"float32_matmul_precision", "highest"}};
+  const std::filesystem::path dir = out.path() / "001_allreduce/w2_cpu_fp32";
+  auto record = [&](const std::string& name) { return nlohmann::json::parse(pkb::read_text_file(dir / name)); };
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_EQ(record("rank" + rank + ".json")["fp32_math"], ieee) << "reference.cpp, rank " << rank;
+    EXPECT_EQ(record("py.rank" + rank + ".json")["fp32_math"], ieee) << "reference.py, rank " << rank;
+  }
+  EXPECT_EQ(record("validation.json")["fp32_math"], ieee);
+  EXPECT_EQ(record("validation.json")["python_fp32_math"], ieee);
+}
+
 // validate runs several problems per launch (pkb-rank --batch, one Python launch); a problem that ends a launch
 // fails alone, with its own error, and the problems after it still run and pass.
 TEST(Cli, ValidateBatchesAndABrokenProblemFailsAlone) {

@@ -22,7 +22,8 @@ struct Case {
 nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
                             std::vector<std::string> problem_args = {"--problem", "1", "--param", "M=64", "--param",
                                                                      "N=48"},
-                            const std::filesystem::path& out_dir = {}) {
+                            const std::filesystem::path& out_dir = {},
+                            const std::filesystem::path& cache_dir = PKB_TEST_CACHE) {
   pkb::test::TempDir tmp;
   const std::filesystem::path eval_out = out_dir.empty() ? tmp.path() / "eval" : out_dir;
   pkb::ProcessOptions o;
@@ -37,7 +38,7 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
   argv.insert(argv.end(), {"-w", "2", "--device", "cpu", "--trials", "2", "--warmup", "1", "--iters", "5"});
   argv.insert(argv.end(), pkb::test::kShortTiming.begin(), pkb::test::kShortTiming.end());
   argv.insert(argv.end(), {"--timeout", std::to_string(timeout_s), "--out", eval_out.string(), "--cache",
-                           PKB_TEST_CACHE, "--json"});
+                           cache_dir.string(), "--json"});
   auto r = pkb::run_process(argv, o);
   EXPECT_TRUE(r.exited) << r.summary();
   EXPECT_LT(r.wall_s, 90) << "pkb must return promptly";
@@ -47,7 +48,8 @@ nlohmann::json eval_fixture(const std::string& fixture, double timeout_s,
   // The record was appended to results.jsonl too.
   std::string jsonl = pkb::file_tail(eval_out / "results.jsonl", 1 << 24);
   EXPECT_NE(jsonl.find("\"schema\":\"pkb.result/1\""), std::string::npos);
-  EXPECT_EQ(r.exit_code, j.value("status", "") == "correct" ? 0 : 1);
+  const std::string status = j.value("status", "");
+  EXPECT_EQ(r.exit_code, status == "correct" ? 0 : status == "harness_error" ? 2 : 1);  // 2: pkb itself failed
   return j;
 }
 
@@ -118,7 +120,87 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_TRUE(j["sandbox"]["enabled"].get<bool>());
   EXPECT_EQ(j["sandbox"]["rank_program"], "pkb-candidate");  // problem 1 has no prepare step: no libtorch
   for (const char* k : {"pkb_git", "libtorch"}) EXPECT_TRUE(j["provenance"].contains(k)) << k;
+  // The reference pass's fp32 math, as its ranks read it back: IEEE fp32, never TF32.
+  EXPECT_EQ(
+      j["provenance"]["fp32_math"],
+      (nlohmann::json{
+          {"ieee", true}, {"tf32_cudnn", false}, {"tf32_cublas", false}, {"float32_matmul_precision", "highest"}}));
   for (const char* k : {"compile_s", "reference_s", "candidate_s", "total_s"}) EXPECT_TRUE(j["wall"].contains(k)) << k;
+}
+
+// The candidate's --timeout is no deadline for pkb's own reference pass: with 1 s, and timing repetitions a second
+// apart (--rep-gap-ms: the uncached reference pass takes ~3.5 s), the reference pass completes under its own
+// deadline and the candidate, cut at its 1 s, is recorded `timeout`. (Before, the reference pass was killed at the
+// candidate's deadline and pkb exited with an error and no record; --reference-timeout 1 shows that still.)
+TEST(Eval, TheCandidatesTimeoutDoesNotCutTheReferencePass) {
+  pkb::test::TempDir tmp;
+  auto eval = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"eval",
+                                     (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string(),
+                                     "--problem",
+                                     "1",
+                                     "--param",
+                                     "M=64",
+                                     "--param",
+                                     "N=48",
+                                     "-w",
+                                     "2",
+                                     "--device",
+                                     "cpu",
+                                     "--trials",
+                                     "1",
+                                     "--warmup",
+                                     "1",
+                                     "--iters",
+                                     "5",
+                                     "--paper-warmup",
+                                     "1",
+                                     "--paper-iters",
+                                     "3",
+                                     "--min-reps",
+                                     "3",
+                                     "--max-reps",
+                                     "3",
+                                     "--rep-gap-ms",
+                                     "1000",
+                                     "--timeout",
+                                     "1",
+                                     "--out",
+                                     (tmp.path() / "out").string(),
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pkb::test::CliRun r = pkb::test::run_cli(PKB_BINARY, args);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return std::make_pair(r.exit_code, j);
+  };
+  auto [code, j] = eval({"--cache", (tmp.path() / "cache").string()});  // a fresh cache: the reference pass runs
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(j.value("status", ""), "timeout") << j.dump(2).substr(0, 3000);
+  EXPECT_EQ(j["reference"]["cached"], false);
+  EXPECT_EQ(j["reference"]["timeout_s"], 900);  // kReferenceTimeoutS
+  EXPECT_GT(j["wall"]["reference_s"].get<double>(), 2);
+  EXPECT_TRUE(std::filesystem::exists(j["reference"]["cache_dir"].get<std::string>() + "/complete.json"));
+
+  // Its own deadline, set short, is the reference pass's: a harness error, recorded.
+  auto [short_code, cut] = eval({"--cache", (tmp.path() / "other-cache").string(), "--reference-timeout", "1"});
+  EXPECT_EQ(short_code, 2);
+  EXPECT_EQ(cut.value("status", ""), "harness_error") << cut.dump(2).substr(0, 3000);
+  EXPECT_NE(cut.value("message", "").find("timed out"), std::string::npos) << cut.value("message", "");
+}
+
+// A reference pass that fails is pkb's failure, not the candidate's: still a record (harness_error, exit code 2),
+// with the reason, and no verdict. Here the cache cannot hold reference entries (its reference/ is a file).
+TEST(Eval, AFailedReferencePassIsAHarnessErrorRecord) {
+  pkb::test::TempDir cache, out;
+  pkb::test::write_file(cache.path() / "reference", "not a directory\n");
+  auto j =
+      eval_fixture("correct", 60, {"--problem", "1", "--param", "M=64", "--param", "N=48"}, out.path(), cache.path());
+  EXPECT_EQ(j.value("status", ""), "harness_error") << j.dump(2).substr(0, 3000);
+  EXPECT_NE(j.value("message", "").find("harness error, no verdict"), std::string::npos) << j.value("message", "");
+  EXPECT_TRUE(j["failure"].contains("harness")) << j.dump(2).substr(0, 3000);
+  EXPECT_FALSE(j.contains("checks"));
+  EXPECT_FALSE(j.contains("timing"));
 }
 
 // --retime-baseline always: the baselines are timed again beside the candidate (never cached), and the speedup is

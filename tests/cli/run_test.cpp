@@ -165,7 +165,7 @@ TEST(Run, AServiceFailureIsNoSampleAndLeavesTheRunIncomplete) {
   CliRun r = pkb_cli(args, {{"PKB_COMPAT_API_KEY", "test-key"}});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(server.request_count(), 1);  // 401 is not retried and stops the batch
-  EXPECT_NE(r.err.find("pkb run: incomplete: 3 samples without a record"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pkb run: incomplete: 3 samples without a verdict"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Incorrect API key provided"), std::string::npos) << r.err;
   EXPECT_EQ(result_lines(run).size(), 0u);
@@ -354,6 +354,45 @@ TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
   r = pkb_cli(args);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("manifest.json was written with timing = "), std::string::npos) << r.err;
+}
+
+// pkb's own failure (the reference pass cannot be cached: the cache's reference/ is a file) is recorded for every
+// sample, harness_error with the reason: no sample is lost and none is scored. The run is incomplete (exit 1), and the
+// same command, with the cache repaired, evaluates those samples again rather than counting them done.
+TEST(Run, AHarnessErrorIsRecordedAndTheNextInvocationEvaluatesItAgain) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run", cache = tmp.path() / "cache";
+  write_file(replay / "001_allreduce/sample_0.cu", cpu_fixture("correct"));
+  write_file(replay / "001_allreduce/sample_1.cu", cpu_fixture("wrong_value"));
+  write_file(cache / "reference", "not a directory\n");
+  auto args = cpu_run_args("replay:" + replay.string(), run, 2);
+  args.back() = cache.string();  // --cache
+  CliRun broken = pkb_cli(args);
+  EXPECT_EQ(broken.exit_code, 1) << broken.out << broken.err;
+  auto lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 2u) << broken.err;
+  for (const json& line : lines) {
+    EXPECT_EQ(line["status"], "harness_error") << line.dump(2);
+    EXPECT_NE(line.value("message", "").find("harness error, no verdict"), std::string::npos) << line.dump(2);
+  }
+  EXPECT_NE(broken.out.find("2 recorded harness_error"), std::string::npos) << broken.out;
+  json rep = report(run);
+  EXPECT_EQ(rep["aggregate"]["harness_errors"], 2);
+  EXPECT_EQ(rep["problems"][0]["n"], 0);  // no sample scored
+  EXPECT_NE(read_text_file(run / "summary.md").find("harness error"), std::string::npos);
+
+  fs::remove(cache / "reference");
+  CliRun fixed = pkb_cli(args);
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  EXPECT_EQ(fixed.err.find("resuming"), std::string::npos) << fixed.err;  // nothing was counted done
+  lines = result_lines(run);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[2]["status"], "correct") << lines[2].dump(2);
+  EXPECT_EQ(lines[3]["status"], "incorrect") << lines[3].dump(2);
+  rep = report(run);
+  EXPECT_EQ(rep["problems"][0]["n"], 2);
+  EXPECT_EQ(rep["problems"][0]["c"], 1);
+  EXPECT_EQ(rep["aggregate"]["harness_errors"], 0);
 }
 
 TEST(Run, WithoutAGpuCompilesValidatesAndReportsTheEvaluationsSkipped) {

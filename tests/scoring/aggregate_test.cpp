@@ -142,8 +142,9 @@ TEST(Record, RoundTripsAndKeepsUntypedFields) {
 }
 
 TEST(Record, EveryStatusHasOneTableRow) {
-  for (auto s : {pkb::ResultStatus::compile_error, pkb::ResultStatus::correct, pkb::ResultStatus::generation_failed,
-                 pkb::ResultStatus::not_evaluated, pkb::ResultStatus::budget_exhausted}) {
+  for (auto s :
+       {pkb::ResultStatus::compile_error, pkb::ResultStatus::correct, pkb::ResultStatus::generation_failed,
+        pkb::ResultStatus::not_evaluated, pkb::ResultStatus::budget_exhausted, pkb::ResultStatus::harness_error}) {
     const pkb::StatusInfo* info = pkb::find_status(pkb::result_status_name(s));
     ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->status, s);
@@ -151,6 +152,8 @@ TEST(Record, EveryStatusHasOneTableRow) {
   EXPECT_EQ(pkb::result_statuses().size(), 11u);
   EXPECT_FALSE(pkb::find_status("not_evaluated")->sample);
   EXPECT_TRUE(pkb::find_status("budget_exhausted")->sample);  // an agent out of budget: a failed sample
+  EXPECT_FALSE(pkb::find_status("harness_error")->sample);    // pkb failed: no verdict, never in n
+  EXPECT_FALSE(pkb::find_status("harness_error")->evaluated);
   EXPECT_TRUE(pkb::find_status("generation_failed")->sample);
   EXPECT_FALSE(pkb::find_status("generation_failed")->evaluated);
   EXPECT_EQ(pkb::find_status("bogus"), nullptr);

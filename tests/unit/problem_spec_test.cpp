@@ -155,6 +155,9 @@ TEST(ProblemSpec, StructuralMistakes) {
   expect_error([](json& j) { j["inputs"][0]["init"]["std"] = -1; }, "inputs[0].init.std", "must be > 0");
   expect_error([](json& j) { j["tolerance"]["atol"] = -1; }, "tolerance.atol", "must be >= 0");
   expect_error([](json& j) { j["slug"] = "other"; }, "slug", "must be '042_other'");
+  expect_error([](json& j) { j["deviations"] = {""}; }, "deviations", "must be an array of sentences");
+  expect_error([](json& j) { j["deviations"] = {"TODO"}; }, "deviations", "must be an array of sentences");
+  expect_error([](json& j) { j["deviations"] = {1}; }, "deviations", "must be an array of sentences");
 }
 
 TEST(Catalog, SelectionSyntax) {
@@ -193,6 +196,21 @@ TEST(Catalog, ShippedProblemsAllLoad) {
   for (const auto& e : c.errors) ADD_FAILURE() << e;
   EXPECT_GE(c.problems.size(), 8u);
   for (int id = 1; id <= 8; ++id) EXPECT_NE(c.find(id), nullptr) << "problem " << id;
+}
+
+// Outside checks ran ParallelKernelBench's own references on pkb's input bytes: 039, 061 and 079 give other outputs
+// (by design). Each must say so in its deviations, naming what differs, so a reader comparing with PKB knows.
+TEST(Catalog, ProblemsWhoseOutputsDifferFromPkbDocumentIt) {
+  pkb::Catalog c = pkb::load_catalog(pkb::repo_root() / "problems");
+  const std::map<int, std::string> differs = {
+      {39, "transpose"}, {61, "gaussian_ids"}, {79, "ties"}};  // a word the deviation must contain
+  for (const auto& [id, word] : differs) {
+    const pkb::ProblemSpec* p = c.find(id);
+    ASSERT_NE(p, nullptr) << "problem " << id;
+    bool named = false;
+    for (const auto& d : p->deviations) named |= d.find(word) != std::string::npos;
+    EXPECT_TRUE(named) << p->folder() << ": no deviation mentions '" << word << "'";
+  }
 }
 
 TEST(ProblemSpec, ParamOverridesParseOrSayWhich) {

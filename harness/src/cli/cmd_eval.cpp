@@ -1,6 +1,7 @@
 // pkb eval FILE --problem ID [-w W] [--device cuda|cpu] [--trials T] [--out DIR] ...
 // Prints a readable verdict and appends the result record to OUT/results.jsonl.
-// Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error.
+// Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error (a harness_error
+// record is still appended).
 #include <iostream>
 
 #include "cli/commands.h"
@@ -36,7 +37,7 @@ int run_eval(EvalCliOptions& o) {
   else
     std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string()
               << "\n";
-  return r.status == EvalStatus::correct ? 0 : 1;
+  return r.status == EvalStatus::correct ? 0 : r.status == EvalStatus::harness_error ? 2 : 1;
 }
 
 }  // namespace
@@ -55,6 +56,14 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
       ->check(CLI::IsMember({"auto", "drift", "always", "never"}));
 }
 
+void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e) {
+  cmd->add_option("--reference-timeout", e.reference_timeout_s,
+                  "Deadline per launch of pkb's own reference pass and baselines, seconds (default: the larger of " +
+                      std::to_string(static_cast<int>(kReferenceTimeoutS)) +
+                      " and --timeout; --timeout never shortens it). Past it: a harness_error record")
+      ->check(CLI::PositiveNumber);
+}
+
 void add_eval_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<EvalCliOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel: compile, check, time");
@@ -68,7 +77,9 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->e.seed, "Base seed")->check(kNonNegative);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   add_eval_timing_flags(cmd, o->e);
-  cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch, seconds")->check(kPositive);
+  cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch of the candidate's ranks, seconds")
+      ->check(kPositive);
+  add_reference_timeout_flag(cmd, o->e);
   cmd->add_option(
          "--ranks-per-gpu", o->e.ranks_per_gpu,
          "Ranks sharing each GPU (MPS) even where there are enough GPUs: a functional check, times marked contended")

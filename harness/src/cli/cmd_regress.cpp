@@ -56,6 +56,7 @@ void add_regress_command(CLI::App& app, Action& action) {
   cmd->add_option("--trials", r.run.eval.trials, "Checked trials per kernel")->check(kPositive);
   add_eval_timing_flags(cmd, r.run.eval);
   cmd->add_option("--timeout", r.run.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
+  add_reference_timeout_flag(cmd, r.run.eval);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->callback([o, &action] { action = [o] { return run_regress(*o); }; });
 }

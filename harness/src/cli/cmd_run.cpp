@@ -67,7 +67,8 @@ int run_run(RunCliOptions& o) {
   std::printf("run: %d samples", s.samples);
   if (s.later_turns) std::printf(" (+%d answers in later turns)", s.later_turns);
   std::printf(", %d recorded now, %d from earlier invocations", s.recorded, s.resumed);
-  if (s.harness_errors) std::printf(", %d left unrecorded by harness errors (rerun to retry)", s.harness_errors);
+  if (s.harness_errors)
+    std::printf(", %d recorded harness_error: pkb itself failed, no verdict (rerun to retry)", s.harness_errors);
   if (s.rejected) std::printf(", %d rejected by the model service (HTTP 400: recorded bad_request)", s.rejected);
   if (s.service_failures)
     std::printf(", %d not answered by the model service (rerun to ask again)", s.service_failures);
@@ -79,7 +80,7 @@ int run_run(RunCliOptions& o) {
   if (!c.errors.empty()) return 2;
   if (!s.complete())
     std::fprintf(stderr,
-                 "pkb run: incomplete: %d samples without a record%s%s; the same command does what is missing\n",
+                 "pkb run: incomplete: %d samples without a verdict%s%s; the same command does what is missing\n",
                  s.harness_errors + s.service_failures, s.service_error.empty() ? "" : ": ", s.service_error.c_str());
   return s.complete() ? 0 : 1;
 }
@@ -127,6 +128,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(kPositive);
   add_eval_timing_flags(cmd, r.eval);
   cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
+  add_reference_timeout_flag(cmd, r.eval);
   cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
   cmd->add_flag(
       "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },

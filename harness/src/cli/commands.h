@@ -30,5 +30,7 @@ void add_leaderboard_command(CLI::App& app, Action& action);
 // The evaluation's timing flags, one spelling for eval, run and regress: the timing options (worker/timing_cli.h),
 // --timing-method and --retime-baseline.
 void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e);
+// --reference-timeout: the reference pass's own deadline (eval, run, regress).
+void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e);
 
 }  // namespace pkb::cli

@@ -85,6 +85,8 @@ const std::vector<StatusInfo>& result_statuses() {
       {ResultStatus::not_evaluated, "not_evaluated", false, false, ""},
       // An agent spent a budget (steps, tokens, wall or GPU seconds) before submitting: a failed sample, not judged.
       {ResultStatus::budget_exhausted, "budget_exhausted", true, false, "budget"},
+      // pkb's own machinery failed (the reference pass): no verdict, not a sample; `pkb run` evaluates it again.
+      {ResultStatus::harness_error, "harness_error", false, false, ""},
   };
   return kTable;
 }

@@ -21,7 +21,8 @@ inline constexpr const char* kResultSchema = "pkb.result/1";
 
 // `pkb eval`'s outcomes, then `pkb run`'s: a sample the model produced no kernel for, a sample whose request the
 // model service rejected (HTTP 400 for that request alone), a candidate left unevaluated (no GPU), an agent that ran
-// out of a budget before it submitted (pkb run --agent).
+// out of a budget before it submitted (pkb run --agent); last, an evaluation pkb itself could not finish
+// (harness_error: the reference pass failed).
 enum class ResultStatus {
   compile_error,
   lint_violation,
@@ -34,7 +35,8 @@ enum class ResultStatus {
   generation_failed,
   bad_request,
   not_evaluated,
-  budget_exhausted
+  budget_exhausted,
+  harness_error
 };
 
 struct StatusInfo {

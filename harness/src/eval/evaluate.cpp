@@ -70,16 +70,18 @@ GpuSharing gpu_sharing(const EvalOptions& o) {
   return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
 }
 
+// timeout_s: the candidate's deadline (o.timeout_s) or the reference pass's (reference_deadline_s).
 RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                 const std::string& tag) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, o.timeout_s, gpu_sharing(o).env, nullptr, {}};
+                 const std::string& tag, double timeout_s) {
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
   if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return job;
 }
 
-ProcessResult launch(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                     const std::string& tag) {
-  return run_rank_job(rank_job(o, args, dir, tag));
+// A launch of pkb's own (the reference pass, the baselines timed again) under the reference pass's deadline.
+ProcessResult launch_trusted(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
+                             const std::string& tag) {
+  return run_rank_job(rank_job(o, args, dir, tag, reference_deadline_s(o)));
 }
 
 // The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
@@ -117,8 +119,9 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 6;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
-                                           // 6: the device view's calls are timed ordinals (checked alike)
+constexpr int kReferenceCacheVersion = 7;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
+                                           // 6: the device view's calls are timed ordinals (checked alike);
+                                           // 7: fp32 references and baselines in IEEE fp32, never TF32
 // Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
 // repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
 int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
@@ -211,7 +214,7 @@ void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const 
 PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
   std::vector<std::string> py_args = {"--time"};
   for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, o.timeout_s, {}};
+  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
   if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return run_python_runner(job);
 }
@@ -243,7 +246,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
   w.save_inputs = python;
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch(o, to_args(w), work, "reference");
+  ProcessResult pr = launch_trusted(o, to_args(w), work, "reference");
   if (!pr.ok()) {
     std::string why = pr.summary();
     if (auto e = first_rank_error(read_rank_records(work, o.world)))
@@ -289,7 +292,7 @@ std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOption
   WorkerOptions w = worker_options(spec, o, dir);
   w.trials = {0};
   w.save_inputs = python;
-  ProcessResult pr = launch(o, to_args(w), dir, "retime");
+  ProcessResult pr = launch_trusted(o, to_args(w), dir, "retime");
   std::vector<json> records = read_rank_records(dir, o.world);
   if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
     throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
@@ -486,7 +489,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
   fs::path plan = scratch / "plan.json";
   write_file_atomically(plan, json(to_args(w)).dump());
-  RankJob job = rank_job(o, {"--plan", plan.string()}, cand_dir, "candidate");
+  RankJob job = rank_job(o, {"--plan", plan.string()}, cand_dir, "candidate", o.timeout_s);
   // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
   job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
   Sandbox box;
@@ -675,6 +678,10 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
 
 }  // namespace
 
+double reference_deadline_s(const EvalOptions& o) {
+  return o.reference_timeout_s > 0 ? o.reference_timeout_s : std::max(kReferenceTimeoutS, o.timeout_s);
+}
+
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
   auto chase_median = [](const json& t) {
     if (!t.is_object() || !t.contains("host_chase_probe_us") || !t["host_chase_probe_us"].is_array()) return 0.0;
@@ -720,6 +727,8 @@ const char* eval_status_name(EvalStatus s) {
       return "correct";
     case EvalStatus::not_evaluated:
       return "not_evaluated";
+    case EvalStatus::harness_error:
+      return "harness_error";
   }
   return "crash";
 }
@@ -818,11 +827,24 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
     rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
   bool python = o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
                 (fs::exists(reference_dir(spec, run, o, prov, true) / "complete.json") || python_torch_available());
-  json ref_info = {{"python", python}};
+  json ref_info = {{"python", python}, {"timeout_s", reference_deadline_s(o)}};
   t0 = std::chrono::steady_clock::now();
-  fs::path ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
+  fs::path ref_dir;
+  try {
+    ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
+  } catch (const std::exception& e) {
+    // pkb's own machinery failed, not the candidate: a record that says so (no verdict, no sample), which `pkb
+    // run` evaluates again on its next invocation.
+    wall["reference_s"] = since(t0);
+    rec["reference"] = ref_info;
+    rec["failure"] = {{"harness", e.what()}};
+    return finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+  }
   wall["reference_s"] = since(t0);
   rec["reference"] = ref_info;
+  // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing.
+  json ref_rank0 = read_json_or_null(ref_dir / "rank0.json");
+  rec["provenance"]["fp32_math"] = ref_rank0.is_object() ? ref_rank0.value("fp32_math", json()) : json();
 
   // 3-4. Everything from here on reads what the candidate produced: whatever goes wrong is its result, recorded,
   // never an exception that would cost the run its other samples.

@@ -17,7 +17,8 @@
 namespace pkb {
 
 // not_evaluated: compiled (or failed to), but EvalOptions::not_evaluated_reason stopped it before any rank ran
-// (`pkb run` on a machine without GPUs). Not a sample for scoring.
+// (`pkb run` on a machine without GPUs). harness_error: pkb's own machinery failed (the reference pass failed or
+// ran past its deadline): no verdict on the candidate. Neither is a sample for scoring.
 enum class EvalStatus {
   compile_error,
   lint_violation,
@@ -27,7 +28,8 @@ enum class EvalStatus {
   crash,
   incorrect,
   correct,
-  not_evaluated
+  not_evaluated,
+  harness_error
 };
 const char* eval_status_name(EvalStatus s);
 
@@ -46,7 +48,10 @@ struct EvalOptions {
   // never on CPU ranks (their times test the harness and are no benchmark; on a loaded 2-core CI machine the
   // probes differed by 0.28-1.55x between passes, so half the evaluations would pay a second reference launch).
   std::string retime_baseline = "auto";
-  double timeout_s = 120;  // per launch
+  double timeout_s = 120;  // per launch of the candidate's ranks
+  // Per launch of pkb's own ranks (the reference pass, the baselines), seconds; 0: reference_deadline_s's default.
+  // The candidate's timeout never shortens it: a busy GPU once ran the trusted pass past a 15 s --timeout.
+  double reference_timeout_s = 0;
   double compile_timeout_s = 180;
   std::string arch = "sm_90a";
   bool allow_nccl = false;
@@ -66,9 +71,16 @@ struct EvalResult {
   nlohmann::json record;
 };
 
-// Throws pkb::Error only for harness failures (bad options, a reference that fails); everything the candidate
-// does wrong is a status in the record.
+// Throws pkb::Error only for bad options; everything the candidate does wrong is a status in the record, and a
+// reference pass that fails or runs past its deadline is one too (harness_error).
 EvalResult evaluate_candidate(const ProblemSpec& spec, const std::filesystem::path& source, const EvalOptions& o);
+
+// The reference pass's default deadline per launch, seconds: generous, since a full-shape reference pass times two
+// baselines and may share a busy GPU.
+constexpr double kReferenceTimeoutS = 900;
+// The deadline of each launch of pkb's own ranks: --reference-timeout where given, else the larger of
+// kReferenceTimeoutS and the candidate's --timeout (a long candidate deadline is a sign of long references too).
+double reference_deadline_s(const EvalOptions& o);
 
 // How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
 CompileOptions eval_compile_options(const EvalOptions& o);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace pkb {
@@ -14,5 +15,13 @@ std::string libtorch_version_at(const std::filesystem::path& library, const std:
 
 // libtorch_version_at for the libtorch_cpu this process has loaded.
 std::string loaded_libtorch_version(const std::string& fallback);
+
+// Makes this process's fp32 math IEEE fp32: no TF32 in cuDNN convolutions (libtorch's default allows it, so on
+// Ampere and later GPUs an fp32 conv2d reference was a TF32 one: 087 off by up to 0.19) nor in cuBLAS matmuls,
+// float32 matmul precision "highest". The legacy setters exist in every libtorch from 1.13 to 2.11 and keep the newer
+// per-operator settings in step; NVIDIA_TF32_OVERRIDE is not needed. Returns the settings as read back, for the rank
+// record's `fp32_math`: {"ieee": true, "tf32_cudnn": false, "tf32_cublas": false, "float32_matmul_precision":
+// "highest"}.
+nlohmann::json use_ieee_fp32();
 
 }  // namespace pkb

@@ -212,6 +212,18 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   return r;
 }
 
+// A sample pkb could not judge because its own machinery failed (`why`): recorded harness_error, which no reader
+// counts as a sample and the next invocation evaluates again.
+ResultRecord harness_error_record(const Task& t, const RunOptions& o, const std::string& why) {
+  ResultRecord r = generation_failed_record(t, o);
+  r.candidate_path = fs::absolute(t.source).string();
+  r.status = result_status_name(ResultStatus::harness_error);
+  r.generation_status.clear();
+  r.generation_message.clear();
+  r.message = "harness error, no verdict: " + why;
+  return r;
+}
+
 // The problems a run asks for (selected, allowed at W, with a kernel source): scoring counts one without any
 // record as 0 rather than letting it vanish from the denominator.
 void record_selection(const fs::path& dir, const std::vector<const ProblemSpec*>& asked) {
@@ -361,11 +373,12 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
     ++accounted;
     const Recorded* rec = find_recorded(done, t);
     const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
-    bool placeholder = info && !info->sample;  // not_evaluated: done only where no GPU could do better
     // A rejected request is sent again by every invocation (rejections are not cached): an answer now
     // supersedes the bad_request record.
     bool answered_now = info && info->status == ResultStatus::bad_request && t.failure_status != "bad_request";
-    if (rec && (!placeholder || !sum.gpu_evaluation) && !answered_now) {
+    // not_evaluated: done only where no GPU could do better; harness_error: never done (pkb failed, not the sample).
+    bool redo = info && (info->status == ResultStatus::harness_error || (!info->sample && sum.gpu_evaluation));
+    if (rec && !redo && !answered_now) {
       ++resumed;
       pass += rec->status == "correct";
       fast += rec->status == "correct" && rec->speedup > 1.0;
@@ -438,8 +451,19 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
         group = std::move(groups.front());
         groups.pop_front();
       }
+      // The problem's other samples would fail the same way: after a harness error they are recorded so at once.
+      std::string harness_failure;
+      auto record_harness_error = [&](const Task& t) {
+        append_line(results, record_line(harness_error_record(t, o, harness_failure)));
+        ++recorded_count, ++harness_errors;
+        progress.finished(t, "harness_error", 0);
+      };
       for (size_t i = 0; i < group.size(); ++i) {
         const Task& t = group[i];
+        if (!harness_failure.empty()) {
+          record_harness_error(t);
+          continue;
+        }
         try {
           // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per
           // sample (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
@@ -453,16 +477,20 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
           append_line(results, record_line(rec));
           ++recorded_count;
           progress.finished(t, rec.status, rec.speedup.value_or(0.0));
+          if (rec.status == result_status_name(ResultStatus::harness_error)) {
+            ++harness_errors;
+            harness_failure = "sample " + std::to_string(t.sample) + " of this problem: " + rec.message;
+          }
         } catch (const std::exception& err) {
-          // The harness, not the candidate, failed (e.g. the reference pass): nothing is recorded, so the next
-          // invocation retries; the problem's other samples would fail the same way. (Any exception: the other
-          // problems' groups go on.)
-          harness_errors += static_cast<int>(group.size() - i);
-          std::fprintf(stderr, "pkb run: %s: harness error, %zu samples left unrecorded: %s\n",
-                       t.spec->folder().c_str(), group.size() - i, err.what());
-          break;
+          // Any other failure of the harness, not the candidate's: recorded as one too. (The other problems' groups
+          // go on.)
+          harness_failure = err.what();
+          record_harness_error(t);
         }
       }
+      if (!harness_failure.empty())
+        std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
+                     group.front().spec->folder().c_str(), harness_failure.c_str());
     }
   };
   parallel_for_each(slots.size(), static_cast<int>(slots.size()), [&](size_t i) { worker(slots[i]); });

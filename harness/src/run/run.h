@@ -58,7 +58,7 @@ struct RunSummary {
   int later_turns = 0;          // (problem, sample, turn > 1) answers accounted for (pkb run --turns)
   int resumed = 0;              // already recorded by an earlier invocation
   int recorded = 0;             // records appended by this invocation
-  int harness_errors = 0;       // samples left unrecorded because the harness itself failed (retried next time)
+  int harness_errors = 0;       // samples recorded harness_error: pkb itself failed (evaluated again next time)
   int service_failures = 0;     // samples the model service never answered (auth, quota, network): not samples
   int rejected = 0;             // samples whose request the service rejected (HTTP 400): recorded bad_request
   std::string service_error;    // the first of those failures, as the provider put it

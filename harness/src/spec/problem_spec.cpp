@@ -305,7 +305,9 @@ void parse_into(ProblemSpec& s, const json& j) {
 
   if (f.has("deviations")) {
     for (const auto& d : f.array("deviations")) {
-      if (!d.is_string()) f.fail("deviations", "must be an array of strings");
+      // Each entry is what differs from PKB and why: a sentence or more, never a placeholder.
+      if (!d.is_string() || d.get<std::string>().size() < 20)
+        f.fail("deviations", "must be an array of sentences (each what differs from PKB and why)");
       s.deviations.push_back(d.get<std::string>());
     }
   }

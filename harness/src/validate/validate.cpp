@@ -245,6 +245,19 @@ Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
   return p;
 }
 
+// A rank record's `fp32_math`: the settings its process read back (IEEE fp32, no TF32); null without one.
+json fp32_math_of(const fs::path& rank_record) {
+  json r = read_json_or_null(rank_record);
+  return r.is_object() ? r.value("fp32_math", json()) : json();
+}
+
+// A reference whose process ran fp32 math with TF32 fails validation, whatever its outputs.
+void require_ieee_fp32(Planned& p, const json& fp32_math, const std::string& who) {
+  if (fp32_math.is_object() && fp32_math.value("ieee", false)) return;
+  if (p.tally.pass)
+    p.tally.pass = false, p.tally.first_failure = who + " ran without IEEE fp32 math (TF32?): " + fp32_math.dump();
+}
+
 // Every rank's reference outputs against the oracle, run here on inputs recomputed from the seed.
 void check_against_oracle(Planned& p) {
   const ProblemSpec& spec = *p.spec;
@@ -255,6 +268,8 @@ void check_against_oracle(Planned& p) {
   }
   p.res.record["worst_rel_l2"] = p.tally.worst_rel_l2;
   p.res.record["worst_abs_err"] = p.tally.worst_abs;
+  p.res.record["fp32_math"] = fp32_math_of(p.dir / "rank0.json");
+  require_ieee_fp32(p, p.res.record["fp32_math"], "reference.cpp");
 }
 
 void apply_python(Planned& p, const PythonRunResult& py) {
@@ -271,6 +286,8 @@ void apply_python(Planned& p, const PythonRunResult& py) {
     // reference.py on CPU ranks (no NCCL), whose bf16 GEMMs round differently from cuBLAS by an ulp here and there:
     // then reference.py is held to what reference.cpp is held to, the oracle under the robust policy.
     bool same_device = python_job(p.o).device == p.o.device;
+    p.res.record["python_fp32_math"] = fp32_math_of(p.dir / "py.rank0.json");
+    require_ieee_fp32(p, p.res.record["python_fp32_math"], "reference.py");
     p.res.record["python_check"] =
         same_device ? "pkb allclose vs reference.cpp"
                     : "robust vs the oracle (reference.py on CPU ranks, reference.cpp on the shared GPU)";

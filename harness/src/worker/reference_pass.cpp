@@ -1,6 +1,7 @@
 // The reference pass: for each trial, this rank's inputs from the seed, the libtorch reference (and, with
 // --precise-too, the same reference on fp32-upcast inputs: the precise expected values of the robust policy),
-// outputs written as safetensors; with --time, the baseline timed exactly as candidates are.
+// outputs written as safetensors; with --time, the baseline timed exactly as candidates are. fp32 math is IEEE fp32
+// (no TF32: use_ieee_fp32), as the record's `fp32_math` says.
 #include <algorithm>
 #include <chrono>
 
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "inputs/inputs.h"
 #include "io/safetensors.h"
+#include "reference/libtorch_version.h"
 #include "reference/reference.h"
 #include "runtime/runtime.h"
 #include "worker/worker.h"
@@ -52,6 +54,7 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
   const ProblemSpec& spec = env.spec;
   const ReferenceImpl* impl = find_reference(spec.slug);
   if (!impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
+  record["fp32_math"] = use_ieee_fp32();  // before any tensor work: fp32 (and the precise upcast) is IEEE, never TF32
   RankContext ctx;
   ctx.rank = env.rank;
   ctx.world = env.world;
