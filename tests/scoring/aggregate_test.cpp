@@ -149,7 +149,7 @@ TEST(Record, EveryStatusHasOneTableRow) {
     ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->status, s);
   }
-  EXPECT_EQ(pkb::result_statuses().size(), 11u);
+  EXPECT_EQ(pkb::result_statuses().size(), 13u);
   EXPECT_FALSE(pkb::find_status("not_evaluated")->sample);
   EXPECT_TRUE(pkb::find_status("budget_exhausted")->sample);  // an agent out of budget: a failed sample
   EXPECT_FALSE(pkb::find_status("harness_error")->sample);    // pkb failed: no verdict, never in n

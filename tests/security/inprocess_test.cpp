@@ -132,6 +132,20 @@ TEST(InProcess, RecordEditCannotHideSkippedCalls) { expect_skipping_is_not_corre
 TEST(InProcess, ReturnAddressCannotTellTimedCallsApart) {
   expect_skipping_is_not_correct("return_address", kFastTiming);
 }
+// Correct outputs, remembered by content: where contents come back (more timed calls than copies), its repeated calls
+// are far faster than its fresh ones, and it is scored at its fresh speed (>= the 2 ms it sleeps on new contents),
+// with no paper or device speedup claimed.
+TEST(InProcess, MemoizingOnContentIsScoredAtItsFreshSpeed) {
+  pkb::test::TempDir tmp;
+  Eval e = eval(tmp.path(), "memoize_on_content", kRevisitShape);
+  ASSERT_EQ(status(e), "correct") << summary(e);
+  const json& t = e.record["timing"];
+  ASSERT_GT(t["candidate"].value("repeated_content_iters", 0), 0) << "no contents came back: the test proves nothing";
+  EXPECT_TRUE(t.contains("repeat_faster")) << t.dump(2).substr(0, 3000);
+  EXPECT_GE(t["by_method"]["pkb"].value("candidate_us", 0.0), 0.9 * kSleepUs) << t.dump(2).substr(0, 3000);
+  EXPECT_FALSE(t["by_method"]["paper"].contains("speedup")) << t["by_method"].dump(2);
+}
+
 TEST(InProcess, FirstVisitOnlyWorkIsCaught) { expect_skipping_is_not_correct("first_visit_only", kRevisitShape); }
 TEST(InProcess, NoScheduleInProc) { expect_skipping_is_not_correct("schedule_from_proc", kRevisitShape); }
 

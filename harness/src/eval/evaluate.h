@@ -85,6 +85,11 @@ double reference_deadline_s(const EvalOptions& o);
 // How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
 CompileOptions eval_compile_options(const EvalOptions& o);
 
+// A candidate whose pkb-method median on repeated input contents is this many times faster than on fresh contents
+// is scored at its fresh speed alone (timing.repeat_faster): honest kernels' two medians differ by cache effects of a
+// few percent; a memoizer's by the work it skipped.
+constexpr double kRepeatFasterRatio = 1.25;
+
 // Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
 constexpr double kHostDriftRatio = 1.2;

@@ -114,6 +114,7 @@ class RunnerCalls final : public CandidateCalls {
     if (const char* t = getenv("TMPDIR"); t && *t) hidden.push_back(fs::absolute(t).lexically_normal().string());
     layout["hidden_paths"] = hidden;
     layout["granted_paths"] = {fs::absolute(work).lexically_normal().string(),
+                               fs::absolute(o.candidate).lexically_normal().string(),  // wherever it lies
                                "/proc/cpuinfo",
                                "/proc/meminfo",
                                "/proc/stat",

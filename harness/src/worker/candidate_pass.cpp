@@ -123,10 +123,28 @@ class CandidateHost {
     std::string err = !crashed.failure.empty() ? "while loading: " + crashed.failure : calls_->load_error();
     int ok = err.empty(), all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all_ok) return true;
+    if (all_ok) {
+      if (!env_.cuda) measure_doorbell();
+      return true;
+    }
     record_["status"] = crashed.signal > 0 ? "crash" : "load_error";
     record_["error"] = err.empty() ? "another rank failed to load the candidate" : err;
     return false;
+  }
+
+  // What the protocol alone costs a call (waking the runner, which does nothing, until it is frozen again): every
+  // timed call's window includes it, the baselines' do not (they run in the rank program itself). Recorded, never
+  // subtracted: a candidate's time is never less than the window its code could run in.
+  void measure_doorbell() {
+    constexpr int kPings = 21;
+    std::vector<double> us;
+    for (int i = 0; i < kPings; ++i) {
+      const double t0 = rt_->host_now_us();
+      if (!calls_->call(runner::kPing, 0).failure.empty()) return;  // the first real call will say why
+      us.push_back(rt_->host_now_us() - t0);
+    }
+    std::nth_element(us.begin(), us.begin() + kPings / 2, us.end());
+    doorbell_us_ = us[kPings / 2];
   }
 
   // ---- Calls ----
@@ -331,6 +349,7 @@ class CandidateHost {
     record_["trials"].push_back({{"trial", "timed"}, {"inputs_mutated", mutated_}});
     record_["timing"] = stats.to_json();
     record_["timing"]["input_copies"] = plan_.copies;
+    if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
     write_rank_record(o_.out_dir, env_.rank, record_);
   }
 
@@ -348,6 +367,7 @@ class CandidateHost {
   std::vector<int> visits_;
   std::mt19937_64 draw_;
   std::set<std::string> mutated_;
+  double doorbell_us_ = 0;
 };
 
 }  // namespace

@@ -138,9 +138,10 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
     std::cerr << program << ": " << e.what() << "\n";
     return 2;
   }
-  // A candidate pass judges code that runs beside it (a runner process on CPU ranks): no process of the sandbox may
-  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem).
-  if (!o.candidate.empty()) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // A candidate pass on CPU ranks judges code that runs beside it, in a runner process: no process of the sandbox may
+  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem). (On GPUs the candidate still
+  // shares this process, and CUDA IPC between the ranks is left as it was.)
+  if (!o.candidate.empty() && o.device == "cpu") prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   std::vector<WorkerOptions> jobs;
   if (!passes.reference && o.candidate.empty()) {
     std::cerr << program << ": runs candidate passes only (--candidate LIB); pkb-rank runs references\n";
