@@ -124,7 +124,7 @@ std::function<double(double)> x_axis(const std::vector<double>& thresholds) {
 }
 
 void axes(std::ostringstream& o, const std::vector<double>& thresholds, const std::function<double(double)>& x_of,
-          std::string_view value_name) {
+          std::string_view value_name, const XAxis& axis) {
   const ChartFrame& f = kChartFrame;
   for (double v : {0.0, 0.25, 0.5, 0.75, 1.0}) {
     double y = f.bottom - v * (f.bottom - f.top);
@@ -152,7 +152,7 @@ void axes(std::ostringstream& o, const std::vector<double>& thresholds, const st
   o << "<path d=\"M" << coord(f.left) << " " << coord(f.top) << "V" << coord(f.bottom) << "H" << coord(f.right)
     << "\" fill=\"none\" stroke=\"#1d232b\"/>\n"
     << "<text x=\"" << coord((f.left + f.right) / 2) << "\" y=\"" << coord(f.bottom + 38)
-    << "\" text-anchor=\"middle\">speedup threshold p (\u00d7 baseline)</text>\n"
+    << "\" text-anchor=\"middle\">" << escape(axis.title) << "</text>\n"
     << "<text transform=\"rotate(-90)\" x=\"" << coord(-(f.top + f.bottom) / 2) << "\" y=\"14\" "
     << "text-anchor=\"middle\">" << escape(value_name) << "</text>\n";
 }
@@ -272,7 +272,7 @@ std::string sortable_table(std::string_view id, const std::vector<Column>& colum
 }
 
 std::string curve_svg(const std::vector<double>& thresholds, const std::vector<Series>& series,
-                      std::string_view value_name) {
+                      std::string_view value_name, const XAxis& axis) {
   const ChartFrame& f = kChartFrame;
   std::function<double(double)> x_of = x_axis(thresholds);
   auto y_of = [&](double v) { return f.bottom - std::clamp(v, 0.0, 1.0) * (f.bottom - f.top); };
@@ -280,8 +280,8 @@ std::string curve_svg(const std::vector<double>& thresholds, const std::vector<S
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"curve\" viewBox=\"0 0 " << coord(f.width) << " "
     << coord(f.height) << "\" width=\"" << coord(f.width) << "\" height=\"" << coord(f.height)
-    << "\" role=\"img\" aria-label=\"" << escape(value_name) << " against the speedup threshold p\">\n";
-  axes(o, thresholds, x_of, value_name);
+    << "\" role=\"img\" aria-label=\"" << escape(value_name) << " against the " << escape(axis.title) << "\">\n";
+  axes(o, thresholds, x_of, value_name, axis);
   for (size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     const char* color = kPalette[i % std::size(kPalette)];
@@ -294,8 +294,9 @@ std::string curve_svg(const std::vector<double>& thresholds, const std::vector<S
     for (size_t j = 0; j < points; ++j)
       o << "<circle cx=\"" << coord(x_of(thresholds[j])) << "\" cy=\"" << coord(y_of(s.values[j]))
         << "\" r=\"3.5\" fill=\"" << color << "\" data-p=\"" << short_number(thresholds[j]) << "\" data-value=\""
-        << fixed(s.values[j], 6) << "\"><title>" << escape(s.label) << ", p = " << short_number(thresholds[j]) << ": "
-        << escape(value_name) << " = " << fixed(s.values[j], 4) << "</title></circle>\n";
+        << fixed(s.values[j], 6) << "\"><title>" << escape(s.label) << ", " << escape(axis.symbol) << " = "
+        << short_number(thresholds[j]) << ": " << escape(value_name) << " = " << fixed(s.values[j], 4)
+        << "</title></circle>\n";
     o << "</g>\n";
     double y = f.top + 8 + 18.0 * i;
     o << "<g class=\"legend\"><title>" << escape(s.label) << "</title><line x1=\"" << coord(f.right + 16) << "\" x2=\""

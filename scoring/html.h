@@ -62,11 +62,17 @@ struct Series {
   std::vector<double> values;  // one per threshold, each in [0, 1]
 };
 
+// What the x axis of a curve is: its title and the symbol a point's <title> names it by.
+struct XAxis {
+  std::string_view title, symbol;
+};
+inline constexpr XAxis kThresholdAxis{"speedup threshold p (\u00d7 baseline)", "p"};
+
 // fast_p@k (y, 0..1) against the threshold p (x: linear over the grid, by log2 p when it spans more than 16x):
 // one polyline with point markers per series, each marker's <title> the exact value; axes with tick labels and a
-// legend. `value_name` names y.
+// legend. `value_name` names y; `x_axis` what the x values are (another grid: an agent run's step budgets).
 std::string curve_svg(const std::vector<double>& thresholds, const std::vector<Series>& series,
-                      std::string_view value_name);
+                      std::string_view value_name, const XAxis& x_axis = kThresholdAxis);
 
 // One problem's bar: its best speedup over the baseline, or none (then `note` says why: no correct sample, ...).
 struct Bar {

@@ -56,6 +56,7 @@ std::string turns_html(const Scores& s);
 nlohmann::ordered_json agent_json(const Scores& s);
 std::string agent_md(const Scores& s);
 std::string agent_csv(const Scores& s);
+std::string agent_html(const Scores& s);  // report.html's section: the curve over step budgets and its table
 std::string curves_csv(const Scores& s);
 std::string report_html(const Scores& s, const LoadedResults& loaded);
 

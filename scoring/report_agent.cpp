@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "scoring/format.h"
+#include "scoring/html.h"
 #include "scoring/report.h"
 
 namespace pkb::scoring {
@@ -65,6 +66,44 @@ std::string agent_csv(const Scores& s) {
     for (size_t i = 0; i < s.settings.ks.size(); ++i)
       o << row.steps << "," << s.settings.ks[i] << "," << fixed(row.overall.mean(row.overall.pass_robust[i]), 6) << ","
         << fixed(row.overall.mean(row.overall.fast[i]), 6) << "\n";
+  return o.str();
+}
+
+std::string agent_html(const Scores& s) {
+  if (s.steps.empty()) return "";
+  const auto& st = s.settings;
+  const std::string fast = fast_name(st);
+  const AgentTotals& t = s.agent;
+  std::vector<double> steps;
+  for (const StepScore& row : s.steps) steps.push_back(row.steps);
+  // One series per estimator and k: pass@k, then fast_p@k, each over the step budgets.
+  std::vector<html::Series> series;
+  for (size_t i = 0; i < st.ks.size(); ++i)
+    for (bool is_fast : {false, true}) {
+      html::Series one{(is_fast ? fast : std::string("pass")) + "@" + std::to_string(st.ks[i]), {}};
+      for (const StepScore& row : s.steps)
+        one.values.push_back(row.overall.mean(is_fast ? row.overall.fast[i] : row.overall.pass_robust[i]));
+      series.push_back(std::move(one));
+    }
+  std::vector<html::Column> cols = {{"steps", "steps"}, {"solved", "solved"}};
+  for (int k : st.ks) cols.push_back({"pass_at_" + std::to_string(k), "pass@" + std::to_string(k)});
+  for (int k : st.ks) cols.push_back({fast + "_at_" + std::to_string(k), fast + "@" + std::to_string(k)});
+  std::vector<std::vector<html::Cell>> rows;
+  for (const StepScore& row : s.steps) {
+    const Aggregate& a = row.overall;
+    std::vector<html::Cell> r = {html::number_cell(row.steps, 0), html::number_cell(row.solved, 0)};
+    for (double sum : a.pass_robust) r.push_back(html::number_cell(a.mean(sum), 3));
+    for (double sum : a.fast) r.push_back(html::number_cell(a.mean(sum), 3));
+    rows.push_back(std::move(r));
+  }
+  std::ostringstream o;
+  o << "<h2 id=\"agent\">Agent: solved within s tool calls</h2>\n<p class=\"note\">Each sample counts as failed at a "
+    << "budget of s if it used more than s tool calls; its submitted kernel is judged on fresh inputs either way. "
+    << t.samples << " samples used " << fixed(t.samples ? double(t.steps) / t.samples : 0.0, 1)
+    << " tool calls on average, " << t.input_tokens << " input and " << t.output_tokens << " output tokens in all, "
+    << (t.priced ? "$" + fixed(t.cost_usd, 4) : std::string("cost unknown")) << ". The points: agent_steps.csv.</p>\n"
+    << html::curve_svg(steps, series, "score", {"tool calls allowed per sample (s)", "s"})
+    << html::sortable_table("agent-steps", cols, rows);
   return o.str();
 }
 

@@ -242,7 +242,7 @@ std::string report_html(const Scores& s, const LoadedResults& loaded) {
   body << notices(s, loaded);
   body << "<h2>Headline</h2>\n" << headline(s) << counts_items(s, loaded);
   body << "<h2>fast_p@k against the speedup threshold</h2>\n" << chart(s);
-  body << turns_html(s);
+  body << turns_html(s) << agent_html(s);
   std::vector<std::vector<Cell>> rows;
   for (const auto& p : s.problems) rows.push_back(problem_row(p));
   body << "<h2>Problems</h2>\n<p class=\"note\">Click a header to sort. * estimated at k = n (fewer than k samples):"

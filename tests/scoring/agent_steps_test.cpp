@@ -67,10 +67,24 @@ TEST(AgentSteps, TheGridAndSolvedWithinSSteps) {
   EXPECT_NE(md.find("## Agent"), std::string::npos) << md;
   EXPECT_NE(md.find("| 12 | 2 | 0.667 |"), std::string::npos) << md;
   EXPECT_NE(agent_csv(s).find("3,1,0.333333,0.333333"), std::string::npos) << agent_csv(s);
+  // report.html: the section after the fast_p curve (beside the turns' one), a curve over the step budgets whose points
+  // carry the values, and the table.
+  std::string html = report_html(s, r);
+  size_t section = html.find("<h2 id=\"agent\">");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_GT(section, html.find("class=\"curve\""));
+  EXPECT_LT(section, html.find("id=\"settings\""));
+  EXPECT_NE(html.find("tool calls allowed per sample (s)", section), std::string::npos);
+  EXPECT_NE(html.find("<title>pass@1, s = 12: score = 0.6667</title>", section), std::string::npos)
+      << html.substr(section);
+  EXPECT_NE(html.find("<title>fast_1@1, s = 12: score = 0.3333</title>", section), std::string::npos)
+      << html.substr(section);
+  EXPECT_NE(html.find("id=\"agent-steps\"", section), std::string::npos);
 
   Scores plain = score(load_agent(record_line({.sha256 = "a", .speedup = 1.5, .sample = 0})), ScoreSettings{});
   EXPECT_TRUE(plain.steps.empty());
   EXPECT_EQ(summary_md(plain, r).find("## Agent"), std::string::npos);
+  EXPECT_EQ(report_html(plain, r).find("id=\"agent\""), std::string::npos);
 }
 
 TEST(AgentSteps, TheLeaderboardKeepsAgentRunsApart) {
