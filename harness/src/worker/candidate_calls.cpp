@@ -129,6 +129,7 @@ class RunnerCalls final : public CandidateCalls {
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
   CallOutcome call(runner::Op op, int slot) override { return outcome(runner_->call(op, slot)); }
   std::string where() const override { return "runner process"; }
+  std::string lockdown_note() const override { return runner_->lockdown_note(); }
 
  private:
   static CallOutcome outcome(const RunnerProcess::Outcome& r) {

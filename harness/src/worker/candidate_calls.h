@@ -40,8 +40,10 @@ class CandidateCalls {
   virtual std::string load_error() const = 0;
   virtual CallOutcome load_outcome() const { return {}; }
   virtual CallOutcome call(runner::Op op, int slot) = 0;
-  // Where the candidate runs, for the record ("runner process" or "in process").
+  // Where the candidate runs, for the record ("runner process" or "in process"), and what of the runner's lockdown
+  // could not be applied ("" when all of it was, or where there is no runner).
   virtual std::string where() const = 0;
+  virtual std::string lockdown_note() const { return ""; }
 };
 
 // The heap's input slots and outputs, and what the candidate's side needs to see them.

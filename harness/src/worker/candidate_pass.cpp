@@ -119,6 +119,7 @@ class CandidateHost {
   bool start_candidate() {
     calls_ = env_.cuda ? load_in_process(o_, env_, *rt_, heap_) : start_runner(o_, env_, *rt_, heap_);
     record_["candidate_process"] = calls_->where();
+    if (std::string note = calls_->lockdown_note(); !note.empty()) record_["candidate_lockdown_note"] = note;
     CallOutcome crashed = calls_->load_outcome();
     std::string err = !crashed.failure.empty() ? "while loading: " + crashed.failure : calls_->load_error();
     int ok = err.empty(), all_ok = 0;

@@ -67,6 +67,10 @@ RunnerProcess::~RunnerProcess() {
   if (control_) munmap(control_, kControlBytes);
 }
 
+std::string RunnerProcess::lockdown_note() const {
+  return std::string(control_->lockdown_note, strnlen(control_->lockdown_note, sizeof control_->lockdown_note));
+}
+
 RunnerProcess::Outcome RunnerProcess::call(Op op, int slot) {
   if (gone_) return Outcome{.failure = "the candidate's process is gone"};
   control_->op = op;

@@ -34,6 +34,7 @@ class RunnerProcess {
     std::string error;
   };
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
+  std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
   Outcome call(runner::Op op, int slot);
 
  private:

@@ -197,7 +197,11 @@ int main() {
   auto granted = layout.at("granted_paths").get<std::vector<std::string>>();
   granted.push_back("/proc/" + std::to_string(getpid()));  // its own /proc entries (/proc/self leads there)
   std::string note = hide_paths(layout.at("hidden_paths").get<std::vector<std::string>>(), granted);
-  if (!note.empty()) fprintf(stderr, "pkb-runner: %s (the monitors' paths stay visible)\n", note.c_str());
+  if (!note.empty()) {
+    note += " (the monitors' paths stay visible)";
+    std::strncpy(h.control->lockdown_note, note.c_str(), sizeof h.control->lockdown_note - 1);
+    fprintf(stderr, "pkb-runner: %s\n", note.c_str());
+  }
   try {
     restrict_syscalls();
   } catch (const std::exception& e) {

@@ -20,6 +20,10 @@ namespace pkb::runner {
 constexpr int kControlFd = 3;
 constexpr int kHeapFd = 4;
 
+// The page: the header, then the layout JSON (shapes, names, parameters, groups) from kLayoutOffset.
+constexpr size_t kControlBytes = 1 << 20;
+constexpr size_t kLayoutOffset = 4096;
+
 enum Op : int32_t { kLoad = 0, kSetup = 1, kRun = 2, kTeardown = 3, kExit = 4, kPing = 5 };
 
 struct Control {
@@ -30,9 +34,9 @@ struct Control {
   int32_t rc;                  // runner: the candidate's return value
   char error[1024];            // runner: why a call failed ("" if it did not): a load error, a callback's error
   uint32_t layout_bytes;       // monitor: the layout's JSON follows the page header
+  char lockdown_note[256];     // runner, before the library loads: what of its lockdown could not be applied ("" all)
 };
-constexpr size_t kControlBytes = 1 << 20;  // the header and the layout JSON (shapes, names, parameters, groups)
-constexpr size_t kLayoutOffset = 4096;
+static_assert(sizeof(Control) <= 4096, "the layout starts at kLayoutOffset");
 
 // Per rank, in rank 0's heap at the layout's sync offset: a cache line each for the runners' barrier and symm_alloc.
 struct SyncLine {
