@@ -1,31 +1,30 @@
+// The candidate side of an evaluation and its stages (docs/architecture.md, "Evaluating candidates"):
+// evaluate_candidate runs 1. lint and compile, 2. the reference pass (eval/reference.cpp), 3. the candidate pass in
+// the sandbox, 4. the checks and the timing (the baselines timed again where asked, speedups by method, roofline,
+// flags), 5. the verdict. Each stage is a function that fills its part of the record; one that reaches a verdict
+// ends the evaluation with it (Evaluation::finish).
 #include "eval/evaluate.h"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <fstream>
-#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "check/compare.h"
-#include "check/expected.h"
 #include "check/outputs.h"
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/parallel.h"
 #include "core/result_record.h"
 #include "core/sha256.h"
-#include "inputs/inputs.h"
+#include "eval/reference.h"
 #include "io/safetensors.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
-#include "reference/libtorch_version.h"
-#include "runtime/runtime.h"
 #include "seal/seal.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
@@ -33,274 +32,11 @@
 #include "worker/timing.h"
 #include "worker/worker.h"
 
-#ifndef PKB_TORCH_VERSION_STRING
-#define PKB_TORCH_VERSION_STRING "unknown"
-#endif
-
 namespace pkb {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// What both passes of an evaluation give pkb-rank: the problem, the run's shape and seed, timing.
-WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
-  WorkerOptions w;
-  w.problem_dir = spec.dir.string();
-  w.device = o.device;
-  w.dtype = o.dtype;
-  w.seed = o.seed;
-  w.out_dir = dir.string();
-  w.time = true;
-  w.timing = o.timing;
-  for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
-  return w;
-}
-
-// How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
-GpuSharing gpu_sharing(const EvalOptions& o) {
-  if (o.device != "cuda") return {};
-  int gpus = o.visible_devices.empty()
-                 ? static_cast<int>(visible_gpus().size())
-                 : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
-  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
-}
-
-// timeout_s: the candidate's deadline (o.timeout_s) or the reference pass's (reference_deadline_s).
-RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                 const std::string& tag, double timeout_s) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
-  if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-  return job;
-}
-
-// A launch of pkb's own (the reference pass, the baselines timed again) under the reference pass's deadline.
-ProcessResult launch_trusted(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                             const std::string& tag) {
-  return run_rank_job(rank_job(o, args, dir, tag, reference_deadline_s(o)));
-}
-
-// The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
-// runtime would initialize every GPU in this (driver) process.
-std::pair<std::string, std::string> nvidia_proc_info() {
-  std::string gpu, driver;
-  std::ifstream v("/proc/driver/nvidia/version");
-  std::getline(v, driver);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    std::ifstream info(e.path() / "information");
-    for (std::string line; std::getline(info, line);)
-      if (line.rfind("Model:", 0) == 0) gpu = line.substr(line.find_first_not_of(" \t", 6));
-    if (!gpu.empty()) break;
-  }
-  return {gpu, driver};
-}
-
-json provenance(const EvalOptions& o) {
-  RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
-  auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
-  return {{"pkb_git", repo_revision()},
-          {"gpu", gpu},
-          {"driver", driver},
-          {"cuda_driver_api", v.driver},
-          {"cuda_runtime", v.cuda_runtime},
-          {"nccl", v.nccl},
-          {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
-}
-
-// What the machine and software are, without pkb's own revision: a new commit keeps cached baselines.
-std::string fingerprint(json prov) {
-  prov.erase("pkb_git");
-  return prov.dump();
-}
-
-// Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 7;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
-                                           // 6: the device view's calls are timed ordinals (checked alike);
-                                           // 7: fp32 references and baselines in IEEE fp32, never TF32
-// Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
-// repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
-int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
-
-// The programs that produce a reference entry: pkb-rank (every reference, input generator and timing loop compiled
-// in) and this driver (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
-// shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
-const std::string& build_digest() {
-  static const std::string digest = [] {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    return sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
-           (ec ? std::string("unknown") : sha256_hex(read_text_file(self)));
-  }();
-  return digest;
-}
-
-fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
-                       bool python) {
-  json key = {{"version", kReferenceCacheVersion},
-              {"build", build_digest()},
-              {"problem_json", read_text_file(spec.dir / "problem.json")},
-              {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
-              {"reference_py", read_text_file(spec.dir / "reference.py")},
-              {"params", run.params},
-              {"world", o.world},
-              {"device", o.device},
-              {"dtype", o.dtype},
-              {"seed", o.seed},
-              {"trials", o.trials},
-              {"timing", o.timing.to_json()},
-              {"machine", fingerprint(prov)},
-              {"python", python}};
-  std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
-  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
-}
-
-// Every file of a cache entry with its sha256, so that an entry is checked before it is believed.
-json digest_files(const fs::path& dir, const std::string& skip) {
-  json files = json::object();
-  std::vector<fs::path> paths;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<std::string> digests(paths.size());  // hundreds of MB per entry: on the host's threads
-  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_hex(read_text_file(paths[i])); });
-  for (size_t i = 0; i < paths.size(); ++i) files[fs::relative(paths[i], dir).string()] = digests[i];
-  return files;
-}
-
-// "" when the entry's files are exactly those complete.json lists, with the same contents; else what differs.
-std::string entry_damage(const fs::path& dir) {
-  json complete = read_json_or_null(dir / "complete.json");
-  if (!complete.is_object() || !complete.contains("files")) return "complete.json is missing or unreadable";
-  json now = digest_files(dir, "complete.json");
-  for (const auto& [name, digest] : complete["files"].items())
-    if (!now.contains(name))
-      return name + " is missing";
-    else if (now[name] != digest)
-      return name + " was changed";
-  for (const auto& [name, digest] : now.items())
-    if (!complete["files"].contains(name)) return name + " does not belong to the entry";
-  return "";
-}
-
-// The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
-// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
-void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
-  json record = read_json_or_null(work / "rank0.json");
-  std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
-  for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
-  for (const auto& k : record.value("timed_checks", json::array()))
-    if (k.is_number_integer()) calls.push_back({"copy" + std::to_string(k.get<int>()), kTimedTrialBase + k.get<int>()});
-  for (const auto& [label, trial] : calls) {
-    std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
-    for (int r = 0; r < run.world; ++r) {
-      NamedTensors saved;
-      for (size_t i = 0; i < spec.outputs.size(); ++i) {
-        saved.names.push_back(spec.outputs[i].name);
-        saved.tensors.push_back(expected[r][i].contiguous());
-      }
-      fs::create_directories(work / label);
-      write_safetensors(work / label / ("oracle.rank" + std::to_string(r) + ".safetensors"), saved);
-    }
-  }
-}
-
-// The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
-// timing lands in io_dir/timing.py.json).
-PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
-  std::vector<std::string> py_args = {"--time"};
-  for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
-  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-  return run_python_runner(job);
-}
-
-// The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
-// directory and renamed into place once complete; if another process finished first, its result is used. An
-// entry whose files do not match their recorded digests is discarded and computed again.
-fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
-                        bool python, json& info) {
-  int post = o.trials;
-  fs::path dir = reference_dir(spec, run, o, prov, python);
-  info["cache_dir"] = dir.string();
-  if (fs::exists(dir / "complete.json")) {
-    std::string damage = entry_damage(dir);
-    if (damage.empty()) {
-      info["cached"] = true;
-      return dir;
-    }
-    info["cache_damage"] = damage;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  info["cached"] = false;
-  fs::path work = private_work_dir(dir);
-  WorkerOptions w = worker_options(spec, o, work);
-  w.trials = trial_range(0, post);
-  std::random_device entropy;
-  for (int i = 0; i < timed_check_count(o.timing); ++i)
-    w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
-  w.save_inputs = python;
-  auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch_trusted(o, to_args(w), work, "reference");
-  if (!pr.ok()) {
-    std::string why = pr.summary();
-    if (auto e = first_rank_error(read_rank_records(work, o.world)))
-      why = "rank " + std::to_string(e->rank) + ": " + e->message;
-    throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
-  }
-  // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
-  // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
-  std::vector<json> records = read_rank_records(work, o.world);
-  auto field = [](const json& record, const char* key) {
-    return record.is_object() ? record.value(key, json()) : json();
-  };
-  for (size_t r = 1; r < records.size(); ++r)
-    for (const char* key : {"candidate_input_copies", "candidate_warmup_copies", "timed_checks"})
-      if (field(records[r], key) != field(records[0], key))
-        throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
-                    "copies than rank 0 (" + key + ": " + field(records[r], key).dump() + " vs " +
-                    field(records[0], key).dump() + ")");
-  auto t_oracle = std::chrono::steady_clock::now();
-  write_expected_outputs(spec, run, o, work);
-  info["oracle_s"] = since(t_oracle);
-  if (python) {
-    PythonRunResult py = time_eager_baseline(spec, o, work);
-    if (py.outcome == PythonRunResult::Outcome::error)
-      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
-    // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
-    if (py.outcome == PythonRunResult::Outcome::skip) info["python_skip"] = py.detail;
-  }
-  write_json_atomically(work / "complete.json",
-                        {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
-  place_directory(work, dir, "complete.json");
-  return dir;
-}
-
-// The baselines timed again now, next to the candidate's timing and never cached: the libtorch+NCCL reference pass
-// with --time (one trial) in `dir`, and where the evaluation has one, reference.py's eager timing on the inputs
-// that pass saved there. Returns {libtorch_nccl, pytorch_eager} timings (eager null when not timed).
-std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
-                                       const fs::path& dir) {
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir);
-  WorkerOptions w = worker_options(spec, o, dir);
-  w.trials = {0};
-  w.save_inputs = python;
-  ProcessResult pr = launch_trusted(o, to_args(w), dir, "retime");
-  std::vector<json> records = read_rank_records(dir, o.world);
-  if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
-    throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
-  json py = nullptr;
-  if (python && time_eager_baseline(spec, o, dir).outcome == PythonRunResult::Outcome::ok)
-    py = read_json_or_null(dir / "timing.py.json");
-  return {records[0]["timing"], py};
-}
 
 struct Failure {
   EvalStatus status;
@@ -577,7 +313,7 @@ struct Evaluation {
     json& record = res.record;
     record["status"] = eval_status_name(s);
     record["message"] = message;
-    wall["total_s"] = since(started);
+    wall["total_s"] = wall_seconds_since(started);
     record["wall"] = wall;
     // Compiler messages, stderr tails and file names carry bytes the candidate chose: whatever is not UTF-8 is
     // replaced (U+FFFD) once, here, so every later reader gets valid JSON.
@@ -599,7 +335,7 @@ CandidateRun candidate_stage(Evaluation& ev, const fs::path& library, const fs::
                              const std::vector<CheckedCall>& calls) {
   auto t0 = std::chrono::steady_clock::now();
   CandidateRun cand = run_candidate(ev.spec, ev.run, ev.o, library, cand_dir, ref_record, calls);
-  ev.wall["candidate_s"] = since(t0);
+  ev.wall["candidate_s"] = wall_seconds_since(t0);
   ev.rec()["run_dir"] = cand_dir.string();
   ev.rec()["sandbox"] = cand.sandbox;
   if (!cand.records.empty() && cand.records[0].is_object()) {
@@ -639,7 +375,7 @@ std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path&
   std::erase_if(calls, [&](const CheckedCall& c) { return c.rep >= reps_ran; });
   json checks;
   std::string bad = check_candidate_outputs(ev.spec, ev.run, ref_dir, cand_dir / "sealed", calls, records, checks);
-  ev.wall["check_s"] = since(t0);
+  ev.wall["check_s"] = wall_seconds_since(t0);
   ev.rec()["checks"] = checks;
   return bad;
 }
@@ -655,9 +391,10 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   if (!retime) return;
   auto t_retime = std::chrono::steady_clock::now();
   const bool had_py = t.have_eager();
-  json cached = {{"reason", policy == "always" ? "always" : "host drift"},
-                 {"libtorch_nccl_median_us", t.libtorch_nccl.is_object() ? t.libtorch_nccl.value("median_us", 0.0) : 0.0},
-                 {"pytorch_eager_median_us", had_py ? t.pytorch_eager.value("median_us", 0.0) : 0.0}};
+  json cached = {
+      {"reason", policy == "always" ? "always" : "host drift"},
+      {"libtorch_nccl_median_us", t.libtorch_nccl.is_object() ? t.libtorch_nccl.value("median_us", 0.0) : 0.0},
+      {"pytorch_eager_median_us", had_py ? t.pytorch_eager.value("median_us", 0.0) : 0.0}};
   cached.update(cached_drift);
   try {
     auto [fresh_cpp, fresh_py] = retime_baselines(ev.spec, o, had_py, retime_dir);
@@ -668,7 +405,7 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
     cached["error"] = e.what();  // the cached baselines stand; the record says why
   }
   timing["baseline_retimed"] = cached;
-  ev.wall["retime_s"] = since(t_retime);
+  ev.wall["retime_s"] = wall_seconds_since(t_retime);
 }
 
 // 4c. The times, the baseline the speedup is against, and every method's speedups. --timing-method picks the one
@@ -724,7 +461,8 @@ bool record_timing_flags(const std::vector<json>& records, const Timings& t, jso
       escape |= r["timing"].value("stream_escape", false);
       throttled |= r["timing"].value("throttled", false);
     }
-  for (const json* x : {&t.libtorch_nccl, &t.pytorch_eager}) throttled |= x->is_object() && x->value("throttled", false);
+  for (const json* x : {&t.libtorch_nccl, &t.pytorch_eager})
+    throttled |= x->is_object() && x->value("throttled", false);
   timing["stream_escape"] = escape;
   timing["throttled"] = throttled;
   timing.update(host_speed_comparison(t.candidate, t.libtorch_nccl));
@@ -779,10 +517,6 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
 }
 
 }  // namespace
-
-double reference_deadline_s(const EvalOptions& o) {
-  return o.reference_timeout_s > 0 ? o.reference_timeout_s : std::max(kReferenceTimeoutS, o.timeout_s);
-}
 
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
   auto chase_median = [](const json& t) {
@@ -889,7 +623,7 @@ std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, 
   CompileOptions co = eval_compile_options(ev.o);
   auto t0 = std::chrono::steady_clock::now();
   cr = compile_candidate(source, co);
-  ev.wall["compile_s"] = since(t0);
+  ev.wall["compile_s"] = wall_seconds_since(t0);
   json lint = json::array();
   for (const auto& f : cr.lint) lint.push_back({{"rule", f.rule}, {"line", f.line}, {"text", f.text}});
   ev.rec()["compile"] = {{"status", compile_status_name(cr.status)},
@@ -923,9 +657,9 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, fs::path& ref_dir) {
     rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free.
-  bool python = o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
-                (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") ||
-                 python_torch_available());
+  bool python =
+      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
+      (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   json ref_info = {{"python", python}, {"timeout_s", reference_deadline_s(o)}};
   auto t0 = std::chrono::steady_clock::now();
   try {
@@ -933,12 +667,12 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, fs::path& ref_dir) {
   } catch (const std::exception& e) {
     // pkb's own machinery failed, not the candidate: a record that says so (no verdict, no sample), which `pkb
     // run` evaluates again on its next invocation.
-    ev.wall["reference_s"] = since(t0);
+    ev.wall["reference_s"] = wall_seconds_since(t0);
     rec["reference"] = ref_info;
     rec["failure"] = {{"harness", e.what()}};
     return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
   }
-  ev.wall["reference_s"] = since(t0);
+  ev.wall["reference_s"] = wall_seconds_since(t0);
   rec["reference"] = ref_info;
   // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing.
   json ref_rank0 = read_json_or_null(ref_dir / "rank0.json");

@@ -173,8 +173,8 @@ std::optional<int> plan_jobs(const WorkerOptions& o, const RankPasses& passes, s
 }
 
 // MPI start-up, then the plan file deleted once every rank has read it, then the seal opened.
-void join_job(int* argc, char*** argv, const WorkerOptions& o, const std::string& plan_file,
-              const std::string& program, int& rank, int& world) {
+void join_job(int* argc, char*** argv, const WorkerOptions& o, const std::string& plan_file, const std::string& program,
+              int& rank, int& world) {
   MPI_Init(argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);

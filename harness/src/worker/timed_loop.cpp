@@ -400,7 +400,8 @@ DeviceStats TimedLoop::device_stats() const {
              " calls): work outside the stream";
   else if (device_values_.empty())
     d.note = "no call was held on every rank: the GPU started each before the host had issued it (at a " +
-             std::to_string(static_cast<int>(hold_us_)) + " us hold), so the call waits on the GPU from the host inside";
+             std::to_string(static_cast<int>(hold_us_)) +
+             " us hold), so the call waits on the GPU from the host inside";
   return d;
 }
 
