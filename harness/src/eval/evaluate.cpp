@@ -1,31 +1,30 @@
+// The candidate side of an evaluation and its stages (docs/architecture.md, "Evaluating candidates"):
+// evaluate_candidate runs 1. lint and compile, 2. the reference pass (eval/reference.cpp), 3. the candidate pass in
+// the sandbox, 4. the checks and the timing (the baselines timed again where asked, speedups by method, roofline,
+// flags), 5. the verdict. Each stage is a function that fills its part of the record; one that reaches a verdict
+// ends the evaluation with it (Evaluation::finish).
 #include "eval/evaluate.h"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <fstream>
-#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "check/compare.h"
-#include "check/expected.h"
 #include "check/outputs.h"
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/parallel.h"
 #include "core/result_record.h"
 #include "core/sha256.h"
-#include "inputs/inputs.h"
+#include "eval/reference.h"
 #include "io/safetensors.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
-#include "reference/libtorch_version.h"
-#include "runtime/runtime.h"
 #include "seal/seal.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
@@ -33,274 +32,11 @@
 #include "worker/timing.h"
 #include "worker/worker.h"
 
-#ifndef PKB_TORCH_VERSION_STRING
-#define PKB_TORCH_VERSION_STRING "unknown"
-#endif
-
 namespace pkb {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// What both passes of an evaluation give pkb-rank: the problem, the run's shape and seed, timing.
-WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
-  WorkerOptions w;
-  w.problem_dir = spec.dir.string();
-  w.device = o.device;
-  w.dtype = o.dtype;
-  w.seed = o.seed;
-  w.out_dir = dir.string();
-  w.time = true;
-  w.timing = o.timing;
-  for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
-  return w;
-}
-
-// How the job's ranks sit on the GPUs: more ranks than GPUs share them under pkb's MPS daemon.
-GpuSharing gpu_sharing(const EvalOptions& o) {
-  if (o.device != "cuda") return {};
-  int gpus = o.visible_devices.empty()
-                 ? static_cast<int>(visible_gpus().size())
-                 : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
-  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
-}
-
-// timeout_s: the candidate's deadline (o.timeout_s) or the reference pass's (reference_deadline_s).
-RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                 const std::string& tag, double timeout_s) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
-  if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-  return job;
-}
-
-// A launch of pkb's own (the reference pass, the baselines timed again) under the reference pass's deadline.
-ProcessResult launch_trusted(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
-                             const std::string& tag) {
-  return run_rank_job(rank_job(o, args, dir, tag, reference_deadline_s(o)));
-}
-
-// The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
-// runtime would initialize every GPU in this (driver) process.
-std::pair<std::string, std::string> nvidia_proc_info() {
-  std::string gpu, driver;
-  std::ifstream v("/proc/driver/nvidia/version");
-  std::getline(v, driver);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    std::ifstream info(e.path() / "information");
-    for (std::string line; std::getline(info, line);)
-      if (line.rfind("Model:", 0) == 0) gpu = line.substr(line.find_first_not_of(" \t", 6));
-    if (!gpu.empty()) break;
-  }
-  return {gpu, driver};
-}
-
-json provenance(const EvalOptions& o) {
-  RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
-  auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
-  return {{"pkb_git", repo_revision()},
-          {"gpu", gpu},
-          {"driver", driver},
-          {"cuda_driver_api", v.driver},
-          {"cuda_runtime", v.cuda_runtime},
-          {"nccl", v.nccl},
-          {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
-}
-
-// What the machine and software are, without pkb's own revision: a new commit keeps cached baselines.
-std::string fingerprint(json prov) {
-  prov.erase("pkb_git");
-  return prov.dump();
-}
-
-// Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 7;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
-                                           // 6: the device view's calls are timed ordinals (checked alike);
-                                           // 7: fp32 references and baselines in IEEE fp32, never TF32
-// Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
-// repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
-int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
-
-// The programs that produce a reference entry: pkb-rank (every reference, input generator and timing loop compiled
-// in) and this driver (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
-// shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
-const std::string& build_digest() {
-  static const std::string digest = [] {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    return sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
-           (ec ? std::string("unknown") : sha256_hex(read_text_file(self)));
-  }();
-  return digest;
-}
-
-fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
-                       bool python) {
-  json key = {{"version", kReferenceCacheVersion},
-              {"build", build_digest()},
-              {"problem_json", read_text_file(spec.dir / "problem.json")},
-              {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
-              {"reference_py", read_text_file(spec.dir / "reference.py")},
-              {"params", run.params},
-              {"world", o.world},
-              {"device", o.device},
-              {"dtype", o.dtype},
-              {"seed", o.seed},
-              {"trials", o.trials},
-              {"timing", o.timing.to_json()},
-              {"machine", fingerprint(prov)},
-              {"python", python}};
-  std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
-  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
-}
-
-// Every file of a cache entry with its sha256, so that an entry is checked before it is believed.
-json digest_files(const fs::path& dir, const std::string& skip) {
-  json files = json::object();
-  std::vector<fs::path> paths;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<std::string> digests(paths.size());  // hundreds of MB per entry: on the host's threads
-  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_hex(read_text_file(paths[i])); });
-  for (size_t i = 0; i < paths.size(); ++i) files[fs::relative(paths[i], dir).string()] = digests[i];
-  return files;
-}
-
-// "" when the entry's files are exactly those complete.json lists, with the same contents; else what differs.
-std::string entry_damage(const fs::path& dir) {
-  json complete = read_json_or_null(dir / "complete.json");
-  if (!complete.is_object() || !complete.contains("files")) return "complete.json is missing or unreadable";
-  json now = digest_files(dir, "complete.json");
-  for (const auto& [name, digest] : complete["files"].items())
-    if (!now.contains(name))
-      return name + " is missing";
-    else if (now[name] != digest)
-      return name + " was changed";
-  for (const auto& [name, digest] : now.items())
-    if (!complete["files"].contains(name)) return name + " does not belong to the entry";
-  return "";
-}
-
-// The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
-// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
-void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
-  json record = read_json_or_null(work / "rank0.json");
-  std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
-  for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
-  for (const auto& k : record.value("timed_checks", json::array()))
-    if (k.is_number_integer()) calls.push_back({"copy" + std::to_string(k.get<int>()), kTimedTrialBase + k.get<int>()});
-  for (const auto& [label, trial] : calls) {
-    std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
-    for (int r = 0; r < run.world; ++r) {
-      NamedTensors saved;
-      for (size_t i = 0; i < spec.outputs.size(); ++i) {
-        saved.names.push_back(spec.outputs[i].name);
-        saved.tensors.push_back(expected[r][i].contiguous());
-      }
-      fs::create_directories(work / label);
-      write_safetensors(work / label / ("oracle.rank" + std::to_string(r) + ".safetensors"), saved);
-    }
-  }
-}
-
-// The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
-// timing lands in io_dir/timing.py.json).
-PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
-  std::vector<std::string> py_args = {"--time"};
-  for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
-  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
-  return run_python_runner(job);
-}
-
-// The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
-// directory and renamed into place once complete; if another process finished first, its result is used. An
-// entry whose files do not match their recorded digests is discarded and computed again.
-fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
-                        bool python, json& info) {
-  int post = o.trials;
-  fs::path dir = reference_dir(spec, run, o, prov, python);
-  info["cache_dir"] = dir.string();
-  if (fs::exists(dir / "complete.json")) {
-    std::string damage = entry_damage(dir);
-    if (damage.empty()) {
-      info["cached"] = true;
-      return dir;
-    }
-    info["cache_damage"] = damage;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  info["cached"] = false;
-  fs::path work = private_work_dir(dir);
-  WorkerOptions w = worker_options(spec, o, work);
-  w.trials = trial_range(0, post);
-  std::random_device entropy;
-  for (int i = 0; i < timed_check_count(o.timing); ++i)
-    w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
-  w.save_inputs = python;
-  auto t0 = std::chrono::steady_clock::now();
-  ProcessResult pr = launch_trusted(o, to_args(w), work, "reference");
-  if (!pr.ok()) {
-    std::string why = pr.summary();
-    if (auto e = first_rank_error(read_rank_records(work, o.world)))
-      why = "rank " + std::to_string(e->rank) + ": " + e->message;
-    throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
-  }
-  // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
-  // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
-  std::vector<json> records = read_rank_records(work, o.world);
-  auto field = [](const json& record, const char* key) {
-    return record.is_object() ? record.value(key, json()) : json();
-  };
-  for (size_t r = 1; r < records.size(); ++r)
-    for (const char* key : {"candidate_input_copies", "candidate_warmup_copies", "timed_checks"})
-      if (field(records[r], key) != field(records[0], key))
-        throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
-                    "copies than rank 0 (" + key + ": " + field(records[r], key).dump() + " vs " +
-                    field(records[0], key).dump() + ")");
-  auto t_oracle = std::chrono::steady_clock::now();
-  write_expected_outputs(spec, run, o, work);
-  info["oracle_s"] = since(t_oracle);
-  if (python) {
-    PythonRunResult py = time_eager_baseline(spec, o, work);
-    if (py.outcome == PythonRunResult::Outcome::error)
-      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
-    // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
-    if (py.outcome == PythonRunResult::Outcome::skip) info["python_skip"] = py.detail;
-  }
-  write_json_atomically(work / "complete.json",
-                        {{"seconds", since(t0)}, {"files", digest_files(work, "complete.json")}});
-  place_directory(work, dir, "complete.json");
-  return dir;
-}
-
-// The baselines timed again now, next to the candidate's timing and never cached: the libtorch+NCCL reference pass
-// with --time (one trial) in `dir`, and where the evaluation has one, reference.py's eager timing on the inputs
-// that pass saved there. Returns {libtorch_nccl, pytorch_eager} timings (eager null when not timed).
-std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
-                                       const fs::path& dir) {
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir);
-  WorkerOptions w = worker_options(spec, o, dir);
-  w.trials = {0};
-  w.save_inputs = python;
-  ProcessResult pr = launch_trusted(o, to_args(w), dir, "retime");
-  std::vector<json> records = read_rank_records(dir, o.world);
-  if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
-    throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
-  json py = nullptr;
-  if (python && time_eager_baseline(spec, o, dir).outcome == PythonRunResult::Outcome::ok)
-    py = read_json_or_null(dir / "timing.py.json");
-  return {records[0]["timing"], py};
-}
 
 struct Failure {
   EvalStatus status;
@@ -559,100 +295,140 @@ double candidate_median_us(const json& cand_t, TimingMethod m, bool repeats_fast
   return median;
 }
 
-// Stages 3 and 4 of evaluate_candidate: the candidate pass in the sandbox, then the checks and the timing.
-template <class Finish>
-EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const CompileResult& cr,
-                           const fs::path& ref_dir, const std::string& source_hash, json& rec, json& wall,
-                           Finish& finish) {
-  auto t0 = std::chrono::steady_clock::now();
-  // 3. Candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
-  fs::path cand_dir = o.out_dir / "runs" /
-                      (spec.folder() + "-" + source_hash.substr(0, 12) + "-w" + std::to_string(o.world) + "-" +
-                       o.device + "-" + o.dtype);
-  json ref_record = read_json_or_null(ref_dir / "rank0.json");
-  std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
-  CandidateRun cr_run = run_candidate(spec, run, o, cr.library, cand_dir, ref_record, calls);
-  wall["candidate_s"] = since(t0);
-  rec["run_dir"] = cand_dir.string();
-  rec["sandbox"] = cr_run.sandbox;
-  if (!cr_run.records.empty() && cr_run.records[0].is_object()) {
-    const json& rank0 = cr_run.records[0];
-    if (rank0.contains("phase_s")) wall["candidate_phases"] = rank0["phase_s"];
-    if (rank0.contains("timing_input_threads")) wall["candidate_input_threads"] = rank0["timing_input_threads"];
-  }
-  const ProcessResult& pr = cr_run.process;
-  const std::vector<json>& records = cr_run.records;
-  if (auto f = launch_failure(pr, records)) {
-    rec["failure"] = f->detail;
-    return finish(f->status, f->message);
-  }
-  if (!cr_run.seal_error.empty()) {
-    rec["failure"] = {{"sealed_channel", cr_run.seal_error}};
-    return finish(EvalStatus::runtime_error,
-                  "the sealed output channel was tampered with or cut off: " + cr_run.seal_error);
-  }
-  if (!cr_run.ended.empty()) {
-    rec["failure"] = {{"stderr_tail", stderr_tail(pr, kRecordTailBytes)}};
-    return finish(EvalStatus::crash, cr_run.ended);
-  }
+// One evaluation in progress: what it evaluates, the record it fills and the stages' wall times. finish() ends it
+// with a status and a message; every stage that reaches a verdict returns what finish() gives.
+struct Evaluation {
+  const ProblemSpec& spec;
+  RunShape run;
+  EvalOptions o;
+  std::string source_hash;
+  json prov;
+  std::chrono::steady_clock::time_point started;
+  EvalResult res;
+  json wall = json::object();
 
-  // 4. Check, then time. Timed calls of repetitions that did not run (the loop stopped early) are not judged.
-  t0 = std::chrono::steady_clock::now();
+  json& rec() { return res.record; }
+  EvalResult finish(EvalStatus s, const std::string& message) {
+    res.status = s;
+    json& record = res.record;
+    record["status"] = eval_status_name(s);
+    record["message"] = message;
+    wall["total_s"] = wall_seconds_since(started);
+    record["wall"] = wall;
+    // Compiler messages, stderr tails and file names carry bytes the candidate chose: whatever is not UTF-8 is
+    // replaced (U+FFFD) once, here, so every later reader gets valid JSON.
+    record = json::parse(record.dump(-1, ' ', false, json::error_handler_t::replace));
+    // Through the one typed definition of a record (core/result_record.h), as every reader gets it back.
+    res.record = record_to_json(record_from_json(record));
+    return res;
+  }
+};
+
+// The times a speedup compares: the candidate's and the two baselines' (each a timing record, null when absent).
+struct Timings {
+  json candidate, libtorch_nccl, pytorch_eager;
+  bool have_eager() const { return pytorch_eager.is_object() && pytorch_eager.contains("median_us"); }
+};
+
+// 3. The candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
+CandidateRun candidate_stage(Evaluation& ev, const fs::path& library, const fs::path& cand_dir, const json& ref_record,
+                             const std::vector<CheckedCall>& calls) {
+  auto t0 = std::chrono::steady_clock::now();
+  CandidateRun cand = run_candidate(ev.spec, ev.run, ev.o, library, cand_dir, ref_record, calls);
+  ev.wall["candidate_s"] = wall_seconds_since(t0);
+  ev.rec()["run_dir"] = cand_dir.string();
+  ev.rec()["sandbox"] = cand.sandbox;
+  if (!cand.records.empty() && cand.records[0].is_object()) {
+    const json& rank0 = cand.records[0];
+    if (rank0.contains("phase_s")) ev.wall["candidate_phases"] = rank0["phase_s"];
+    if (rank0.contains("timing_input_threads")) ev.wall["candidate_input_threads"] = rank0["timing_input_threads"];
+  }
+  return cand;
+}
+
+// The verdict on a candidate pass that did not finish its protocol (launch_failure, a broken seal, a rank that
+// exited early); nullopt when it did.
+std::optional<EvalResult> unfinished_verdict(Evaluation& ev, const CandidateRun& cand) {
+  json& rec = ev.rec();
+  if (auto f = launch_failure(cand.process, cand.records)) {
+    rec["failure"] = f->detail;
+    return ev.finish(f->status, f->message);
+  }
+  if (!cand.seal_error.empty()) {
+    rec["failure"] = {{"sealed_channel", cand.seal_error}};
+    return ev.finish(EvalStatus::runtime_error,
+                     "the sealed output channel was tampered with or cut off: " + cand.seal_error);
+  }
+  if (!cand.ended.empty()) {
+    rec["failure"] = {{"stderr_tail", stderr_tail(cand.process, kRecordTailBytes)}};
+    return ev.finish(EvalStatus::crash, cand.ended);
+  }
+  return std::nullopt;
+}
+
+// 4a. The checks; returns the first failure ("" when every check passed). Timed calls of repetitions that did not
+// run (the loop stopped early) are not judged.
+std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path& cand_dir,
+                        const std::vector<json>& records, std::vector<CheckedCall> calls) {
+  auto t0 = std::chrono::steady_clock::now();
   int reps_ran = records[0].is_object() ? records[0].value("timing", json::object()).value("reps", 0) : 0;
   std::erase_if(calls, [&](const CheckedCall& c) { return c.rep >= reps_ran; });
   json checks;
-  std::string bad = check_candidate_outputs(spec, run, ref_dir, cand_dir / "sealed", calls, records, checks);
-  wall["check_s"] = since(t0);
-  rec["checks"] = checks;
+  std::string bad = check_candidate_outputs(ev.spec, ev.run, ref_dir, cand_dir / "sealed", calls, records, checks);
+  ev.wall["check_s"] = wall_seconds_since(t0);
+  ev.rec()["checks"] = checks;
+  return bad;
+}
 
-  json timing;
-  json cand_t = records[0].value("timing", json());
-  json cpp_t = ref_record.value("timing", json());
-  json py_t = read_json_or_null(ref_dir / "timing.py.json");
-  // A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
-  // host probes say the cached baselines were timed on a host of another speed (docs/architecture.md, "Timing").
-  const json cached_drift = host_speed_comparison(cand_t, cpp_t);
+// 4b. A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
+// host probes say the cached baselines were timed on a host of another speed (docs/architecture.md, "Timing").
+void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime_dir, Timings& t, json& timing) {
+  const json cached_drift = host_speed_comparison(t.candidate, t.libtorch_nccl);
+  const EvalOptions& o = ev.o;
   const std::string policy = o.retime_baseline != "auto" ? o.retime_baseline : (o.device == "cuda" ? "drift" : "never");
-  const bool retime = bad.empty() && !rec.contains("gpu_sharing") && cand_t.is_object() &&
+  const bool retime = bad.empty() && !ev.rec().contains("gpu_sharing") && t.candidate.is_object() &&
                       (policy == "always" || (policy == "drift" && cached_drift.value("host_drift", false)));
-  if (retime) {
-    auto t_retime = std::chrono::steady_clock::now();
-    const bool had_py = py_t.is_object() && py_t.contains("median_us");
-    json cached = {{"reason", policy == "always" ? "always" : "host drift"},
-                   {"libtorch_nccl_median_us", cpp_t.is_object() ? cpp_t.value("median_us", 0.0) : 0.0},
-                   {"pytorch_eager_median_us", had_py ? py_t.value("median_us", 0.0) : 0.0}};
-    cached.update(cached_drift);
-    try {
-      auto [fresh_cpp, fresh_py] = retime_baselines(spec, o, had_py, cand_dir / "retime");
-      cpp_t = fresh_cpp;
-      if (had_py && fresh_py.is_object()) py_t = fresh_py;
-      cached["pytorch_eager_retimed"] = had_py && fresh_py.is_object();
-    } catch (const std::exception& e) {
-      cached["error"] = e.what();  // the cached baselines stand; the record says why
-    }
-    timing["baseline_retimed"] = cached;
-    wall["retime_s"] = since(t_retime);
+  if (!retime) return;
+  auto t_retime = std::chrono::steady_clock::now();
+  const bool had_py = t.have_eager();
+  json cached = {
+      {"reason", policy == "always" ? "always" : "host drift"},
+      {"libtorch_nccl_median_us", t.libtorch_nccl.is_object() ? t.libtorch_nccl.value("median_us", 0.0) : 0.0},
+      {"pytorch_eager_median_us", had_py ? t.pytorch_eager.value("median_us", 0.0) : 0.0}};
+  cached.update(cached_drift);
+  try {
+    auto [fresh_cpp, fresh_py] = retime_baselines(ev.spec, o, had_py, retime_dir);
+    t.libtorch_nccl = fresh_cpp;
+    if (had_py && fresh_py.is_object()) t.pytorch_eager = fresh_py;
+    cached["pytorch_eager_retimed"] = had_py && fresh_py.is_object();
+  } catch (const std::exception& e) {
+    cached["error"] = e.what();  // the cached baselines stand; the record says why
   }
-  timing["candidate"] = cand_t;
-  timing["baseline_libtorch_nccl"] = cpp_t;
-  timing["baseline_pytorch_eager"] = py_t;
-  bool have_py = py_t.is_object() && py_t.contains("median_us");
+  timing["baseline_retimed"] = cached;
+  ev.wall["retime_s"] = wall_seconds_since(t_retime);
+}
+
+// 4c. The times, the baseline the speedup is against, and every method's speedups. --timing-method picks the one
+// that is `speedup` (and drives fast_p). The device method has a speedup only where both sides' device views
+// measured (candidates: GPUs at W = 1).
+void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, const json& repeat, json& timing) {
+  timing["candidate"] = t.candidate;
+  timing["baseline_libtorch_nccl"] = t.libtorch_nccl;
+  timing["baseline_pytorch_eager"] = t.pytorch_eager;
+  const bool have_py = t.have_eager();
   timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
   if (!have_py) {
-    std::string skip = rec["reference"].value("python_skip", "");
+    const json& ref = ev.rec()["reference"];
+    std::string skip = ref.value("python_skip", "");
     timing["baseline_note"] = !skip.empty() ? "reference.py cannot run here (" + skip + "): C++ baseline used"
-                              : rec["reference"].value("python", false)
-                                  ? "reference.py timing missing"
-                                  : "Python torch absent: strict C++ baseline used";
+                              : ref.value("python", false) ? "reference.py timing missing"
+                                                           : "Python torch absent: strict C++ baseline used";
   }
-  // Every method's speedups are recorded; --timing-method picks the one that is `speedup` (and drives fast_p). The
-  // device method has a speedup only where both sides' device views measured (candidates: GPUs at W = 1).
-  TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
-  const json repeat = repeat_faster(cand_t);
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   json by_method = json::object();
   for (TimingMethod m : kTimingMethods) {
-    double c = candidate_median_us(cand_t, m, !repeat.is_null()), cpp = median_of(cpp_t, m), py = median_of(py_t, m);
+    double c = candidate_median_us(t.candidate, m, !repeat.is_null());
+    double cpp = median_of(t.libtorch_nccl, m), py = median_of(t.pytorch_eager, m);
     json s = {{"candidate_us", c}};
     if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;
     if (c > 0 && have_py && py > 0) s["speedup_vs_pytorch_eager"] = py / c;
@@ -663,24 +439,40 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
   timing["by_method"] = by_method;
   for (const char* k : {"speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager", "speedup"})
     if (by_method[timing_method_name(method)].contains(k)) timing[k] = by_method[timing_method_name(method)][k];
-  json roof = roofline_floor(spec, run, o.topology);
-  auto sol = [&](const json& t) { return speed_of_light(roof, median_of(t, method)); };
-  roof["sol_candidate"] = speed_of_light(roof, candidate_median_us(cand_t, method, !repeat.is_null()));
-  roof["sol_baseline_libtorch_nccl"] = sol(cpp_t);
-  roof["sol_baseline_pytorch_eager"] = sol(py_t);
-  rec["roofline"] = roof;
+}
+
+// 4d. The roofline's floor and each side's fraction of it (speed of light) by the chosen method.
+void record_roofline(Evaluation& ev, const Timings& t, TimingMethod method, bool repeats_faster) {
+  json roof = roofline_floor(ev.spec, ev.run, ev.o.topology);
+  auto sol = [&](const json& x) { return speed_of_light(roof, median_of(x, method)); };
+  roof["sol_candidate"] = speed_of_light(roof, candidate_median_us(t.candidate, method, repeats_faster));
+  roof["sol_baseline_libtorch_nccl"] = sol(t.libtorch_nccl);
+  roof["sol_baseline_pytorch_eager"] = sol(t.pytorch_eager);
+  ev.rec()["roofline"] = roof;
+}
+
+// 4e. What qualifies the times: work that escaped the timed stream (any rank), a GPU clock capped (power, thermal)
+// in a timed block of any timing, the host's speed between the candidate's and the baseline's timing. Returns
+// whether work escaped.
+bool record_timing_flags(const std::vector<json>& records, const Timings& t, json& timing) {
   bool escape = false, throttled = false;
   for (const auto& r : records)
     if (r.is_object() && r.contains("timing")) {
       escape |= r["timing"].value("stream_escape", false);
       throttled |= r["timing"].value("throttled", false);
     }
-  for (const json* t : {&cpp_t, &py_t}) throttled |= t->is_object() && t->value("throttled", false);
+  for (const json* x : {&t.libtorch_nccl, &t.pytorch_eager})
+    throttled |= x->is_object() && x->value("throttled", false);
   timing["stream_escape"] = escape;
-  timing["throttled"] = throttled;  // a GPU clock was capped (power, thermal) in a timed block of any timing
-  timing.update(host_speed_comparison(cand_t, cpp_t));
-  rec["timing"] = timing;
-  if (!bad.empty()) return finish(EvalStatus::incorrect, bad);
+  timing["throttled"] = throttled;
+  timing.update(host_speed_comparison(t.candidate, t.libtorch_nccl));
+  return escape;
+}
+
+// 5. The verdict: incorrect on the first failed check; correct otherwise, without speedups where ranks shared a GPU.
+EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
+  json& rec = ev.rec();
+  if (!bad.empty()) return ev.finish(EvalStatus::incorrect, bad);
   if (rec.contains("gpu_sharing")) {
     // Ranks shared a GPU: the verdict stands, the times measure contention. No speedup or SOL% is claimed, by
     // either method (a rescore with --timing-method reads by_method).
@@ -692,17 +484,39 @@ EvalResult judge_candidate(const ProblemSpec& spec, const RunShape& run, const E
     }
     for (const char* k : {"sol_candidate", "sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
       rec["roofline"].erase(k);
-    return finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
+    return ev.finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
   }
-  return finish(EvalStatus::correct,
-                escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
+  return ev.finish(EvalStatus::correct,
+                   escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
+}
+
+// Stages 3-5 of evaluate_candidate: the candidate pass in the sandbox, then the checks, the timing and the verdict.
+EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::path& ref_dir) {
+  const EvalOptions& o = ev.o;
+  fs::path cand_dir = o.out_dir / "runs" /
+                      (ev.spec.folder() + "-" + ev.source_hash.substr(0, 12) + "-w" + std::to_string(o.world) + "-" +
+                       o.device + "-" + o.dtype);
+  json ref_record = read_json_or_null(ref_dir / "rank0.json");
+  std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
+  CandidateRun cand = candidate_stage(ev, cr.library, cand_dir, ref_record, calls);
+  if (auto unfinished = unfinished_verdict(ev, cand)) return *unfinished;
+  const std::vector<json>& records = cand.records;
+  std::string bad = check_stage(ev, ref_dir, cand_dir, records, calls);
+
+  Timings t{records[0].value("timing", json()), ref_record.value("timing", json()),
+            read_json_or_null(ref_dir / "timing.py.json")};
+  json timing;
+  retime_stage(ev, bad, cand_dir / "retime", t, timing);
+  TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
+  const json repeat = repeat_faster(t.candidate);
+  record_speedups(ev, t, method, repeat, timing);
+  record_roofline(ev, t, method, !repeat.is_null());
+  bool escape = record_timing_flags(records, t, timing);
+  ev.rec()["timing"] = timing;
+  return verdict(ev, bad, escape);
 }
 
 }  // namespace
-
-double reference_deadline_s(const EvalOptions& o) {
-  return o.reference_timeout_s > 0 ? o.reference_timeout_s : std::max(kReferenceTimeoutS, o.timeout_s);
-}
 
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
   auto chase_median = [](const json& t) {
@@ -755,8 +569,10 @@ const char* eval_status_name(EvalStatus s) {
   return "crash";
 }
 
-EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, const EvalOptions& options) {
-  auto t_start = std::chrono::steady_clock::now();
+namespace {
+
+// The options as every pass sees them, after the checks that make a bad one a usage error (pkb::Error).
+EvalOptions checked_options(const fs::path& source, const EvalOptions& options) {
   EvalOptions o = options;
   o.timing = o.timing.for_device(o.device);  // every pass and record sees the same calls per repetition
   auto dtype = dtype_from_name(o.dtype);
@@ -771,109 +587,122 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +
                 " (scripts/setup.sh installs bubblewrap; --no-sandbox runs it unconfined)");
-  // Overlaps the candidate pass's library lookup with compiling and the reference pass.
-  std::future<void> rank_libraries = o.sandbox ? prefetch_rank_job_libraries() : std::future<void>();
-  RunShape run = resolve_run(spec, o.world, *dtype, o.params);
-  std::string source_text = read_text_file(source);
-  std::string source_hash = sha256_hex(source_text);
-  json prov = provenance(o);
+  return o;
+}
 
-  EvalResult res;
-  json& rec = res.record;
+// What is evaluated, how, and on what: the record's fields before any stage ran.
+json record_header(const Evaluation& ev, const fs::path& source) {
+  const EvalOptions& o = ev.o;
   std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  rec = {
-      {"schema", "pkb.result/1"},
-      {"time", stamp},
-      {"problem",
-       {{"id", spec.id}, {"slug", spec.slug}, {"folder", spec.folder()}, {"category", category_name(spec.category)}}},
-      {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", source_hash}}},
-      {"world", o.world},
-      {"device", o.device},
-      {"dtype", o.dtype},
-      {"params", run.params},
-      {"trials", o.trials},
-      {"seed", o.seed},
-      {"timing_settings", o.timing.to_json()},
-      {"provenance", prov}};
+  json rec = {{"schema", "pkb.result/1"},
+              {"time", stamp},
+              {"problem",
+               {{"id", ev.spec.id},
+                {"slug", ev.spec.slug},
+                {"folder", ev.spec.folder()},
+                {"category", category_name(ev.spec.category)}}},
+              {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", ev.source_hash}}},
+              {"world", o.world},
+              {"device", o.device},
+              {"dtype", o.dtype},
+              {"params", ev.run.params},
+              {"trials", o.trials},
+              {"seed", o.seed},
+              {"timing_settings", o.timing.to_json()},
+              {"provenance", ev.prov}};
   rec["timing_settings"]["method"] = o.timing_method;
   rec["timing_settings"]["retime_baseline"] = o.retime_baseline;
   if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
-  json wall = json::object();
-  auto finish = [&](EvalStatus s, const std::string& message) -> EvalResult {
-    res.status = s;
-    rec["status"] = eval_status_name(s);
-    rec["message"] = message;
-    wall["total_s"] = since(t_start);
-    rec["wall"] = wall;
-    // Compiler messages, stderr tails and file names carry bytes the candidate chose: whatever is not UTF-8 is
-    // replaced (U+FFFD) once, here, so every later reader gets valid JSON.
-    rec = json::parse(rec.dump(-1, ' ', false, json::error_handler_t::replace));
-    // Through the one typed definition of a record (core/result_record.h), as every reader gets it back.
-    res.record = record_to_json(record_from_json(rec));
-    return res;
-  };
+  return rec;
+}
 
-  // 1. Lint and compile.
-  CompileOptions co = eval_compile_options(o);
+// 1. Lint and compile into cr; the verdict where that ends the evaluation.
+std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, CompileResult& cr) {
+  CompileOptions co = eval_compile_options(ev.o);
   auto t0 = std::chrono::steady_clock::now();
-  CompileResult cr = compile_candidate(source, co);
-  wall["compile_s"] = since(t0);
+  cr = compile_candidate(source, co);
+  ev.wall["compile_s"] = wall_seconds_since(t0);
   json lint = json::array();
   for (const auto& f : cr.lint) lint.push_back({{"rule", f.rule}, {"line", f.line}, {"text", f.text}});
-  rec["compile"] = {{"status", compile_status_name(cr.status)},
-                    {"seconds", cr.seconds},
-                    {"cached", cr.cached},
-                    {"log", cr.log},
-                    {"lint", lint},
-                    {"command", cr.command}};
+  ev.rec()["compile"] = {{"status", compile_status_name(cr.status)},
+                         {"seconds", cr.seconds},
+                         {"cached", cr.cached},
+                         {"log", cr.log},
+                         {"lint", lint},
+                         {"command", cr.command}};
   if (cr.status == CompileStatus::lint_violation)
-    return finish(EvalStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
+    return ev.finish(EvalStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
   if (cr.status == CompileStatus::compile_error) {
     std::istringstream lines(cr.log);
     std::string line, first_error;
     while (std::getline(lines, line))
       if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
-    return finish(EvalStatus::compile_error, first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
+    return ev.finish(EvalStatus::compile_error,
+                     first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
   }
-  if (!o.not_evaluated_reason.empty())
-    return finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + o.not_evaluated_reason);
+  if (!ev.o.not_evaluated_reason.empty())
+    return ev.finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + ev.o.not_evaluated_reason);
+  return std::nullopt;
+}
 
-  // 2. Reference pass and baselines (cached).
-  // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
-  // already has it answers the question for free.
+// 2. The reference pass and baselines (cached) into ref_dir; the verdict (harness_error) where it failed.
+std::optional<EvalResult> reference_stage(Evaluation& ev, fs::path& ref_dir) {
+  const EvalOptions& o = ev.o;
+  json& rec = ev.rec();
   // Ranks sharing a GPU: NCCL cannot run, and times measure contention, so no eager baseline is timed.
   GpuSharing sharing = gpu_sharing(o);
   if (sharing.ranks_per_gpu > 1)
     rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
-  bool python = o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
-                (fs::exists(reference_dir(spec, run, o, prov, true) / "complete.json") || python_torch_available());
+  // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
+  // already has it answers the question for free.
+  bool python =
+      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
+      (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   json ref_info = {{"python", python}, {"timeout_s", reference_deadline_s(o)}};
-  t0 = std::chrono::steady_clock::now();
-  fs::path ref_dir;
+  auto t0 = std::chrono::steady_clock::now();
   try {
-    ref_dir = reference_pass(spec, run, o, prov, python, ref_info);
+    ref_dir = reference_pass(ev.spec, ev.run, o, ev.prov, python, ref_info);
   } catch (const std::exception& e) {
     // pkb's own machinery failed, not the candidate: a record that says so (no verdict, no sample), which `pkb
     // run` evaluates again on its next invocation.
-    wall["reference_s"] = since(t0);
+    ev.wall["reference_s"] = wall_seconds_since(t0);
     rec["reference"] = ref_info;
     rec["failure"] = {{"harness", e.what()}};
-    return finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
   }
-  wall["reference_s"] = since(t0);
+  ev.wall["reference_s"] = wall_seconds_since(t0);
   rec["reference"] = ref_info;
   // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing.
   json ref_rank0 = read_json_or_null(ref_dir / "rank0.json");
   rec["provenance"]["fp32_math"] = ref_rank0.is_object() ? ref_rank0.value("fp32_math", json()) : json();
+  return std::nullopt;
+}
 
-  // 3-4. Everything from here on reads what the candidate produced: whatever goes wrong is its result, recorded,
+}  // namespace
+
+EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, const EvalOptions& options) {
+  auto t_start = std::chrono::steady_clock::now();
+  EvalOptions o = checked_options(source, options);
+  // Overlaps the candidate pass's library lookup with compiling and the reference pass.
+  std::future<void> rank_libraries = o.sandbox ? prefetch_rank_job_libraries() : std::future<void>();
+  RunShape run = resolve_run(spec, o.world, *dtype_from_name(o.dtype), o.params);
+  std::string source_hash = sha256_hex(read_text_file(source));
+  json prov = provenance(o);
+  Evaluation ev{spec, run, o, source_hash, prov, t_start};
+  ev.res.record = record_header(ev, source);
+
+  CompileResult cr;
+  if (auto ended = compile_stage(ev, source, cr)) return *ended;
+  fs::path ref_dir;
+  if (auto ended = reference_stage(ev, ref_dir)) return *ended;
+  // 3-5. Everything from here on reads what the candidate produced: whatever goes wrong is its result, recorded,
   // never an exception that would cost the run its other samples.
   try {
-    return judge_candidate(spec, run, o, cr, ref_dir, source_hash, rec, wall, finish);
+    return judge_candidate(ev, cr, ref_dir);
   } catch (const std::exception& e) {
-    return finish(EvalStatus::runtime_error, std::string("its results could not be processed: ") + e.what());
+    return ev.finish(EvalStatus::runtime_error, std::string("its results could not be processed: ") + e.what());
   }
 }
 

@@ -327,18 +327,20 @@ std::vector<std::string> evaluation_slots(const RunOptions& o, const std::vector
   return slots;
 }
 
-// Steps 3-5 for one turn: account for every sample the turn's generation produced (resumed ones skipped), record
-// failed generations, compile the kernels ahead and evaluate them on the GPU slots, appending one record each.
-// `mine` says which samples are this shard's (all of them when the run is not sharded).
-void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
-              const std::vector<const ProblemSpec*>& problems, const std::vector<std::string>& gpus,
-              const std::function<bool(const ProblemSpec*, int)>& mine, const fs::path& results, RunSummary& sum) {
-  int accounted = 0, resumed = 0;
-  // 3. The samples still to account for.
-  auto done = recorded(results);
+// The samples of one turn still to evaluate or record, and how many the turn accounts for.
+struct TurnSamples {
   std::vector<Task> todo;
-  std::vector<const ProblemSpec*> asked;
-  int pass = 0, fast = 0;
+  std::vector<const ProblemSpec*> asked;  // the problems asked, in order (the selection of turn 1)
+  int accounted = 0, resumed = 0, pass = 0, fast = 0;
+};
+
+// 3. Every sample the turn's generation produced that is this shard's (`mine`), less those already recorded.
+TurnSamples samples_to_account(const generate::GenerateResult& gen, int turn,
+                               const std::vector<const ProblemSpec*>& problems,
+                               const std::function<bool(const ProblemSpec*, int)>& mine, const fs::path& results,
+                               RunSummary& sum) {
+  TurnSamples ts;
+  auto done = recorded(results);
   if (!gen.stopped.empty() && sum.service_error.empty()) sum.service_error = gen.stopped;  // why the batch stopped
   for (const auto& r : gen.records) {
     const ProblemSpec* spec = nullptr;
@@ -364,13 +366,13 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
       // The service, not the model, failed: no sample yet; the next invocation asks again.
       ++sum.service_failures;
       if (sum.service_error.empty()) sum.service_error = r.message;
-      if (asked.empty() || asked.back() != spec) asked.push_back(spec);
+      if (ts.asked.empty() || ts.asked.back() != spec) ts.asked.push_back(spec);
       continue;
     } else {
       continue;  // skipped (W forbidden), no_solution, missing: not samples of this run
     }
-    if (asked.empty() || asked.back() != spec) asked.push_back(spec);
-    ++accounted;
+    if (ts.asked.empty() || ts.asked.back() != spec) ts.asked.push_back(spec);
+    ++ts.accounted;
     const Recorded* rec = find_recorded(done, t);
     const StatusInfo* info = rec ? find_status(rec->status) : nullptr;
     // A rejected request is sent again by every invocation (rejections are not cached): an answer now
@@ -379,26 +381,19 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
     // not_evaluated: done only where no GPU could do better; harness_error: never done (pkb failed, not the sample).
     bool redo = info && (info->status == ResultStatus::harness_error || (!info->sample && sum.gpu_evaluation));
     if (rec && !redo && !answered_now) {
-      ++resumed;
-      pass += rec->status == "correct";
-      fast += rec->status == "correct" && rec->speedup > 1.0;
+      ++ts.resumed;
+      ts.pass += rec->status == "correct";
+      ts.fast += rec->status == "correct" && rec->speedup > 1.0;
       continue;
     }
-    todo.push_back(t);
+    ts.todo.push_back(t);
   }
-  if (turn == 1) {
-    record_selection(sum.dir, asked);
-    sum.samples = accounted;
-  } else {
-    sum.later_turns += accounted;
-  }
-  sum.resumed += resumed;
-  if (o.progress && resumed)
-    std::fprintf(stderr, "%sresuming: %d of %d samples already recorded\n",
-                 turn > 1 ? ("turn " + std::to_string(turn) + ": ").c_str() : "", resumed, accounted);
+  return ts;
+}
 
-  // 4. Failed generations are failed samples: recorded now, nothing to run.
-  Progress progress(accounted, resumed, pass, fast, o.progress);
+// 4. Failed generations are failed samples: recorded now, nothing to run. Returns the samples to evaluate.
+std::vector<Task> record_failed_generations(const std::vector<Task>& todo, const RunOptions& o, const fs::path& results,
+                                            RunSummary& sum, Progress& progress) {
   std::vector<Task> evals;
   for (const Task& t : todo) {
     if (t.source.empty()) {
@@ -411,91 +406,130 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
       evals.push_back(t);
     }
   }
+  return evals;
+}
 
-  // 5. Compile ahead on every core, then evaluate (or, without GPUs, record what compiled).
-  int jobs = o.compile_jobs > 0 ? o.compile_jobs : usable_cores();
-  compile_ahead(evals, o.eval, jobs, o.progress);
-  if (!sum.gpu_evaluation && turn == 1) {
-    std::fprintf(stderr,
-                 "pkb run: no GPU on this machine: GPU evaluations are skipped; candidates are compiled and the "
-                 "references validated on CPU ranks\n");
-    std::vector<const ProblemSpec*> shard_problems;  // a shard validates the references of its own problems
-    for (const ProblemSpec* p : problems)
-      for (int k = 0; k < o.samples; ++k)
-        if (mine(p, k)) {
-          shard_problems.push_back(p);
-          break;
-        }
-    validate_on_cpu(shard_problems, o, sum.dir);
-    o.eval.not_evaluated_reason = "no GPU on this machine";
-  }
+// Without GPUs (once, on turn 1): the references are validated on CPU ranks, and candidates only compiled.
+void validate_without_gpus(RunOptions& o, const std::vector<const ProblemSpec*>& problems,
+                           const std::function<bool(const ProblemSpec*, int)>& mine, const RunSummary& sum) {
+  std::fprintf(stderr,
+               "pkb run: no GPU on this machine: GPU evaluations are skipped; candidates are compiled and the "
+               "references validated on CPU ranks\n");
+  std::vector<const ProblemSpec*> shard_problems;  // a shard validates the references of its own problems
+  for (const ProblemSpec* p : problems)
+    for (int k = 0; k < o.samples; ++k)
+      if (mine(p, k)) {
+        shard_problems.push_back(p);
+        break;
+      }
+  validate_on_cpu(shard_problems, o, sum.dir);
+  o.eval.not_evaluated_reason = "no GPU on this machine";
+}
 
-  // One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
-  // whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
-  std::vector<std::string> slots = evaluation_slots(o, gpus, sum.gpu_evaluation);
-  std::deque<std::vector<Task>> groups;
-  for (const Task& t : evals) {
-    if (groups.empty() || groups.back().front().spec != t.spec) groups.emplace_back();
-    groups.back().push_back(t);
-  }
+// What the GPU slots share while they evaluate: the queue of problems and the counts.
+struct SlotQueue {
+  std::deque<std::vector<Task>> groups;  // one problem's samples each
   std::mutex mu;
   std::atomic<int> recorded_count{0}, harness_errors{0};
+};
+
+// One problem's samples on one slot, one record each. The problem's other samples would fail the same way: after a
+// harness error they are recorded so at once.
+void evaluate_group(const std::vector<Task>& group, EvalOptions& e, const RunOptions& o, const fs::path& results,
+                    const fs::path& run_dir, SlotQueue& q, Progress& progress) {
+  std::string harness_failure;
+  auto record_harness_error = [&](const Task& t) {
+    append_line(results, record_line(harness_error_record(t, o, harness_failure)));
+    ++q.recorded_count, ++q.harness_errors;
+    progress.finished(t, "harness_error", 0);
+  };
+  for (const Task& t : group) {
+    if (!harness_failure.empty()) {
+      record_harness_error(t);
+      continue;
+    }
+    try {
+      // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per
+      // sample (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
+      e.out_dir = run_dir / "eval" /
+                  ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
+      ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
+      rec.sample = t.sample;
+      rec.turn = t.turn;
+      rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
+      rec.model = o.model;
+      append_line(results, record_line(rec));
+      ++q.recorded_count;
+      progress.finished(t, rec.status, rec.speedup.value_or(0.0));
+      if (rec.status == result_status_name(ResultStatus::harness_error)) {
+        ++q.harness_errors;
+        harness_failure = "sample " + std::to_string(t.sample) + " of this problem: " + rec.message;
+      }
+    } catch (const std::exception& err) {
+      // Any other failure of the harness, not the candidate's: recorded as one too. (The other problems' groups
+      // go on.)
+      harness_failure = err.what();
+      record_harness_error(t);
+    }
+  }
+  if (!harness_failure.empty())
+    std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
+                 group.front().spec->folder().c_str(), harness_failure.c_str());
+}
+
+// One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
+// whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
+void evaluate_on_slots(const std::vector<Task>& evals, const RunOptions& o, const std::vector<std::string>& gpus,
+                       const fs::path& results, RunSummary& sum, Progress& progress) {
+  std::vector<std::string> slots = evaluation_slots(o, gpus, sum.gpu_evaluation);
+  SlotQueue q;
+  for (const Task& t : evals) {
+    if (q.groups.empty() || q.groups.back().front().spec != t.spec) q.groups.emplace_back();
+    q.groups.back().push_back(t);
+  }
   auto worker = [&](const std::string& devices) {
     EvalOptions e = o.eval;
     e.visible_devices = devices;
     for (;;) {
       std::vector<Task> group;
       {
-        std::lock_guard<std::mutex> lock(mu);
-        if (groups.empty()) return;
-        group = std::move(groups.front());
-        groups.pop_front();
+        std::lock_guard<std::mutex> lock(q.mu);
+        if (q.groups.empty()) return;
+        group = std::move(q.groups.front());
+        q.groups.pop_front();
       }
-      // The problem's other samples would fail the same way: after a harness error they are recorded so at once.
-      std::string harness_failure;
-      auto record_harness_error = [&](const Task& t) {
-        append_line(results, record_line(harness_error_record(t, o, harness_failure)));
-        ++recorded_count, ++harness_errors;
-        progress.finished(t, "harness_error", 0);
-      };
-      for (size_t i = 0; i < group.size(); ++i) {
-        const Task& t = group[i];
-        if (!harness_failure.empty()) {
-          record_harness_error(t);
-          continue;
-        }
-        try {
-          // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per
-          // sample (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
-          e.out_dir = sum.dir / "eval" /
-                      ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
-          ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
-          rec.sample = t.sample;
-          rec.turn = t.turn;
-          rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
-          rec.model = o.model;
-          append_line(results, record_line(rec));
-          ++recorded_count;
-          progress.finished(t, rec.status, rec.speedup.value_or(0.0));
-          if (rec.status == result_status_name(ResultStatus::harness_error)) {
-            ++harness_errors;
-            harness_failure = "sample " + std::to_string(t.sample) + " of this problem: " + rec.message;
-          }
-        } catch (const std::exception& err) {
-          // Any other failure of the harness, not the candidate's: recorded as one too. (The other problems' groups
-          // go on.)
-          harness_failure = err.what();
-          record_harness_error(t);
-        }
-      }
-      if (!harness_failure.empty())
-        std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
-                     group.front().spec->folder().c_str(), harness_failure.c_str());
+      evaluate_group(group, e, o, results, sum.dir, q, progress);
     }
   };
   parallel_for_each(slots.size(), static_cast<int>(slots.size()), [&](size_t i) { worker(slots[i]); });
-  sum.recorded += recorded_count;
-  sum.harness_errors += harness_errors;
+  sum.recorded += q.recorded_count;
+  sum.harness_errors += q.harness_errors;
+}
+
+// Steps 3-5 for one turn: account for every sample the turn's generation produced (resumed ones skipped), record
+// failed generations, compile the kernels ahead and evaluate them on the GPU slots, appending one record each.
+// `mine` says which samples are this shard's (all of them when the run is not sharded).
+void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
+              const std::vector<const ProblemSpec*>& problems, const std::vector<std::string>& gpus,
+              const std::function<bool(const ProblemSpec*, int)>& mine, const fs::path& results, RunSummary& sum) {
+  TurnSamples ts = samples_to_account(gen, turn, problems, mine, results, sum);
+  if (turn == 1) {
+    record_selection(sum.dir, ts.asked);
+    sum.samples = ts.accounted;
+  } else {
+    sum.later_turns += ts.accounted;
+  }
+  sum.resumed += ts.resumed;
+  if (o.progress && ts.resumed)
+    std::fprintf(stderr, "%sresuming: %d of %d samples already recorded\n",
+                 turn > 1 ? ("turn " + std::to_string(turn) + ": ").c_str() : "", ts.resumed, ts.accounted);
+  Progress progress(ts.accounted, ts.resumed, ts.pass, ts.fast, o.progress);
+  std::vector<Task> evals = record_failed_generations(ts.todo, o, results, sum, progress);
+  // 5. Compile ahead on every core, then evaluate (or, without GPUs, record what compiled).
+  int jobs = o.compile_jobs > 0 ? o.compile_jobs : usable_cores();
+  compile_ahead(evals, o.eval, jobs, o.progress);
+  if (!sum.gpu_evaluation && turn == 1) validate_without_gpus(o, problems, mine, sum);
+  evaluate_on_slots(evals, o, gpus, results, sum, progress);
 }
 
 // The samples that go on to turn `turn` + 1, each with its conversation so far: its answer of this turn was

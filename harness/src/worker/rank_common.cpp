@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "core/cores.h"
 #include "core/dispatch_pin.h"
@@ -120,15 +121,17 @@ std::vector<std::string> arguments_with_plan(int argc, char** argv, std::string&
   return args;
 }
 
-int rank_main(int argc, char** argv, const RankPasses& passes) {
-  const std::string program = passes.program;
-  WorkerOptions o;
+namespace {
+
+// Parses the flags, those of a --plan file included; an exit code where parsing ended the program.
+std::optional<int> parse_rank_flags(int argc, char** argv, const RankPasses& passes, WorkerOptions& o,
+                                    std::string& plan_file) {
+  const std::string& program = passes.program;
   CLI::App app{program + (passes.reference ? ": one rank of a pkb job (launched by pkb through mpirun)"
                                            : ": one rank of a candidate pass without libtorch (launched by pkb "
                                              "through mpirun)")};
   add_worker_flags(app, o);
   app.add_option("--plan", "a JSON array of these flags, read and deleted before the candidate starts");
-  std::string plan_file;
   try {
     auto args = arguments_with_plan(argc, argv, plan_file);
     app.parse(args);
@@ -138,11 +141,12 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
     std::cerr << program << ": " << e.what() << "\n";
     return 2;
   }
-  // A candidate pass on CPU ranks judges code that runs beside it, in a runner process: no process of the sandbox may
-  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem). (On GPUs the candidate still
-  // shares this process, and CUDA IPC between the ranks is left as it was.)
-  if (!o.candidate.empty() && o.device == "cpu") prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  std::vector<WorkerOptions> jobs;
+  return std::nullopt;
+}
+
+// The jobs of this launch: one, or a batch file's (reference passes only); an exit code on a usage error.
+std::optional<int> plan_jobs(const WorkerOptions& o, const RankPasses& passes, std::vector<WorkerOptions>& jobs) {
+  const std::string& program = passes.program;
   if (!passes.reference && o.candidate.empty()) {
     std::cerr << program << ": runs candidate passes only (--candidate LIB); pkb-rank runs references\n";
     return 2;
@@ -153,21 +157,25 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
       return 2;
     }
     jobs.push_back(o);
-  } else {
-    if (!o.candidate.empty()) {
-      std::cerr << program << ": --batch runs reference passes only (a candidate runs alone)\n";
-      return 2;
-    }
-    try {
-      jobs = batch_jobs(o, o.batch_file);
-    } catch (const std::exception& e) {
-      std::cerr << program << ": --batch " << o.batch_file << ": " << e.what() << "\n";
-      return 2;
-    }
+    return std::nullopt;
   }
+  if (!o.candidate.empty()) {
+    std::cerr << program << ": --batch runs reference passes only (a candidate runs alone)\n";
+    return 2;
+  }
+  try {
+    jobs = batch_jobs(o, o.batch_file);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": --batch " << o.batch_file << ": " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
 
-  MPI_Init(&argc, &argv);
-  int rank = 0, world = 1;
+// MPI start-up, then the plan file deleted once every rank has read it, then the seal opened.
+void join_job(int* argc, char*** argv, const WorkerOptions& o, const std::string& plan_file, const std::string& program,
+              int& rank, int& world) {
+  MPI_Init(argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (!plan_file.empty()) {
@@ -184,37 +192,60 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
   }
-  for (const WorkerOptions& job : jobs) {
-    nlohmann::json record = {{"schema", "pkb.rank_record/1"},
-                             {"rank", rank},
-                             {"world", world},
-                             {"status", "ok"},
-                             {"pass", job.candidate.empty() ? "reference" : "candidate"}};
-    auto started = std::chrono::steady_clock::now();
-    try {
-      WorkerEnv env = make_worker_env(job, rank, world);
-      if (passes.configure) passes.configure(env);
-      if (job.candidate.empty())
-        passes.reference(job, env, record);
-      else
-        run_candidate_pass(job, env, record, passes.candidate_inputs);
-      record["pass_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    } catch (const std::exception& e) {
-      if (record["status"] == "ok") record["status"] = "error";
-      record["error"] = e.what();
-      write_rank_record(job.out_dir, rank, record);
-      std::cerr << program << " " << rank << ": " << e.what() << std::endl;
-      MPI_Abort(MPI_COMM_WORLD, 3);  // peers may be blocked in a collective with us
-      return 3;
-    }
+}
+
+// One job's pass, then its record; 0, or the code this rank aborted the whole job with.
+int run_job(const WorkerOptions& job, int rank, int world, const RankPasses& passes) {
+  const std::string& program = passes.program;
+  nlohmann::json record = {{"schema", "pkb.rank_record/1"},
+                           {"rank", rank},
+                           {"world", world},
+                           {"status", "ok"},
+                           {"pass", job.candidate.empty() ? "reference" : "candidate"}};
+  auto started = std::chrono::steady_clock::now();
+  try {
+    WorkerEnv env = make_worker_env(job, rank, world);
+    if (passes.configure) passes.configure(env);
+    if (job.candidate.empty())
+      passes.reference(job, env, record);
+    else
+      run_candidate_pass(job, env, record, passes.candidate_inputs);
+    record["pass_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  } catch (const std::exception& e) {
+    if (record["status"] == "ok") record["status"] = "error";
+    record["error"] = e.what();
     write_rank_record(job.out_dir, rank, record);
-    if (record["status"] == "runtime_error" || record["status"] == "crash") {
-      // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
-      std::cerr << program << " " << rank << ": " << record.value("error", "") << std::endl;
-      MPI_Abort(MPI_COMM_WORLD, 4);
-      return 4;
-    }
+    std::cerr << program << " " << rank << ": " << e.what() << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 3);  // peers may be blocked in a collective with us
+    return 3;
   }
+  write_rank_record(job.out_dir, rank, record);
+  if (record["status"] == "runtime_error" || record["status"] == "crash") {
+    // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
+    std::cerr << program << " " << rank << ": " << record.value("error", "") << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 4);
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int rank_main(int argc, char** argv, const RankPasses& passes) {
+  WorkerOptions o;
+  std::string plan_file;
+  if (auto code = parse_rank_flags(argc, argv, passes, o, plan_file)) return *code;
+  // A candidate pass on CPU ranks judges code that runs beside it, in a runner process: no process of the sandbox may
+  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem). (On GPUs the candidate still
+  // shares this process, and CUDA IPC between the ranks is left as it was.)
+  if (!o.candidate.empty() && o.device == "cpu") prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  std::vector<WorkerOptions> jobs;
+  if (auto code = plan_jobs(o, passes, jobs)) return *code;
+
+  int rank = 0, world = 1;
+  join_job(&argc, &argv, o, plan_file, passes.program, rank, world);
+  for (const WorkerOptions& job : jobs)
+    if (int code = run_job(job, rank, world, passes)) return code;
   if (seal().enabled()) {
     try {
       seal().send("end", "end", "");

@@ -48,43 +48,61 @@ void save_outputs(const ProblemSpec& spec, const Tensors& outs, const std::files
   write_safetensors(path, saved);
 }
 
-}  // namespace
+// This rank's reference and what it runs on: ctx for the run's dtype, precise_ctx for the fp32 upcast, and the
+// communicators both point into (owned here, so the contexts stay valid as long as this does).
+struct ReferenceRank {
+  const ReferenceImpl* impl = nullptr;
+  RankContext ctx, precise_ctx;
+  std::unique_ptr<Communicator> world_comm;
+  std::vector<std::unique_ptr<Communicator>> group_comms;
 
-void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+  // With --precise-too: the same reference on fp32-upcast inputs, the precise expected values of the robust policy.
+  void save_precise(const ProblemSpec& spec, const Tensors& host_inputs, const std::filesystem::path& path) const {
+    Tensors precise = impl->reference(precise_ctx, to_device(host_inputs, ctx.device, true));
+    world_comm->synchronize();
+    save_outputs(spec, precise, path);
+  }
+};
+
+ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
   const ProblemSpec& spec = env.spec;
-  const ReferenceImpl* impl = find_reference(spec.slug);
-  if (!impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
+  ReferenceRank ref;
+  ref.impl = find_reference(spec.slug);
+  if (!ref.impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
   record["fp32_math"] = use_ieee_fp32();  // before any tensor work: fp32 (and the precise upcast) is IEEE, never TF32
-  RankContext ctx;
+  RankContext& ctx = ref.ctx;
   ctx.rank = env.rank;
   ctx.world = env.world;
   ctx.params = env.run.params;
   ctx.scalars = scalar_values(spec, env.run);
   ctx.float_dtype = o.precise ? at::kFloat : to_aten(env.run.float_dtype);
-
-  std::unique_ptr<Communicator> world_comm;
   if (env.cuda) {
 #ifndef PKB_TORCH_HAS_CUDA
     throw Error("--device cuda: this build's libtorch has no CUDA support (CPU-only libtorch)");
 #endif
     ctx.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.device));
-    world_comm = env.shared_gpu ? make_staged_world() : make_nccl_world();
+    ref.world_comm = env.shared_gpu ? make_staged_world() : make_nccl_world();
     record["gpu"] = runtime_versions(env.device).gpu;
     record["communicator"] = env.shared_gpu ? "staged_mpi" : "nccl";
   } else {
-    world_comm = make_mpi_world();
+    ref.world_comm = make_mpi_world();
   }
   record["device"] = ctx.device.str();
-  ctx.comm = world_comm.get();
-  std::vector<std::unique_ptr<Communicator>> group_comms;
+  ctx.comm = ref.world_comm.get();
   for (const auto& g : spec.groups) {
     auto [color, key] = group_color_key(g, env.run, env.rank);
-    group_comms.push_back(world_comm->split(color, key));
-    ctx.groups[g.name] = group_comms.back().get();
+    ref.group_comms.push_back(ref.world_comm->split(color, key));
+    ctx.groups[g.name] = ref.group_comms.back().get();
   }
-  RankContext precise_ctx = ctx;
-  precise_ctx.float_dtype = at::kFloat;
+  ref.precise_ctx = ctx;
+  ref.precise_ctx.float_dtype = at::kFloat;
+  return ref;
+}
 
+// The checked trials: inputs from the seed, the reference's outputs (and with --save-inputs the inputs) saved per
+// trial. Returns the last trial's inputs, which the baseline's timing rotates.
+RankInputs run_trials(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, nlohmann::json& record) {
+  const ProblemSpec& spec = env.spec;
   nlohmann::json trials = nlohmann::json::array();
   RankInputs last_inputs;
   for (int trial : o.trials) {
@@ -92,91 +110,98 @@ void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& 
     RankInputs in = make_inputs(spec, env.run, env.rank, trial, o.seed);
     if (o.save_inputs) {
       NamedTensors saved{in.names, in.tensors, {}};
-      for (const auto& [k, v] : ctx.scalars) saved.metadata["scalar." + k] = std::to_string(v);
+      for (const auto& [k, v] : ref.ctx.scalars) saved.metadata["scalar." + k] = std::to_string(v);
       write_safetensors(rank_path(o.out_dir, trial, "inputs.rank", env.rank), saved);
     }
-    Tensors device_inputs = to_device(in.tensors, ctx.device, o.precise);
-    world_comm->barrier();
+    Tensors device_inputs = to_device(in.tensors, ref.ctx.device, o.precise);
+    ref.world_comm->barrier();
     auto t0 = std::chrono::steady_clock::now();
-    Tensors outs = impl->reference(ctx, device_inputs);
-    world_comm->synchronize();
+    Tensors outs = ref.impl->reference(ref.ctx, device_inputs);
+    ref.world_comm->synchronize();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     check_output_shapes(spec, env.run, env.rank, outs);
     save_outputs(spec, outs, rank_path(o.out_dir, trial, "rank", env.rank));
-    if (o.precise_too) {
-      Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
-      world_comm->synchronize();
-      save_outputs(spec, precise, rank_path(o.out_dir, trial, "precise.rank", env.rank));
-    }
+    if (o.precise_too) ref.save_precise(spec, in.tensors, rank_path(o.out_dir, trial, "precise.rank", env.rank));
     trials.push_back({{"trial", trial}, {"seconds", seconds}});
     last_inputs = std::move(in);
   }
   record["trials"] = trials;
+  return last_inputs;
+}
 
-  if (o.time) {
-    // The candidate's calls rotate over these copies of distinct contents; the expected outputs of the copies
-    // the driver drew are computed here (the candidate pass never learns which). Draw i names a call of
-    // repetition i (later draws: of repetition 0, which always runs), so every repetition that runs is checked.
-    // One plan for every rank (sized by the heap's copy, not this rank's own inputs), else ranks would compute
-    // the outputs of different copies.
-    size_t in_bytes = heap_copy_bytes(spec, env.run, true);
-    CopyPlan plan = world_timing_copies(spec, env.run, env.cuda, o.timing);
-    nlohmann::json checked = nlohmann::json::array();
-    for (size_t i = 0; i < o.timed_checks.size(); ++i) {
-      int k = plan.checked_copy(static_cast<int>(i), o.timed_checks[i], o.timing);
-      if (std::find(checked.begin(), checked.end(), k) != checked.end()) continue;
-      checked.push_back(k);
-      std::filesystem::path dir = std::filesystem::path(o.out_dir) / ("copy" + std::to_string(k));
-      std::filesystem::create_directories(dir);
-      RankInputs in = make_inputs(spec, env.run, env.rank, kTimedTrialBase + k, o.seed);
-      Tensors outs = impl->reference(ctx, to_device(in.tensors, ctx.device, o.precise));
-      world_comm->synchronize();
-      check_output_shapes(spec, env.run, env.rank, outs);
-      save_outputs(spec, outs, dir / ("rank" + std::to_string(env.rank) + ".safetensors"));
-      if (o.precise_too) {
-        Tensors precise = impl->reference(precise_ctx, to_device(in.tensors, ctx.device, true));
-        world_comm->synchronize();
-        save_outputs(spec, precise, dir / ("precise.rank" + std::to_string(env.rank) + ".safetensors"));
-      }
-    }
-    record["candidate_input_copies"] = plan.copies;
-    record["candidate_warmup_copies"] = plan.warmup_copies;
-    record["timed_checks"] = checked;
-
-    // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
-    std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
-                                           : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "ref");
-    // Rotation: copies exceeding 3x L2 (2 MiB inputs on an H200's 60 MiB L2: 91 copies), within the candidates'
-    // memory budget and the timing's calls; every call, warm-up and timed, cycles over all of them.
-    int copies =
-        env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kRotationBudgetCuda, rotation_calls(o.timing)) : 2;
-    std::vector<Tensors> rotated;
-    for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ctx.device, false));
-    // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
-    nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
-    nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
-    nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
-    nlohmann::json chase_probes = nlohmann::json::array();
-    for (int r = 0; r < o.timing.repeats; ++r) {
-      TimingStats stats = time_iterations(
-          *rt, CopyPlan{copies, copies}, [&](int k) { impl->reference(ctx, rotated[k]); }, o.timing);
-      if (r == 0) record["timing"] = stats.to_json();
-      medians.push_back(stats.pkb.stats.median);
-      paper_medians.push_back(stats.paper.stats.median);
-      if (stats.device.measured())
-        device_medians.push_back(stats.device.method.stats.median);
-      else
-        device_medians.push_back(nullptr);
-      host_probes.push_back(summarize(stats.host_probe_us).median);
-      chase_probes.push_back(summarize(stats.host_chase_probe_us).median);
-    }
-    record["timing"]["repeat_medians_us"] = medians;
-    record["timing"]["repeat_paper_medians_us"] = paper_medians;
-    if (record["timing"].contains("device")) record["timing"]["repeat_device_medians_us"] = device_medians;
-    record["timing"]["repeat_host_probe_us"] = host_probes;
-    record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
-    record["timing"]["input_copies"] = copies;
+// The candidate's calls rotate over the copies of `plan`, of distinct contents; the expected outputs of the copies
+// the driver drew are computed here (the candidate pass never learns which). Draw i names a call of repetition i
+// (later draws: of repetition 0, which always runs), so every repetition that runs is checked. One plan for every
+// rank (sized by the heap's copy, not this rank's own inputs), else ranks would compute the outputs of different
+// copies.
+void compute_timed_checks(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, const CopyPlan& plan,
+                          nlohmann::json& record) {
+  const ProblemSpec& spec = env.spec;
+  nlohmann::json checked = nlohmann::json::array();
+  for (size_t i = 0; i < o.timed_checks.size(); ++i) {
+    int k = plan.checked_copy(static_cast<int>(i), o.timed_checks[i], o.timing);
+    if (std::find(checked.begin(), checked.end(), k) != checked.end()) continue;
+    checked.push_back(k);
+    std::filesystem::path dir = std::filesystem::path(o.out_dir) / ("copy" + std::to_string(k));
+    std::filesystem::create_directories(dir);
+    RankInputs in = make_inputs(spec, env.run, env.rank, kTimedTrialBase + k, o.seed);
+    Tensors outs = ref.impl->reference(ref.ctx, to_device(in.tensors, ref.ctx.device, o.precise));
+    ref.world_comm->synchronize();
+    check_output_shapes(spec, env.run, env.rank, outs);
+    save_outputs(spec, outs, dir / ("rank" + std::to_string(env.rank) + ".safetensors"));
+    if (o.precise_too)
+      ref.save_precise(spec, in.tensors, dir / ("precise.rank" + std::to_string(env.rank) + ".safetensors"));
   }
+  record["candidate_input_copies"] = plan.copies;
+  record["candidate_warmup_copies"] = plan.warmup_copies;
+  record["timed_checks"] = checked;
+}
+
+// The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
+void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, const RankInputs& last_inputs,
+                   nlohmann::json& record) {
+  size_t in_bytes = heap_copy_bytes(env.spec, env.run, true);
+  std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
+                                         : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "ref");
+  // Rotation: copies exceeding 3x L2 (2 MiB inputs on an H200's 60 MiB L2: 91 copies), within the candidates'
+  // memory budget and the timing's calls; every call, warm-up and timed, cycles over all of them.
+  int copies = env.cuda ? rotation_copies(in_bytes, cuda_l2_bytes(), kRotationBudgetCuda, rotation_calls(o.timing)) : 2;
+  std::vector<Tensors> rotated;
+  for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ref.ctx.device, false));
+  // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
+  nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
+  nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
+  nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
+  nlohmann::json chase_probes = nlohmann::json::array();
+  for (int r = 0; r < o.timing.repeats; ++r) {
+    TimingStats stats = time_iterations(
+        *rt, CopyPlan{copies, copies}, [&](int k) { ref.impl->reference(ref.ctx, rotated[k]); }, o.timing);
+    if (r == 0) record["timing"] = stats.to_json();
+    medians.push_back(stats.pkb.stats.median);
+    paper_medians.push_back(stats.paper.stats.median);
+    if (stats.device.measured())
+      device_medians.push_back(stats.device.method.stats.median);
+    else
+      device_medians.push_back(nullptr);
+    host_probes.push_back(summarize(stats.host_probe_us).median);
+    chase_probes.push_back(summarize(stats.host_chase_probe_us).median);
+  }
+  record["timing"]["repeat_medians_us"] = medians;
+  record["timing"]["repeat_paper_medians_us"] = paper_medians;
+  if (record["timing"].contains("device")) record["timing"]["repeat_device_medians_us"] = device_medians;
+  record["timing"]["repeat_host_probe_us"] = host_probes;
+  record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
+  record["timing"]["input_copies"] = copies;
+}
+
+}  // namespace
+
+void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+  ReferenceRank ref = open_reference_rank(o, env, record);
+  RankInputs last_inputs = run_trials(o, env, ref, record);
+  if (!o.time) return;
+  compute_timed_checks(o, env, ref, world_timing_copies(env.spec, env.run, env.cuda, o.timing), record);
+  time_baseline(o, env, ref, last_inputs, record);
 }
 
 }  // namespace pkb

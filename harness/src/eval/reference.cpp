@@ -1,0 +1,297 @@
+// The reference side of an evaluation (docs/architecture.md, "Evaluating candidates"): the reference pass, cached on
+// disk by everything that determines its outputs and timing, with the oracle's expected outputs and the PyTorch-eager
+// baseline; the baselines timed again beside a candidate; and what pkb's own launches share with the candidate pass
+// (eval/evaluate.cpp): the worker options, the rank job, the provenance.
+#include "eval/reference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <regex>
+
+#include "check/expected.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/parallel.h"
+#include "core/sha256.h"
+#include "inputs/inputs.h"
+#include "io/safetensors.h"
+#include "launch/gpus.h"
+#include "launch/jobs.h"
+#include "launch/mpirun.h"
+#include "reference/libtorch_version.h"
+#include "runtime/runtime.h"
+#include "worker/timing.h"
+#include "worker/worker.h"
+
+#ifndef PKB_TORCH_VERSION_STRING
+#define PKB_TORCH_VERSION_STRING "unknown"
+#endif
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// A launch of pkb's own (the reference pass, the baselines timed again) under the reference pass's deadline.
+ProcessResult launch_trusted(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
+                             const std::string& tag) {
+  return run_rank_job(rank_job(o, args, dir, tag, reference_deadline_s(o)));
+}
+
+// The GPU model and driver from the driver's /proc files: reading them costs nothing, whereas asking the CUDA
+// runtime would initialize every GPU in this (driver) process.
+std::pair<std::string, std::string> nvidia_proc_info() {
+  std::string gpu, driver;
+  std::ifstream v("/proc/driver/nvidia/version");
+  std::getline(v, driver);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream info(e.path() / "information");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("Model:", 0) == 0) gpu = line.substr(line.find_first_not_of(" \t", 6));
+    if (!gpu.empty()) break;
+  }
+  return {gpu, driver};
+}
+
+// What the machine and software are, without pkb's own revision: a new commit keeps cached baselines.
+std::string fingerprint(json prov) {
+  prov.erase("pkb_git");
+  return prov.dump();
+}
+
+// Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
+constexpr int kReferenceCacheVersion = 7;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
+                                           // 6: the device view's calls are timed ordinals (checked alike);
+                                           // 7: fp32 references and baselines in IEEE fp32, never TF32
+// Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
+// repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
+int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
+
+// The programs that produce a reference entry: pkb-rank (every reference, input generator and timing loop compiled
+// in) and this driver (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
+// shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
+const std::string& build_digest() {
+  static const std::string digest = [] {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
+           (ec ? std::string("unknown") : sha256_hex(read_text_file(self)));
+  }();
+  return digest;
+}
+
+// Every file of a cache entry with its sha256, so that an entry is checked before it is believed.
+json digest_files(const fs::path& dir, const std::string& skip) {
+  json files = json::object();
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> digests(paths.size());  // hundreds of MB per entry: on the host's threads
+  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_hex(read_text_file(paths[i])); });
+  for (size_t i = 0; i < paths.size(); ++i) files[fs::relative(paths[i], dir).string()] = digests[i];
+  return files;
+}
+
+// "" when the entry's files are exactly those complete.json lists, with the same contents; else what differs.
+std::string entry_damage(const fs::path& dir) {
+  json complete = read_json_or_null(dir / "complete.json");
+  if (!complete.is_object() || !complete.contains("files")) return "complete.json is missing or unreadable";
+  json now = digest_files(dir, "complete.json");
+  for (const auto& [name, digest] : complete["files"].items())
+    if (!now.contains(name))
+      return name + " is missing";
+    else if (now[name] != digest)
+      return name + " was changed";
+  for (const auto& [name, digest] : now.items())
+    if (!complete["files"].contains(name)) return name + " does not belong to the entry";
+  return "";
+}
+
+// The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
+// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
+void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
+  json record = read_json_or_null(work / "rank0.json");
+  std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
+  for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
+  for (const auto& k : record.value("timed_checks", json::array()))
+    if (k.is_number_integer()) calls.push_back({"copy" + std::to_string(k.get<int>()), kTimedTrialBase + k.get<int>()});
+  for (const auto& [label, trial] : calls) {
+    std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
+    for (int r = 0; r < run.world; ++r) {
+      NamedTensors saved;
+      for (size_t i = 0; i < spec.outputs.size(); ++i) {
+        saved.names.push_back(spec.outputs[i].name);
+        saved.tensors.push_back(expected[r][i].contiguous());
+      }
+      fs::create_directories(work / label);
+      write_safetensors(work / label / ("oracle.rank" + std::to_string(r) + ".safetensors"), saved);
+    }
+  }
+}
+
+// The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
+// timing lands in io_dir/timing.py.json).
+PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
+  std::vector<std::string> py_args = {"--time"};
+  for (const auto& t : o.timing.to_args()) py_args.push_back(t);
+  PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
+  if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  return run_python_runner(job);
+}
+
+}  // namespace
+
+double reference_deadline_s(const EvalOptions& o) {
+  return o.reference_timeout_s > 0 ? o.reference_timeout_s : std::max(kReferenceTimeoutS, o.timeout_s);
+}
+
+double wall_seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, const fs::path& dir) {
+  WorkerOptions w;
+  w.problem_dir = spec.dir.string();
+  w.device = o.device;
+  w.dtype = o.dtype;
+  w.seed = o.seed;
+  w.out_dir = dir.string();
+  w.time = true;
+  w.timing = o.timing;
+  for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
+  return w;
+}
+
+GpuSharing gpu_sharing(const EvalOptions& o) {
+  if (o.device != "cuda") return {};
+  int gpus = o.visible_devices.empty()
+                 ? static_cast<int>(visible_gpus().size())
+                 : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
+  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
+}
+
+RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
+                 const std::string& tag, double timeout_s) {
+  RankJob job{o.world, o.device == "cuda", args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
+  if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
+  return job;
+}
+
+json provenance(const EvalOptions& o) {
+  RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
+  auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
+  return {{"pkb_git", repo_revision()},
+          {"gpu", gpu},
+          {"driver", driver},
+          {"cuda_driver_api", v.driver},
+          {"cuda_runtime", v.cuda_runtime},
+          {"nccl", v.nccl},
+          {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
+}
+
+fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
+                       bool python) {
+  json key = {{"version", kReferenceCacheVersion},
+              {"build", build_digest()},
+              {"problem_json", read_text_file(spec.dir / "problem.json")},
+              {"reference_cpp", read_text_file(spec.dir / "reference.cpp")},
+              {"reference_py", read_text_file(spec.dir / "reference.py")},
+              {"params", run.params},
+              {"world", o.world},
+              {"device", o.device},
+              {"dtype", o.dtype},
+              {"seed", o.seed},
+              {"trials", o.trials},
+              {"timing", o.timing.to_json()},
+              {"machine", fingerprint(prov)},
+              {"python", python}};
+  std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
+  return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
+}
+
+// The reference pass, cached by everything that determines its outputs and timing. It is computed in a private
+// directory and renamed into place once complete; if another process finished first, its result is used. An
+// entry whose files do not match their recorded digests is discarded and computed again.
+fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,
+                        bool python, json& info) {
+  int post = o.trials;
+  fs::path dir = reference_dir(spec, run, o, prov, python);
+  info["cache_dir"] = dir.string();
+  if (fs::exists(dir / "complete.json")) {
+    std::string damage = entry_damage(dir);
+    if (damage.empty()) {
+      info["cached"] = true;
+      return dir;
+    }
+    info["cache_damage"] = damage;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  info["cached"] = false;
+  fs::path work = private_work_dir(dir);
+  WorkerOptions w = worker_options(spec, o, work);
+  w.trials = trial_range(0, post);
+  std::random_device entropy;
+  for (int i = 0; i < timed_check_count(o.timing); ++i)
+    w.timed_checks.push_back((uint64_t{entropy()} << 32) | entropy());
+  w.save_inputs = python;
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult pr = launch_trusted(o, to_args(w), work, "reference");
+  if (!pr.ok()) {
+    std::string why = pr.summary();
+    if (auto e = first_rank_error(read_rank_records(work, o.world)))
+      why = "rank " + std::to_string(e->rank) + ": " + e->message;
+    throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
+  }
+  // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
+  // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
+  std::vector<json> records = read_rank_records(work, o.world);
+  auto field = [](const json& record, const char* key) {
+    return record.is_object() ? record.value(key, json()) : json();
+  };
+  for (size_t r = 1; r < records.size(); ++r)
+    for (const char* key : {"candidate_input_copies", "candidate_warmup_copies", "timed_checks"})
+      if (field(records[r], key) != field(records[0], key))
+        throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
+                    "copies than rank 0 (" + key + ": " + field(records[r], key).dump() + " vs " +
+                    field(records[0], key).dump() + ")");
+  auto t_oracle = std::chrono::steady_clock::now();
+  write_expected_outputs(spec, run, o, work);
+  info["oracle_s"] = wall_seconds_since(t_oracle);
+  if (python) {
+    PythonRunResult py = time_eager_baseline(spec, o, work);
+    if (py.outcome == PythonRunResult::Outcome::error)
+      throw Error("PyTorch eager baseline (reference.py in W Python processes) failed: " + py.detail);
+    // A skip (reference.py cannot run with this torch) leaves no timing.py.json: the record says so.
+    if (py.outcome == PythonRunResult::Outcome::skip) info["python_skip"] = py.detail;
+  }
+  write_json_atomically(work / "complete.json",
+                        {{"seconds", wall_seconds_since(t0)}, {"files", digest_files(work, "complete.json")}});
+  place_directory(work, dir, "complete.json");
+  return dir;
+}
+
+std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
+                                       const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  WorkerOptions w = worker_options(spec, o, dir);
+  w.trials = {0};
+  w.save_inputs = python;
+  ProcessResult pr = launch_trusted(o, to_args(w), dir, "retime");
+  std::vector<json> records = read_rank_records(dir, o.world);
+  if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
+    throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
+  json py = nullptr;
+  if (python && time_eager_baseline(spec, o, dir).outcome == PythonRunResult::Outcome::ok)
+    py = read_json_or_null(dir / "timing.py.json");
+  return {records[0]["timing"], py};
+}
+
+}  // namespace pkb
