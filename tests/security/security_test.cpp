@@ -195,6 +195,8 @@ TEST(Security, EscapesReachNothing) {
                 {{"PKB_TEST_SECRET", secret}});
   EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
   EXPECT_TRUE(e.record["sandbox"].value("enabled", false));
+  EXPECT_EQ(e.record["sandbox"].value("candidate_process", ""), "runner process");
+  EXPECT_FALSE(e.record["sandbox"].contains("lockdown_note")) << e.record["sandbox"].dump();
   EXPECT_FALSE(fs::exists(target / "shell-was-here"));
   EXPECT_FALSE(fs::exists(target / "file-was-written"));
   EXPECT_EQ(listener.accepted(), 0);
