@@ -91,6 +91,9 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   EXPECT_GE(reps, 1);
   EXPECT_EQ(t["candidate"]["iters"].get<int>(), 5 * reps);
   EXPECT_EQ(t["candidate"]["paper"]["reps"].get<int>(), reps);
+  // Input copies are made for the repetitions that run, not for the plan's largest: one per timed call here (tiny
+  // inputs), so a timing that stopped before --max-reps 2 made 8 (5 + 3 calls) fewer.
+  EXPECT_EQ(t["candidate"]["input_copies_made"].get<int>(), t["candidate"]["input_copies"].get<int>() - (2 - reps) * 8);
   EXPECT_GT(t["candidate"]["paper"]["median_us"].get<double>(), 0);
   EXPECT_GT(t["baseline_libtorch_nccl"]["paper"]["median_us"].get<double>(), 0);
   EXPECT_EQ(t["method"], "pkb");

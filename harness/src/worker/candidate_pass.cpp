@@ -275,12 +275,27 @@ class CandidateHost {
       for (const auto& name : mutated_inputs(heap_.inputs[slot_of(copy)], contents_[copy])) mutated_.insert(name);
   }
 
-  void generate_contents() {
+  // Copy k's contents, made the first time a call needs them (on GPUs also copied into its slot then): the warm-up
+  // rotation's before the warm-ups, every other copy before the repetition (or the escape probe) whose calls first
+  // use it. A copy no repetition that ran uses is never made, and none exists before its repetition starts.
+  void make_copy(int k) {
+    if (!contents_[k].empty()) return;
+    contents_[k] = make_inputs(kTimedTrialBase + k);
+    ++copies_made_;
+    if (!per_call_upload_) upload(contents_[k], k);
+  }
+
+  void make_warmup_copies() {
+    contents_.clear();
     contents_.resize(plan_.copies);
-    for (int k = 0; k < plan_.copies; ++k) contents_[k] = make_inputs(kTimedTrialBase + k);
+    for (int k = 0; k < plan_.warmup_copies; ++k) make_copy(k);
     record_["timing_input_threads"] = host_threads();
-    if (!per_call_upload_)
-      for (int k = 0; k < plan_.copies; ++k) upload(contents_[k], k);
+  }
+
+  void make_copies_of_calls(int first, int count) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int j = first; j < first + count; ++j) make_copy(plan_.timed_copy(j));
+    in_loop_generate_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
   // One allocation for every capture, in this process's own memory: hundreds of separate ones cost seconds of
@@ -298,7 +313,7 @@ class CandidateHost {
 
   bool time_candidate() {
     PhaseClock clock(record_);
-    generate_contents();
+    make_warmup_copies();
     clock.lap("timing_generate");
     allocate_captures();
     clock.lap("timing_capture_alloc");
@@ -306,6 +321,7 @@ class CandidateHost {
     hooks.untrusted = true;  // the device view's guards (worker/timing.h)
     hooks.before = [&](int k) { before_call(k); };
     hooks.after_timed = [&](int, int k) { after_call(k); };
+    hooks.before_calls = [&](int first, int count) { make_copies_of_calls(first, count); };
     TimingStats stats;
     // A failed call ends the loop on this rank at once (its record says why); rank_main then ends the job, whose other
     // ranks may be waiting for this one in a collective.
@@ -346,10 +362,13 @@ class CandidateHost {
   void record_timing(const TimingStats& stats) {
     if (!per_call_upload_)
       for (int k = 0; k < plan_.copies; ++k)
-        for (const auto& name : mutated_inputs(heap_.inputs[k], contents_[k])) mutated_.insert(name);
+        if (!contents_[k].empty())
+          for (const auto& name : mutated_inputs(heap_.inputs[k], contents_[k])) mutated_.insert(name);
     record_["trials"].push_back({{"trial", "timed"}, {"inputs_mutated", mutated_}});
     record_["timing"] = stats.to_json();
     record_["timing"]["input_copies"] = plan_.copies;
+    record_["timing"]["input_copies_made"] = copies_made_;
+    record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
     write_rank_record(o_.out_dir, env_.rank, record_);
   }
@@ -369,6 +388,8 @@ class CandidateHost {
   std::mt19937_64 draw_;
   std::set<std::string> mutated_;
   double doorbell_us_ = 0;
+  int copies_made_ = 0;
+  double in_loop_generate_s_ = 0;  // of the timing loop's wall time, making copies between repetitions
 };
 
 }  // namespace

@@ -42,6 +42,13 @@ class TimedLoop {
   void after(int ordinal, int copy) {
     if (hooks_ && hooks_->after_timed) hooks_->after_timed(ordinal, copy);
   }
+  // The before_calls hook, its time kept out of the repetitions' budget and loop time.
+  void before_calls(int first, int count) {
+    if (!hooks_ || !hooks_->before_calls) return;
+    const double h0 = now_us();
+    hooks_->before_calls(first, count);
+    excluded_us_ += now_us() - h0;
+  }
 
   void pkb_warmup();
   void paper_warmup();
@@ -73,7 +80,8 @@ class TimedLoop {
   std::vector<double> pkb_values_, paper_values_;  // rank 0: across ranks; others: their own
   std::vector<int> pkb_ordinals_;
   int reps_ = 0;
-  double t0_ = 0;  // when the repetitions started (host µs)
+  double t0_ = 0;           // when the repetitions started (host µs)
+  double excluded_us_ = 0;  // of the time since, spent in the before_calls hook (not the repetitions')
 
   // The device view (prepare_timed_calls decides whether it runs and measures).
   bool device_view_ = false;       // it runs on GPUs only: on CPU ranks record() is the host's clock, no queue to hold
@@ -329,7 +337,7 @@ void TimedLoop::run_repetition(int base) {
 
 // Rank 0 applies the stop rule (repetitions_done) and tells every rank.
 bool TimedLoop::stop_rule() {
-  double elapsed_s = (now_us() - t0_) / 1e6;
+  double elapsed_s = (now_us() - t0_ - excluded_us_) / 1e6;
   SampleStats a = summarize(pkb_values_), b = summarize(paper_values_);
   int done = root_ && repetitions_done(o_, reps_, a, b, elapsed_s);
   if (root_ && done) s_.stopped_by = stop_reason(o_, reps_, a, b);
@@ -341,13 +349,14 @@ void TimedLoop::repeat_until_done() {
   t0_ = now_us();
   for (bool done = false; !done;) {
     int base = reps_ * o_.calls_per_rep();
+    before_calls(base, o_.calls_per_rep());
     if (reps_ > 0 && o_.rep_gap_ms > 0) pause_and_warm_up_again();
     run_repetition(base);
     ++reps_;
     done = stop_rule();
   }
   s_.reps = reps_;
-  s_.host_loop_us = now_us() - t0_;
+  s_.host_loop_us = now_us() - t0_ - excluded_us_;
 }
 
 // Escape probe: a stream whose events see a fraction of the time a device-wide synchronize waits for means
@@ -357,6 +366,7 @@ void TimedLoop::repeat_until_done() {
 // +100 µs the fixed part, so only work that runs at least as long as the call itself, beyond 100 µs, escapes
 // detection-free. The probe's calls take fresh copies after the last repetition's.
 void TimedLoop::escape_probe() {
+  before_calls(reps_ * o_.calls_per_rep(), kEscapeProbeCalls);
   std::vector<double> ev, dev;
   for (int i = 0; i < kEscapeProbeCalls; ++i) {
     int k = plan_.timed_copy(reps_ * o_.calls_per_rep() + i);

@@ -167,6 +167,10 @@ struct TimingStats {
 struct TimingHooks {
   std::function<void(int copy)> before;
   std::function<void(int ordinal, int copy)> after_timed;
+  // Before the timed calls of ordinals [first, first + count) begin (each repetition, then the escape probe), outside
+  // every window and outside the repetitions' time budget: where a candidate pass makes those calls' input copies,
+  // so that none exists before its repetition and none is made for a repetition that never runs.
+  std::function<void(int first, int count)> before_calls;
   // Candidates: the device view measures only when the hold fills the GPU and the job has one rank (no peer's inputs
   // a copy engine could fetch during the hold), and a call's time is never less than the host took to issue it, so
   // work moved to the host counts (docs/architecture.md, "The device view"). Otherwise its calls run untimed.
