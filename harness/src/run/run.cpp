@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -562,18 +563,25 @@ std::vector<generate::FollowUp> follow_ups(const generate::GenerateResult& gen, 
 
 int visible_gpu_count() { return static_cast<int>(visible_gpus().size()); }
 
-RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
-  RunSummary sum;
+namespace {
+
+// Options that cannot go together, refused before anything runs.
+void refuse_conflicting_options(const RunOptions& o) {
+  const bool offline = o.model == "expert" || o.model.rfind("replay:", 0) == 0;
   if (o.turns < 1) throw Error("--turns must be at least 1");
-  if (o.turns > 1 && (o.model == "expert" || o.model.rfind("replay:", 0) == 0))
+  if (o.turns > 1 && offline)
     throw Error("--turns " + std::to_string(o.turns) + " needs a language model: --model " + o.model +
                 " cannot read feedback");
-  if (o.agent.enabled && (o.model == "expert" || o.model.rfind("replay:", 0) == 0))
+  if (o.agent.enabled && offline)
     throw Error("--agent needs a language model: --model " + o.model + " cannot call tools");
   if (o.agent.enabled && o.turns > 1) throw Error("--agent and --turns: an agent decides its own turns");
   if (o.agent.enabled && o.agent.budget.steps < 1) throw Error("--agent-steps must be at least 1");
-  // 1. Resolve the settings.
-  std::vector<std::string> gpus = visible_gpus();
+}
+
+// 1. The settings: devices, W, the machine the prompts describe (nvcc targets it), the problems, the run directory
+// (a shard's under the run's, sharing the run's reply cache) and its manifest. Returns the selection.
+std::string resolve_settings(const Catalog& catalog, RunOptions& o, const std::vector<std::string>& gpus,
+                             RunSummary& sum) {
   if (o.device == "cuda" && gpus.empty()) throw Error("--device cuda: no GPU is visible on this machine");
   if (o.agent.enabled && o.device != "cpu" && gpus.empty())
     throw Error("--agent evaluates as it goes: it needs a GPU, or --device cpu");
@@ -581,7 +589,6 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
   if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
   o.eval.world = o.world;
-  // The machine the prompts describe and the rooflines use, chosen like `pkb prompt` does; nvcc targets it.
   Topology topo = prompt::choose_topology(o.topology, o.world);
   o.topology = topo.name;
   o.eval.topology = topo.name;
@@ -593,12 +600,9 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     if (selection.empty()) throw Error("no problem has a solution.cu for --model expert");
   }
   if (selection.empty()) selection = "all";
-  std::vector<const ProblemSpec*> problems = catalog.select(selection);
   if (o.out_dir.empty())
     o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" +
                                             o.eval.device + "-" + o.eval.dtype);
-  // A shard keeps its own run directory under the run's; the shards share the reply cache there, so replies
-  // generated up front (pkb generate --out RUN) are found by every shard.
   if (o.shard.sharded()) {
     o.generate.cache_dir = fs::absolute(o.out_dir) / "cache";
     o.out_dir /= o.shard.dir_name();
@@ -608,51 +612,45 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   o.eval.out_dir = sum.dir;
   o.eval.cache_dir = fs::absolute(o.eval.cache_dir);
   settle_manifest(sum.dir, o, selection, sum.gpu_evaluation);
-  if (o.progress)
-    std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
-                 problems.size(), o.samples, o.world,
-                 o.eval.device == "cpu" ? "CPU ranks"
-                 : sum.gpu_evaluation   ? "GPUs"
-                                        : "no GPU",
-                 sum.dir.c_str());
+  return selection;
+}
 
-  // 2-5, once per turn: generate (cached replies: a resumed run sends nothing it already paid for), record failed
-  // generations, compile, evaluate. Turn t + 1 asks again, with feedback, every sample whose turn t was recorded
-  // and is not yet correct and faster than --stop-speedup.
+// The generation options of every turn, and the shard's part of the (problem, sample) grid (run/shard.h), which
+// generation asks for alone.
+generate::GenerateOptions generation_options(const RunOptions& o, const std::string& selection, const RunSummary& sum) {
   generate::GenerateOptions g = o.generate;
   g.model = o.model;
   g.problems = selection;
   g.samples = o.samples;
   g.prompt.world = o.world;
   g.prompt.topology = o.topology;
-  // The shard's items of the (problem, sample) grid (run/shard.h); generation asks only for those.
-  std::map<const ProblemSpec*, long> position;
-  for (const ProblemSpec* p : problems) position.emplace(p, static_cast<long>(position.size()));
-  long grid = static_cast<long>(problems.size()) * o.samples;
-  std::function<bool(const ProblemSpec*, int)> mine = [&, shard = o.shard, samples = o.samples](const ProblemSpec* spec,
-                                                                                                int sample) {
-    auto it = position.find(spec);
-    return it != position.end() && in_shard(shard, it->second * samples + sample, grid);
-  };
-  if (o.shard.sharded()) g.wanted = [&](const ProblemSpec& spec, int sample) { return mine(&spec, sample); };
   g.prompt.params = o.eval.params;
   g.prompt.dtype = o.eval.dtype == "fp32" ? DType::f32 : DType::bf16;
   g.out_dir = sum.dir;
   g.progress = o.progress;
-  fs::path results = sum.dir / "results.jsonl";
-  if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
-    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n",
-                 cut);
+  return g;
+}
+
+std::function<bool(const ProblemSpec*, int)> shard_filter(const std::vector<const ProblemSpec*>& problems,
+                                                          const RunOptions& o) {
+  auto position = std::make_shared<std::map<const ProblemSpec*, long>>();
+  for (const ProblemSpec* p : problems) position->emplace(p, static_cast<long>(position->size()));
+  const long grid = static_cast<long>(problems.size()) * o.samples;
+  return [position, grid, shard = o.shard, samples = o.samples](const ProblemSpec* spec, int sample) {
+    auto it = position->find(spec);
+    return it != position->end() && in_shard(shard, it->second * samples + sample, grid);
+  };
+}
+
+// 2-5, once per turn: generate (cached replies: a resumed run sends nothing it already paid for), record failed
+// generations, compile, evaluate. Turn t + 1 asks again, with feedback, every sample whose turn t was recorded
+// and is not yet correct and faster than --stop-speedup.
+void run_turns(const Catalog& catalog, RunOptions& o, const generate::GenerateOptions& g,
+               const std::vector<const ProblemSpec*>& problems, const std::vector<std::string>& gpus,
+               const std::function<bool(const ProblemSpec*, int)>& mine, const fs::path& results, RunSummary& sum) {
   Conversations conversations;
   std::vector<generate::FollowUp> next;
-  if (o.agent.enabled) {
-    std::vector<const ProblemSpec*> asked;
-    for (const ProblemSpec* p : problems)
-      if (!world_size_violation(*p, o.world, p->parameters)) asked.push_back(p);
-    record_selection(sum.dir, asked);
-    run_agent_samples(problems, o, g, evaluation_slots(o, gpus, sum.gpu_evaluation), mine, results, sum);
-  }
-  for (int turn = 1; turn <= o.turns && !o.agent.enabled; ++turn) {
+  for (int turn = 1; turn <= o.turns; ++turn) {
     generate::GenerateOptions gt = g;
     if (turn > 1) {
       if (next.empty()) break;
@@ -668,10 +666,12 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
     run_turn(gen, turn, o, problems, gpus, mine, results, sum);
     if (turn < o.turns) next = follow_ups(gen, turn, o, results, conversations);
   }
+}
 
-  // 6. Score and report, from the records alone; a run without any record (say, the service refused every
-  // request) still reports its selection's problems, as missing, and why: the manifest keeps this invocation's
-  // model service failure, which a report without samples names instead of scoring nothing as 0.
+// 6. Score and report, from the records alone; a run without any record (say, the service refused every
+// request) still reports its selection's problems, as missing, and why: the manifest keeps this invocation's
+// model service failure, which a report without samples names instead of scoring nothing as 0.
+void write_run_report(const fs::path& results, const RunSummary& sum) {
   if (!fs::exists(results)) std::ofstream{results};
   json m = read_json_or_null(sum.dir / "manifest.json");
   if (sum.service_failures)
@@ -682,6 +682,40 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   scoring::LoadedResults loaded = scoring::load_results(sum.dir);
   for (const auto& w : loaded.warnings) std::fprintf(stderr, "pkb: warning: %s\n", w.c_str());
   scoring::write_report(scoring::score(loaded, scoring::ScoreSettings{}), loaded, sum.dir);
+}
+
+}  // namespace
+
+RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
+  RunSummary sum;
+  refuse_conflicting_options(o);
+  std::vector<std::string> gpus = visible_gpus();
+  const std::string selection = resolve_settings(catalog, o, gpus, sum);
+  std::vector<const ProblemSpec*> problems = catalog.select(selection);
+  if (o.progress)
+    std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
+                 problems.size(), o.samples, o.world,
+                 o.eval.device == "cpu" ? "CPU ranks"
+                 : sum.gpu_evaluation   ? "GPUs"
+                                        : "no GPU",
+                 sum.dir.c_str());
+  generate::GenerateOptions g = generation_options(o, selection, sum);
+  std::function<bool(const ProblemSpec*, int)> mine = shard_filter(problems, o);
+  if (o.shard.sharded()) g.wanted = [&](const ProblemSpec& spec, int sample) { return mine(&spec, sample); };
+  fs::path results = sum.dir / "results.jsonl";
+  if (size_t cut = repair_jsonl_tail(results); cut && o.progress)
+    std::fprintf(stderr, "results.jsonl: removed an incomplete last line (%zu bytes) left by an interrupted run\n",
+                 cut);
+  if (o.agent.enabled) {
+    std::vector<const ProblemSpec*> asked;
+    for (const ProblemSpec* p : problems)
+      if (!world_size_violation(*p, o.world, p->parameters)) asked.push_back(p);
+    record_selection(sum.dir, asked);
+    run_agent_samples(problems, o, g, evaluation_slots(o, gpus, sum.gpu_evaluation), mine, results, sum);
+  } else {
+    run_turns(catalog, o, g, problems, gpus, mine, results, sum);
+  }
+  write_run_report(results, sum);
   return sum;
 }
 
