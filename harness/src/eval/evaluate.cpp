@@ -654,33 +654,58 @@ std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, 
   return std::nullopt;
 }
 
-// 2. The reference pass and baselines (cached) into ref_dir; the verdict (harness_error) where it failed.
-std::optional<EvalResult> reference_stage(Evaluation& ev, fs::path& ref_dir) {
+// 2. The reference pass and baselines (cached), which depend on the problem and the settings, never on the candidate:
+// run beside the compile (reference_pass_beside), then taken into the record (reference_stage).
+struct ReferenceOutcome {
+  fs::path dir;
+  json info;
+  std::string error;  // pkb's own machinery failed: a harness_error
+  double seconds = 0;
+};
+
+ReferenceOutcome run_reference(const Evaluation& ev, const GpuSharing& sharing) {
   const EvalOptions& o = ev.o;
-  json& rec = ev.rec();
-  // Ranks sharing a GPU: NCCL cannot run, and times measure contention, so no eager baseline is timed.
-  GpuSharing sharing = gpu_sharing(o);
-  if (sharing.ranks_per_gpu > 1)
-    rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
-  // already has it answers the question for free.
+  // already has it answers the question for free. Ranks sharing a GPU: times measure contention, no eager baseline.
   bool python =
       o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
       (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
-  json ref_info = {{"python", python}, {"timeout_s", reference_deadline_s(o)}};
+  ReferenceOutcome r{{}, {{"python", python}, {"timeout_s", reference_deadline_s(o)}}, "", 0};
   auto t0 = std::chrono::steady_clock::now();
   try {
-    ref_dir = reference_pass(ev.spec, ev.run, o, ev.prov, python, ref_info);
+    r.dir = reference_pass(ev.spec, ev.run, o, ev.prov, python, r.info);
   } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  r.seconds = wall_seconds_since(t0);
+  return r;
+}
+
+// Started before the compile, so that the two overlap (nvcc's seconds and a first reference pass's); none where the
+// evaluation will stop after compiling (no GPU).
+std::future<ReferenceOutcome> reference_pass_beside(const Evaluation& ev) {
+  if (!ev.o.not_evaluated_reason.empty()) return {};
+  return std::async(std::launch::async, [&ev] { return run_reference(ev, gpu_sharing(ev.o)); });
+}
+
+// The reference pass's outcome into the record and ref_dir; the verdict (harness_error) where it failed.
+std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceOutcome>& pending, fs::path& ref_dir) {
+  json& rec = ev.rec();
+  GpuSharing sharing = gpu_sharing(ev.o);
+  if (sharing.ranks_per_gpu > 1)
+    rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
+  auto t0 = std::chrono::steady_clock::now();
+  ReferenceOutcome r = pending.get();
+  ev.wall["reference_s"] = r.seconds;
+  ev.wall["reference_wait_s"] = wall_seconds_since(t0);  // what was left of it once the compile had ended
+  rec["reference"] = r.info;
+  if (!r.error.empty()) {
     // pkb's own machinery failed, not the candidate: a record that says so (no verdict, no sample), which `pkb
     // run` evaluates again on its next invocation.
-    ev.wall["reference_s"] = wall_seconds_since(t0);
-    rec["reference"] = ref_info;
-    rec["failure"] = {{"harness", e.what()}};
-    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+    rec["failure"] = {{"harness", r.error}};
+    return ev.finish(EvalStatus::harness_error, "harness error, no verdict: " + r.error);
   }
-  ev.wall["reference_s"] = wall_seconds_since(t0);
-  rec["reference"] = ref_info;
+  ref_dir = r.dir;
   // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing.
   json ref_rank0 = read_json_or_null(ref_dir / "rank0.json");
   rec["provenance"]["fp32_math"] = ref_rank0.is_object() ? ref_rank0.value("fp32_math", json()) : json();
@@ -700,10 +725,14 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   Evaluation ev{spec, run, o, source_hash, prov, t_start};
   ev.res.record = record_header(ev, source);
 
+  std::future<ReferenceOutcome> reference = reference_pass_beside(ev);
   CompileResult cr;
-  if (auto ended = compile_stage(ev, source, cr)) return *ended;
+  if (auto ended = compile_stage(ev, source, cr)) {
+    if (reference.valid()) reference.wait();  // it fills the cache for the problem's next candidate
+    return *ended;
+  }
   fs::path ref_dir;
-  if (auto ended = reference_stage(ev, ref_dir)) return *ended;
+  if (auto ended = reference_stage(ev, reference, ref_dir)) return *ended;
   // 3-5. Everything from here on reads what the candidate produced: whatever goes wrong is its result, recorded,
   // never an exception that would cost the run its other samples.
   try {
