@@ -182,6 +182,36 @@ TEST(ToolCalls, AnthropicMalformedStreamedArgumentsStayRaw) {
   EXPECT_EQ(r.tool_calls[0].arguments, R"({"source": )");
 }
 
+// Compatible servers that stream tool-call deltas without an index (a new id starts the next call) and repeat the
+// call's whole name in every delta: two calls, each named once, their arguments whole.
+TEST(ToolCalls, ChatDeltasWithoutIndexOrWithRepeatedNamesStillMakeTheirCalls) {
+  auto chunk = [](const json& delta, const json& finish = nullptr) {
+    return pkb::testing::sse_event("", json{{"object", "chat.completion.chunk"},
+                                            {"model", "m"},
+                                            {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}}
+                                           .dump());
+  };
+  auto piece = [](const std::string& id, const std::string& args) {
+    json d = {{"function", {{"name", "compile_kernel"}, {"arguments", args}}}};
+    if (!id.empty()) d["id"] = id;
+    return json{{"tool_calls", {d}}};
+  };
+  LoopbackServer server;
+  server.push(pkb::testing::sse_response({chunk({{"role", "assistant"}, {"content", ""}}),
+                                          chunk(piece("call_a", R"({"source":)")), chunk(piece("", R"("a"})")),
+                                          chunk(piece("call_b", R"({"source":)")), chunk(piece("call_b", R"("b"})")),
+                                          chunk(json::object(), "tool_calls"), pkb::testing::sse_event("", "[DONE]")}));
+  Reply r = complete(server, cases()[0], true, tool_request());
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  ASSERT_EQ(r.tool_calls.size(), 2u);
+  EXPECT_EQ(r.tool_calls[0].id, "call_a");
+  EXPECT_EQ(r.tool_calls[0].name, "compile_kernel");
+  EXPECT_EQ(r.tool_calls[0].arguments, R"({"source":"a"})");
+  EXPECT_EQ(r.tool_calls[1].id, "call_b");
+  EXPECT_EQ(r.tool_calls[1].name, "compile_kernel");
+  EXPECT_EQ(r.tool_calls[1].arguments, R"({"source":"b"})");
+}
+
 TEST(ToolCalls, ResponsesCallsAreRebuiltFromDeltasWhenTheTerminalEventHasNoOutput) {
   LoopbackServer server;
   auto calls = two_calls(tw::Format::responses);

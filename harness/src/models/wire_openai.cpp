@@ -183,16 +183,26 @@ class ChatAssembler : public StreamAssembler {
   }
 
  private:
-  // Tool calls stream as deltas keyed by index: the first carries id and name, the rest pieces of arguments.
+  // Tool calls stream as deltas keyed by index: the first carries id and name, the rest pieces of arguments. Some
+  // compatible servers leave the index out (a delta with a new id then starts the next call, any other continues the
+  // last) or repeat the whole name in every delta (kept once).
   void add_tool_call_deltas(const json& deltas) {
     for (const auto& d : deltas) {
-      json& call = calls_[i64(d, "index")];
+      json& call = calls_[delta_index(d)];
       if (call.is_null()) call = {{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}};
       if (!str(d, "id").empty()) call["id"] = str(d, "id");
       const json& f = obj(d, "function");
-      call["function"]["name"] = str(call["function"], "name") + str(f, "name");
+      const std::string name = str(call["function"], "name");
+      if (str(f, "name") != name) call["function"]["name"] = name + str(f, "name");
       call["function"]["arguments"] = str(call["function"], "arguments") + str(f, "arguments");
     }
+  }
+  int64_t delta_index(const json& d) const {
+    if (d.contains("index") && d["index"].is_number_integer()) return d["index"].get<int64_t>();
+    if (calls_.empty()) return 0;
+    const auto& [last, call] = *calls_.rbegin();
+    const std::string id = str(d, "id");
+    return !id.empty() && !str(call, "id").empty() && id != str(call, "id") ? last + 1 : last;
   }
 
   std::string model_, content_, reasoning_content_, reasoning_, refusal_, finish_;
