@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "inputs/splitmix.h"
+#include "core/splitmix.h"
 
 namespace pkb {
 namespace {

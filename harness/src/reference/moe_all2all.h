@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "inputs/splitmix.h"
+#include "core/splitmix.h"
 #include "reference/reference.h"
 
 namespace pkb::moe_all2all {

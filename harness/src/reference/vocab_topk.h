@@ -13,7 +13,7 @@
 #include <numeric>
 #include <vector>
 
-#include "inputs/splitmix.h"
+#include "core/splitmix.h"
 #include "reference/reference.h"
 
 namespace pkb::vocab_topk {
