@@ -53,7 +53,8 @@ struct Eval {
 };
 
 Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, double timeout_s = 60,
-          std::map<std::string, std::string> env = {}, const std::string& world = "2") {
+          std::map<std::string, std::string> env = {}, const std::string& world = "2",
+          const std::vector<std::string>& extra = {}) {
   // A paper warm-up budget no run reaches: its 500 calls always run, so fixtures that count calls from the
   // command line (skip_when_unchecked) know where the timed calls start, the strongest position to attack from.
   // The repetitions are as few as still time both methods twice: the attacks are on the checks, not the speed.
@@ -82,7 +83,8 @@ Eval eval(const fs::path& src, const fs::path& out, const fs::path& cache, doubl
                                                  },
                                                  pkb::test::kTwoRepetitions,
                                                  {"--timeout", std::to_string(timeout_s), "--out", out.string(),
-                                                  "--cache", cache.string(), "--json"}}),
+                                                  "--cache", cache.string(), "--json"},
+                                                 extra}),
                               env, 300);
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "pkb eval printed no JSON record:\n" << r.out << r.err;
@@ -223,6 +225,25 @@ TEST(Security, CannotReadOrPoisonTheReferenceCache) {
   auto after = eval(honest(tmp.path() / "honest"), tmp.path() / "eval", tmp.path() / "cache");
   EXPECT_EQ(after.record.value("status", ""), "correct");
   EXPECT_TRUE(after.record["reference"].value("cached", false));
+}
+
+// Without a sandbox the driver's files are on the candidate's file system, but its runner hides the reference cache
+// (and the run directory) from it: it reads none of them, and the cache stays as it was.
+TEST(Security, WithoutASandboxTheRunnerStillCannotReadTheReferenceCache) {
+  pkb::test::TempDir tmp;
+  auto first = eval(honest(tmp.path() / "honest"), tmp.path() / "eval", tmp.path() / "cache");
+  ASSERT_EQ(first.record.value("status", ""), "correct") << first.out << first.err;
+  auto before = digests(tmp.path() / "cache/reference");
+  std::string macros = "#define PKB_TARGET_DIR \"" + (tmp.path() / "cache").string() + "\"\n";
+  auto e = eval(stage(tmp.path() / "cand", "cache_reader", macros), tmp.path() / "eval", tmp.path() / "cache", 60, {},
+                "2", {"--no-sandbox"});
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_FALSE(e.record["sandbox"].value("enabled", true));
+  std::string logs;
+  for (const auto& f : fs::recursive_directory_iterator(tmp.path() / "eval"))
+    if (f.is_regular_file() && f.path().extension() == ".stderr") logs += pkb::read_text_file(f.path());
+  EXPECT_NE(logs.find("cache files readable: 0"), std::string::npos) << logs.substr(0, 2000);
+  EXPECT_EQ(digests(tmp.path() / "cache/reference"), before);
 }
 
 TEST(Security, FilesRewrittenAfterReturnChangeNothing) {

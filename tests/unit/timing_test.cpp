@@ -311,6 +311,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   o.rotation_copies = 91;
   o.warmup_copies = 4;
   o.timed_checks = {1, 18446744073709551615ull};
+  o.runner_hidden = {"/srv/cache dir", "/srv/run"};
   pkb::WorkerOptions p = parse_worker_args(pkb::to_args(o));
   EXPECT_EQ(p.problem_dir, o.problem_dir);
   EXPECT_EQ(p.device, o.device);
@@ -328,6 +329,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   EXPECT_EQ(p.rotation_copies, o.rotation_copies);
   EXPECT_EQ(p.warmup_copies, o.warmup_copies);
   EXPECT_EQ(p.timed_checks, o.timed_checks);
+  EXPECT_EQ(p.runner_hidden, o.runner_hidden);
 
   pkb::WorkerOptions batch;
   batch.batch_file = "/tmp/batch.json";

@@ -220,6 +220,9 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   w.seal_dir = seal_dir.string();
   if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
   w.heap_mib = o.heap_mib;
+  // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
+  // it hides them itself. (In the sandbox neither is there at all.)
+  if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
 
   // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
   // starts; the command line, which /proc shows to every process in the sandbox, names only that file.

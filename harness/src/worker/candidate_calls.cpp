@@ -112,6 +112,7 @@ class RunnerCalls final : public CandidateCalls {
     std::vector<std::string> hidden = {"/tmp", "/dev/shm", "/proc"};
     if (!o.seal_dir.empty()) hidden.push_back(fs::absolute(o.seal_dir).lexically_normal().string());
     if (const char* t = getenv("TMPDIR"); t && *t) hidden.push_back(fs::absolute(t).lexically_normal().string());
+    for (const auto& p : o.runner_hidden) hidden.push_back(fs::absolute(p).lexically_normal().string());
     layout["hidden_paths"] = hidden;
     layout["granted_paths"] = {fs::absolute(work).lexically_normal().string(),
                                fs::absolute(o.candidate).lexically_normal().string(),  // wherever it lies

@@ -41,6 +41,9 @@ struct WorkerOptions {
   int rotation_copies = 0;  // candidate: input copies for timing, as the reference pass chose them (0: choose)
   int warmup_copies = 0;    // candidate: of those, the warm-up rotation (CopyPlan)
   std::vector<uint64_t> timed_checks;  // reference: draws; copy (draw % copies) gets expected outputs
+  // candidate (CPU ranks): paths of the driver's that the runner must not open even without a sandbox (the
+  // caches, the run directory; its own directory and library stay open)
+  std::vector<std::string> runner_hidden;
 };
 
 struct WorkerEnv {

@@ -36,6 +36,7 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   if (o.rotation_copies != defaults.rotation_copies) add("--rotation-copies", std::to_string(o.rotation_copies));
   if (o.warmup_copies != defaults.warmup_copies) add("--warmup-copies", std::to_string(o.warmup_copies));
   if (!o.timed_checks.empty()) add("--timed-checks", joined(o.timed_checks));
+  for (const auto& p : o.runner_hidden) add("--runner-hide", p);
   return a;
 }
 
