@@ -134,8 +134,8 @@ class CandidateHost {
   }
 
   // What the protocol alone costs a call (waking the runner, which does nothing, until it is frozen again): every
-  // timed call's window includes it, the baselines' do not (they run in the rank program itself). Recorded, never
-  // subtracted: a candidate's time is never less than the window its code could run in.
+  // timed call's window includes it, and so does every window of the CPU ranks' baselines (a runner without a library
+  // is rung for each of their calls: reference_pass.cpp). Recorded, never subtracted.
   void measure_doorbell() {
     constexpr int kPings = 21;
     std::vector<double> us;

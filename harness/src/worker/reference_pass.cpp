@@ -12,6 +12,7 @@
 #include "reference/libtorch_version.h"
 #include "reference/reference.h"
 #include "runtime/runtime.h"
+#include "worker/runner_host.h"
 #include "worker/worker.h"
 
 namespace pkb {
@@ -173,9 +174,19 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
   nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
   nlohmann::json chase_probes = nlohmann::json::array();
+  // CPU ranks: a candidate's calls are timed from waking its runner until the runner is stopped again (worker/
+  // runner_host.h); each baseline call rings a runner with nothing to run as well, so both windows hold one doorbell.
+  std::unique_ptr<RunnerProcess> doorbell;
+  if (!env.cuda)
+    doorbell = RunnerProcess::ping_only(std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pkb-runner",
+                                        std::filesystem::path(o.out_dir) / ("doorbell" + std::to_string(env.rank)));
+  const double doorbell_us = doorbell ? doorbell->doorbell_us() : 0;
+  auto call = [&](int k) {
+    if (doorbell) doorbell->call(runner::kPing, 0);
+    ref.impl->reference(ref.ctx, rotated[k]);
+  };
   for (int r = 0; r < o.timing.repeats; ++r) {
-    TimingStats stats = time_iterations(
-        *rt, CopyPlan{copies, copies}, [&](int k) { ref.impl->reference(ref.ctx, rotated[k]); }, o.timing);
+    TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies}, call, o.timing);
     if (r == 0) record["timing"] = stats.to_json();
     medians.push_back(stats.pkb.stats.median);
     paper_medians.push_back(stats.paper.stats.median);
@@ -192,6 +203,7 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   record["timing"]["repeat_host_probe_us"] = host_probes;
   record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
   record["timing"]["input_copies"] = copies;
+  if (doorbell) record["timing"]["doorbell_us"] = doorbell_us;
 }
 
 }  // namespace

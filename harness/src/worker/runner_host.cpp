@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -65,6 +67,25 @@ RunnerProcess::~RunnerProcess() {
     }
   }
   if (control_) munmap(control_, kControlBytes);
+}
+
+std::unique_ptr<RunnerProcess> RunnerProcess::ping_only(const std::filesystem::path& program,
+                                                        const std::filesystem::path& work_dir) {
+  std::filesystem::create_directories(work_dir);
+  auto r = std::make_unique<RunnerProcess>(program, nlohmann::json{{"ping_only", true}}, std::vector<int>{}, work_dir);
+  if (!r->loaded().failure.empty()) throw Error("the doorbell runner did not start: " + r->loaded().failure);
+  return r;
+}
+
+double RunnerProcess::doorbell_us(int n) {
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!call(kPing, 0).failure.empty()) return 0;
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(us.begin(), us.begin() + n / 2, us.end());
+  return us[n / 2];
 }
 
 std::string RunnerProcess::lockdown_note() const {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,6 +34,11 @@ class RunnerProcess {
     int rc = 0;
     std::string error;
   };
+  // A runner with no library whose calls do nothing: the doorbell alone (the baselines' timing on CPU ranks).
+  static std::unique_ptr<RunnerProcess> ping_only(const std::filesystem::path& program,
+                                                  const std::filesystem::path& work_dir);
+  // The median time of `n` calls that do nothing, in µs, by the steady clock: what every window includes.
+  double doorbell_us(int n = 21);
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
   std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
   Outcome call(runner::Op op, int slot);

@@ -175,6 +175,24 @@ void fill_context(Host& h, const json& layout) {
   _exit(3);
 }
 
+// A runner without a library, for the baselines' timing on CPU ranks: each call is a doorbell and nothing else, so a
+// baseline's window pays what a candidate's does (the same wake-up and stop, the same syscall filter on the way).
+[[noreturn]] void ping_only(Control& ctl) {
+  try {
+    restrict_syscalls();
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+  ctl.done.store(ctl.seq.load());
+  for (;;) {
+    raise(SIGSTOP);
+    const uint32_t seq = ctl.seq.load();
+    if (ctl.op == kExit) _exit(0);
+    ctl.rc = 0;
+    ctl.done.store(seq);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -185,6 +203,7 @@ int main() {
   json layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
                             static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
   if (layout.is_discarded()) die("the layout is not JSON");
+  if (layout.value("ping_only", false)) ping_only(*h.control);
   for (int q = 0; q < layout.at("world").get<int>(); ++q) {
     void* base =
         mmap(nullptr, layout.at("heap_bytes").get<size_t>(), PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
