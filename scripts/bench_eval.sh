@@ -16,7 +16,7 @@ python3 - "$out" "$repeats" <<'PY'
 import json, statistics, sys
 out, n = sys.argv[1], int(sys.argv[2])
 runs = [json.load(open(f"{out}/run{i}.json")) for i in range(1, n + 1)]
-print("| run | status | compile s | reference pass s | candidate pass s | (load+heap / trials / timing: generate, upload, capture alloc, loop, send+check / post) | check s | total s | beyond compile s | candidate median us |")
+print("| run | status | compile s | reference pass s (left after the compile) | candidate pass s | (load+heap / trials / timing: generate warm-up copies, capture alloc, loop (of it: copies made in the loop), send+check / post) | check s | total s | beyond compile s | candidate median us |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 medians = []
 for i, r in enumerate(runs, 1):
@@ -29,10 +29,12 @@ for i, r in enumerate(runs, 1):
     ph = "-"
     p = w.get("candidate_phases", {})
     if p:
-        ph = " / ".join(f"{p.get(k, 0):.2f}" for k in ("load_and_heap", "trials", "timing_generate", "timing_upload",
-                                                       "timing_capture_alloc", "timing_loop",
-                                                       "timing_send_and_input_check", "post_timing_trial"))
-    print(f"| {i} | {r.get('status')} | {comp:.2f} | {w.get('reference_s', 0):.2f} | {w.get('candidate_s', 0):.2f} | {ph} | "
+        ph = " / ".join(f"{p.get(k, 0):.2f}" for k in ("load_and_heap", "trials", "timing_generate",
+                                                       "timing_capture_alloc", "timing_loop"))
+        ph += f" ({p.get('timing_generate_in_loop', 0):.2f}) / " + " / ".join(
+            f"{p.get(k, 0):.2f}" for k in ("timing_send_and_input_check", "post_timing_trial"))
+    ref = f"{w.get('reference_s', 0):.2f} ({w.get('reference_wait_s', w.get('reference_s', 0)):.2f})"
+    print(f"| {i} | {r.get('status')} | {comp:.2f} | {ref} | {w.get('candidate_s', 0):.2f} | {ph} | "
           f"{w.get('check_s', 0):.2f} | {total:.2f} | {total - comp:.2f} | {med if med else '-'} |")
 if len(medians) >= 2:
     mean = statistics.mean(medians)
