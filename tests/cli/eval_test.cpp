@@ -94,6 +94,10 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   // Input copies are made for the repetitions that run, not for the plan's largest: one per timed call here (tiny
   // inputs), so a timing that stopped before --max-reps 2 made 8 (5 + 3 calls) fewer.
   EXPECT_EQ(t["candidate"]["input_copies_made"].get<int>(), t["candidate"]["input_copies"].get<int>() - (2 - reps) * 8);
+  // CPU ranks: the monitor captures and sends only the copies the driver checks (a draw may name a copy twice), where
+  // every copy a timed call used would be 8 a repetition here.
+  EXPECT_GE(t["candidate"]["captures_sent"].get<int>(), 1);
+  EXPECT_LE(t["candidate"]["captures_sent"].get<int>(), j["checks"]["timed_calls_checked"].get<int>());
   EXPECT_GT(t["candidate"]["paper"]["median_us"].get<double>(), 0);
   EXPECT_GT(t["baseline_libtorch_nccl"]["paper"]["median_us"].get<double>(), 0);
   EXPECT_EQ(t["method"], "pkb");

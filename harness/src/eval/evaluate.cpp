@@ -223,6 +223,11 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
   // it hides them itself. (In the sandbox neither is there at all.)
   if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
+  // CPU ranks: the monitor is out of the candidate's reach, so it may know which copies are checked and capture only
+  // those (on GPUs every copy's capture crosses, so that the candidate sharing the process learns nothing).
+  if (o.device == "cpu")
+    for (const auto& c : calls)
+      if (c.trial < 0) w.captured_copies.push_back(std::stoi(c.label.substr(4)));  // "copyK"
 
   // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
   // starts; the command line, which /proc shows to every process in the sandbox, names only that file.

@@ -265,6 +265,7 @@ class CandidateHost {
   // Each copy's capture is one of its calls that ran, drawn uniformly as they come (a reservoir of one): any call may
   // be the checked one, a revisit of a copy as much as its first call.
   void after_call(int copy) {
+    if (!capture_[copy]) return;  // a copy the driver does not check (known on CPU ranks only)
     int visits = ++visits_[copy];
     if (draw_() % static_cast<uint64_t>(visits) != 0) return;
     size_t off = 0;
@@ -300,13 +301,22 @@ class CandidateHost {
 
   // One allocation for every capture, in this process's own memory: hundreds of separate ones cost seconds of
   // allocator time on a GPU.
+  // Where the candidate cannot read this process (its runner), only the copies the driver checks are captured.
   void allocate_captures() {
     size_t out_total = 0;
     for (const auto& s : heap_.outputs) out_total += s.bytes;
     const size_t stride = align_to_heap(out_total);
-    char* all = static_cast<char*>(rt_->private_alloc(stride * plan_.copies));
-    capture_.resize(plan_.copies);
-    for (int k = 0; k < plan_.copies; ++k) capture_[k] = all + stride * k;
+    std::vector<char> wanted(plan_.copies, 1);
+    if (per_call_upload_ && !o_.captured_copies.empty()) {
+      wanted.assign(plan_.copies, 0);
+      for (int k : o_.captured_copies)
+        if (k >= 0 && k < plan_.copies) wanted[k] = 1;
+    }
+    const auto n = static_cast<size_t>(std::count(wanted.begin(), wanted.end(), 1));
+    char* all = static_cast<char*>(rt_->private_alloc(stride * std::max<size_t>(n, 1)));
+    capture_.assign(plan_.copies, nullptr);
+    for (int k = 0, slot = 0; k < plan_.copies; ++k)
+      if (wanted[k]) capture_[k] = all + stride * slot++;
     visits_.assign(plan_.copies, 0);
     draw_.seed(std::random_device{}());
   }
@@ -349,7 +359,8 @@ class CandidateHost {
 
   void send_captures() {
     for (int k = 0; k < plan_.copies; ++k) {
-      if (visits_[k] == 0) continue;  // no call of the loop used it
+      if (visits_[k] == 0) continue;  // no call of the loop used it (or it is not captured)
+      ++captures_sent_;
       size_t off = 0;
       send_outputs("copy" + std::to_string(k), read_outputs([&](const Slot& s) {
                      void* p = capture_[k] + off;
@@ -368,6 +379,7 @@ class CandidateHost {
     record_["timing"] = stats.to_json();
     record_["timing"]["input_copies"] = plan_.copies;
     record_["timing"]["input_copies_made"] = copies_made_;
+    record_["timing"]["captures_sent"] = captures_sent_;
     record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
     write_rank_record(o_.out_dir, env_.rank, record_);
@@ -388,7 +400,7 @@ class CandidateHost {
   std::mt19937_64 draw_;
   std::set<std::string> mutated_;
   double doorbell_us_ = 0;
-  int copies_made_ = 0;
+  int copies_made_ = 0, captures_sent_ = 0;
   double in_loop_generate_s_ = 0;  // of the timing loop's wall time, making copies between repetitions
 };
 

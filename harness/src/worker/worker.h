@@ -44,6 +44,9 @@ struct WorkerOptions {
   // candidate (CPU ranks): paths of the driver's that the runner must not open even without a sandbox (the
   // caches, the run directory; its own directory and library stay open)
   std::vector<std::string> runner_hidden;
+  // candidate (CPU ranks, where the candidate cannot read this process): the timing copies whose outputs the driver
+  // checks; only these are captured and sent (empty: every copy, as on GPUs, where the candidate shares the process)
+  std::vector<int> captured_copies;
 };
 
 struct WorkerEnv {

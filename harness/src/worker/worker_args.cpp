@@ -37,6 +37,7 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   if (o.warmup_copies != defaults.warmup_copies) add("--warmup-copies", std::to_string(o.warmup_copies));
   if (!o.timed_checks.empty()) add("--timed-checks", joined(o.timed_checks));
   for (const auto& p : o.runner_hidden) add("--runner-hide", p);
+  if (!o.captured_copies.empty()) add("--capture-copies", joined(o.captured_copies));
   return a;
 }
 

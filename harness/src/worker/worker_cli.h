@@ -33,6 +33,8 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--warmup-copies", o.warmup_copies,
                  "of those, the warm-up rotation (candidate pass: the reference's)");
   app.add_option("--runner-hide", o.runner_hidden, "candidate pass: paths the candidate's runner must not open");
+  app.add_option("--capture-copies", o.captured_copies, "candidate pass (runner): the only timing copies to capture")
+      ->delimiter(',');
   app.add_option("--timed-checks", o.timed_checks,
                  "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
