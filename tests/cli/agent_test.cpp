@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -361,6 +362,40 @@ TEST(Agent, KilledMidStepResumesLosingOnlyThatStep) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(server.request_count(), 3);
   EXPECT_EQ(lines_of(run / "results.jsonl").size(), 1u);
+}
+
+// The service rejects the second request of a conversation (HTTP 400): the sample stays unrecorded, its transcript
+// says why, the run exits 1 as incomplete; the next invocation resumes from the transcript, sends that request again
+// (its first reply comes from the cache, not the server) and records the verdict.
+TEST(Agent, AServiceErrorMidConversationLeavesTheSampleToTheNextInvocation) {
+  const tw::Format f = tw::Format::chat;
+  testing::LoopbackServer server;
+  std::atomic<bool> reject{true};  // read by the server's thread
+  server.set_responder([&](const testing::RecordedRequest& req) {
+    auto results = tw::tool_results(f, json::parse(req.body));
+    if (results.empty())
+      return tw::reply(f, false, "", {{call_id(f, 0), "compile_kernel", source_args(cpu_fixture("correct"))}});
+    if (reject) return testing::json_response(400, R"({"error":{"message":"context too long","type":"invalid"}})");
+    return tw::reply(f, false, "", {{call_id(f, 1), "submit_kernel", source_args(cpu_fixture("correct"))}});
+  });
+  TempDir tmp;
+  fs::path run = tmp.path() / "run";
+  test::CliRun first = test::run_cli(PKB_BINARY, agent_args("openai", run, false), env_for("openai", server.url()));
+  EXPECT_EQ(first.exit_code, 1) << first.out << first.err;
+  EXPECT_FALSE(fs::exists(run / "results.jsonl") && !lines_of(run / "results.jsonl").empty());
+  auto lines = lines_of(transcript(run));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back()["type"], "service_error") << lines.back().dump();
+  EXPECT_EQ(server.requests().size(), 2u);
+
+  reject = false;
+  test::CliRun second = test::run_cli(PKB_BINARY, agent_args("openai", run, false), env_for("openai", server.url()));
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  auto records = lines_of(run / "results.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["status"], "correct") << records[0].dump(1);
+  EXPECT_EQ(records[0]["agent"]["steps"], 2);
+  EXPECT_EQ(server.requests().size(), 3u) << "the first reply was asked for again";
 }
 
 TEST(Agent, RefusesOfflineModelsAndTurns) {
