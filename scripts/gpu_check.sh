@@ -5,7 +5,8 @@
 # $OUT/0-results.tar as well (the device tool brings back only a few shallow files: the archive holds every log and
 # small record, however the call ends). Exit status: non-zero if any step failed.
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
-# sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked);
+# sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked;
+# runner: GPU candidates in pkb-runner, --candidate-process runner);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
 # for the largest problems at full shape);
@@ -112,7 +113,8 @@ fi
 expect_status() {  # expect_status PKB SRC WORLD OUTDIR STATUS [FLAG [DEVICE]]: eval SRC on problem 1, check status
   local json="$4/$(basename "$2" .cu).json"
   mkdir -p "$4"
-  "$1" eval "$2" --problem 1 -w "$3" --trials 2 --timeout "${EVAL_TIMEOUT:-90}" --json --out "$4" >"$json"
+  # shellcheck disable=SC2086  # EVAL_EXTRA: further eval options, split on spaces
+  "$1" eval "$2" --problem 1 -w "$3" --trials 2 --timeout "${EVAL_TIMEOUT:-90}" --json --out "$4" ${EVAL_EXTRA:-} >"$json"
   python3 - "$json" "$5" "${6:-}" "${7:-}" <<"PY"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -153,6 +155,24 @@ if want escape; then
     "$out/eval_escape_w1" incorrect "" busy
   step escape_w1_expert_clean expect_status "$build/pkb" problems/001_allreduce/solution.cu 1 \
     "$out/eval_escape_w1" correct "" clean
+fi
+# The GPU runner (--candidate-process runner, not the default until measured here; docs/architecture.md "GPUs: still
+# in process"): the CUDA fixtures land in their statuses, the expert all-reduce is correct at W = 1 and at the step's
+# W, and its record shows the host-window times, the doorbell and the baseline timed alike. Not in the default steps:
+# PKB_STEPS=runner.
+if want runner; then
+  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error wrong_value:incorrect stream_escape:incorrect; do
+    EVAL_EXTRA="--candidate-process runner" EVAL_TIMEOUT=$([ "${fx%%:*}" = kernel_hang ] && echo 30 || echo 90) \
+      step "runner_fixture_${fx%%:*}" expect_status "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" 1 \
+      "$out/eval_runner" "${fx##*:}"
+  done
+  for w in 1 "$world"; do
+    EVAL_EXTRA="--candidate-process runner" step "runner_expert_w$w" expect_status "$build/pkb" \
+      problems/001_allreduce/solution.cu "$w" "$out/eval_runner_w$w" correct
+    step "runner_expert_w${w}_times" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["timing"]; \
+print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us")}, \
+r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
+  done
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.

@@ -122,8 +122,10 @@ TEST(Cli, NegativeDurationsAndCountsAreUsageErrorsNamingTheOption) {
            {pkb::test::joined({eval, {"--timing-budget", "-2"}}), "--timing-budget: must be greater than 0, got -2"},
            {{"run", "--problems", "1", "--device", "cpu", "--timeout", "-1"}, "--timeout: must be greater than 0"},
            {{"run", "--problems", "1", "--device", "cpu", "--compile-jobs", "-2"}, "--compile-jobs: must be 0 or more"},
-           {{"run", "--problems", "1", "--device", "cpu", "--temperature", "-0.5"},
-            "--temperature: must be 0 or more"}}) {
+           {{"run", "--problems", "1", "--device", "cpu", "--temperature", "-0.5"}, "--temperature: must be 0 or more"},
+           {pkb::test::joined({eval, {"--candidate-process", "inline"}}), "--candidate-process: inline not in"},
+           {{"run", "--problems", "1", "--device", "cpu", "--candidate-process", "x"},
+            "--candidate-process: x not in"}}) {
     CliRun r = pkb_cli(pkb::test::joined({bad.args, dirs}));
     EXPECT_EQ(r.exit_code, 2) << bad.args[0] << " " << bad.message << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(bad.message), std::string::npos) << r.err;

@@ -313,6 +313,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   o.timed_checks = {1, 18446744073709551615ull};
   o.runner_hidden = {"/srv/cache dir", "/srv/run"};
   o.captured_copies = {3, 77};
+  o.candidate_process = "runner";
   pkb::WorkerOptions p = parse_worker_args(pkb::to_args(o));
   EXPECT_EQ(p.problem_dir, o.problem_dir);
   EXPECT_EQ(p.device, o.device);
@@ -332,6 +333,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   EXPECT_EQ(p.timed_checks, o.timed_checks);
   EXPECT_EQ(p.runner_hidden, o.runner_hidden);
   EXPECT_EQ(p.captured_copies, o.captured_copies);
+  EXPECT_EQ(p.candidate_process, o.candidate_process);
 
   pkb::WorkerOptions batch;
   batch.batch_file = "/tmp/batch.json";

@@ -90,6 +90,10 @@ void add_eval_command(CLI::App& app, Action& action) {
       "--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
       "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
       "this user's files, environment and network (trusted code only; the record says so)");
+  cmd->add_option("--candidate-process", o->e.candidate_process,
+                  "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
+                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
+      ->check(CLI::IsMember({"auto", "runner"}));
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
       ->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")

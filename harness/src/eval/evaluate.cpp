@@ -676,7 +676,7 @@ ReferenceOutcome run_reference(const Evaluation& ev, const GpuSharing& sharing) 
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free. Ranks sharing a GPU: times measure contention, no eager baseline.
   bool python =
-      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 &&
+      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 && o.candidate_process != "runner" &&
       (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   ReferenceOutcome r{{}, {{"python", python}, {"timeout_s", reference_deadline_s(o)}}, "", 0};
   auto t0 = std::chrono::steady_clock::now();

@@ -64,6 +64,9 @@ struct EvalOptions {
   std::string visible_devices;       // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
   std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
+  // Where a GPU candidate runs: "auto" (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program) or
+  // "runner" (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
+  std::string candidate_process = "auto";
 };
 
 struct EvalResult {

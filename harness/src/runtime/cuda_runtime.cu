@@ -65,6 +65,7 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaIpcGetMemHandle(&mine, local), "cudaIpcGetMemHandle");
     std::vector<cudaIpcMemHandle_t> all(world_);
     MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_);
+    ipc_handles_.assign(reinterpret_cast<const char*>(all.data()), all.size() * sizeof mine);
     bases_.assign(world_, nullptr);
     for (int q = 0; q < world_; ++q) {
       if (q == rank_) {
@@ -177,6 +178,7 @@ class CudaRuntime final : public Runtime {
     return out;
   }
   void* const* heap_bases_device() const override { return static_cast<void* const*>(bases_device_); }
+  std::string heap_ipc_handles() const override { return ipc_handles_; }
   void barrier() override {
     barrier_kernel<<<1, 32, 0, stream_>>>(barrier_flags_, static_cast<void* const*>(bases_device_), rank_, world_,
                                           ++barrier_epoch_);
@@ -194,6 +196,7 @@ class CudaRuntime final : public Runtime {
   bool hold_fills_ = false;
   DeviceHoldTrace* hold_traces_ = nullptr;
   int hold_slots_ = 0;
+  std::string ipc_handles_;  // every rank's cudaIpcMemHandle_t, in rank order
 };
 
 }  // namespace

@@ -74,6 +74,9 @@ class Runtime {
   // Descriptors of every rank's heap (rank q's at index q), for a process that maps them too (the CPU ranks' runner,
   // worker/runner_host.h); empty where the heap is not a file (GPUs).
   virtual std::vector<int> heap_fds() const { return {}; }
+  // Every rank's CUDA IPC handle of its heap (cudaIpcMemHandle_t bytes, rank order): how another process on the node
+  // maps the heaps (a GPU candidate's runner); empty on the CPU.
+  virtual std::string heap_ipc_handles() const { return ""; }
 
   // Cross-rank barrier enqueued on the stream (device flag barrier on GPUs, MPI_Barrier on CPUs).
   virtual void barrier() = 0;
@@ -100,6 +103,11 @@ std::unique_ptr<Runtime> make_cpu_runtime(MPI_Comm comm, size_t heap_bytes, cons
 // fresh non-blocking stream, or with legacy_stream on the legacy default stream (ATen's and the NCCL
 // communicator's, for timing references).
 std::unique_ptr<Runtime> make_cuda_runtime(MPI_Comm comm, size_t heap_bytes, bool legacy_stream = false);
+// A view of `inner` whose timers are the host's steady clock and whose barrier is MPI's, with no holds: how a monitor
+// times calls that run in another process (a runner), whose device work its own events cannot see. It reports
+// is_cuda() false, so the timing loop measures host windows (no device view, no escape probe); memory operations and
+// synchronize go to `inner`. The heap stays inner's.
+std::unique_ptr<Runtime> host_clock_view(Runtime& inner, MPI_Comm comm);
 // L2 size of the current device in bytes (0 without CUDA).
 size_t cuda_l2_bytes();
 

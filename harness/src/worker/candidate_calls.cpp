@@ -71,7 +71,14 @@ std::vector<std::pair<std::string, int64_t>> all_params(const WorkerEnv& env) {
   return params;
 }
 
-// ---- CPU ranks: the candidate in pkb-runner, frozen between calls ----
+// ---- The candidate in pkb-runner, frozen between calls (CPU ranks; GPUs with --candidate-process runner) ----
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += digits[c >> 4], out += digits[c & 15];
+  return out;
+}
 
 json tensor_json(const Runtime& rt, const Slot& s) {
   return {{"name", s.name},
@@ -89,7 +96,11 @@ class RunnerCalls final : public CandidateCalls {
                    {"local_rank", env.local_rank},
                    {"heap_bytes", rt.heap_size()},
                    {"sync_offset", heap.sync_offset},
-                   {"arena_offset", heap.arena_offset}};
+                   {"arena_offset", heap.arena_offset},
+                   {"host_bytes", heap.host_bytes}};
+    if (env.cuda)
+      layout["cuda"] = {
+          {"device", rt.device()}, {"ipc", hex(rt.heap_ipc_handles())}, {"flags_offset", heap.flags_offset}};
     for (const auto& slot : heap.inputs) {
       json tensors = json::array();
       for (const Slot& s : slot) tensors.push_back(tensor_json(rt, s));
@@ -124,7 +135,7 @@ class RunnerCalls final : public CandidateCalls {
                                "/proc/uptime",
                                "/proc/loadavg"};
     fs::path program = fs::read_symlink("/proc/self/exe").parent_path() / "pkb-runner";
-    runner_ = std::make_unique<RunnerProcess>(program, layout, rt.heap_fds(), work);
+    runner_ = std::make_unique<RunnerProcess>(program, layout, heap.host_fds, work);
   }
   std::string load_error() const override { return runner_->loaded().error; }
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }

@@ -50,8 +50,13 @@ class CandidateCalls {
 struct HeapLayout {
   std::vector<std::vector<Slot>> inputs;  // per slot
   std::vector<Slot> outputs;
-  size_t sync_offset = 0;   // the runners' barrier lines (runner::SyncLine per rank, in rank 0's heap)
   size_t arena_offset = 0;  // where the candidate's symm_alloc space starts
+  // Host memory every runner maps (rank q's descriptor at q): the heaps themselves on CPU ranks, a small segment of
+  // the monitors' on GPUs (whose heaps the runner opens by CUDA IPC). The runners' SyncLines are at sync_offset in
+  // rank 0's.
+  std::vector<int> host_fds;
+  size_t host_bytes = 0, sync_offset = 0;
+  size_t flags_offset = 0;  // GPUs: the runners' device-barrier flags, at this offset of every heap
 };
 
 // The candidate library in a pkb-runner process beside this one (CPU ranks).

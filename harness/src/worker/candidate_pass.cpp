@@ -92,7 +92,9 @@ class CandidateHost {
     if (o_.time)
       plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
                                      : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
-    per_call_upload_ = !env_.cuda;
+    // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
+    use_runner_ = !env_.cuda || o_.candidate_process == "runner";
+    per_call_upload_ = use_runner_;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
     const size_t sync_bytes = align_to_heap(sizeof(runner::SyncLine) * static_cast<size_t>(env_.world));
@@ -105,8 +107,7 @@ class CandidateHost {
     for (const auto& out : spec.outputs) outs.push_back(&out);
     for (int k = 0; k < slots; ++k) heap_.inputs.push_back(make_slots(*rt_, ins, env_.run, env_.rank));
     heap_.outputs = make_slots(*rt_, outs, env_.run, env_.rank);
-    void* sync = rt_->alloc(sync_bytes, false);  // zeroed: a fresh shared-memory file (unused on GPUs)
-    heap_.sync_offset = static_cast<char*>(sync) - rt_->heap_base(env_.rank);
+    share_with_runner(sync_bytes);
     heap_.arena_offset = align_to_heap(rt_->used());
     record_["heap"] = {{"bytes", heap},
                        {"input_copies", plan_.copies},
@@ -115,9 +116,31 @@ class CandidateHost {
                        {"arena_bytes", arena}};
   }
 
+  // What a runner maps besides the heap's tensors: host memory for the runners' SyncLines (the heaps themselves on CPU
+  // ranks; on GPUs a small shared segment of the monitors', since the heap is device memory), the device barrier's
+  // flags on GPUs, and on GPUs a scratch buffer the monitor writes to flush the L2 after copying a call's inputs in.
+  void share_with_runner(size_t sync_bytes) {
+    if (!env_.cuda) {
+      void* sync = rt_->alloc(sync_bytes, false);  // zeroed: a fresh shared-memory file
+      heap_.sync_offset = static_cast<char*>(sync) - rt_->heap_base(env_.rank);
+      heap_.host_fds = rt_->heap_fds();
+      heap_.host_bytes = rt_->heap_size();
+      return;
+    }
+    if (!use_runner_) return;
+    sync_rt_ = make_cpu_runtime(MPI_COMM_WORLD, std::max<size_t>(sync_bytes, 4096), "rsync");
+    heap_.sync_offset = static_cast<char*>(sync_rt_->alloc(sync_bytes, false)) - sync_rt_->heap_base(env_.rank);
+    heap_.host_fds = sync_rt_->heap_fds();
+    heap_.host_bytes = sync_rt_->heap_size();
+    void* flags = rt_->alloc(align_to_heap(sizeof(uint32_t) * static_cast<size_t>(env_.world)), false);  // zeroed
+    heap_.flags_offset = static_cast<char*>(flags) - rt_->heap_base(env_.rank);
+    l2_scratch_bytes_ = 2 * cuda_l2_bytes();
+    l2_scratch_ = l2_scratch_bytes_ ? rt_->private_alloc(l2_scratch_bytes_) : nullptr;
+  }
+
   // All ranks agree on whether the library loaded, so none waits for a rank that gave up.
   bool start_candidate() {
-    calls_ = env_.cuda ? load_in_process(o_, env_, *rt_, heap_) : start_runner(o_, env_, *rt_, heap_);
+    calls_ = use_runner_ ? start_runner(o_, env_, *rt_, heap_) : load_in_process(o_, env_, *rt_, heap_);
     record_["candidate_process"] = calls_->where();
     if (std::string note = calls_->lockdown_note(); !note.empty()) record_["candidate_lockdown_note"] = note;
     CallOutcome crashed = calls_->load_outcome();
@@ -125,7 +148,7 @@ class CandidateHost {
     int ok = err.empty(), all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_ok) {
-      if (!env_.cuda) measure_doorbell();
+      if (use_runner_) measure_doorbell();
       return true;
     }
     record_["status"] = crashed.signal > 0 ? "crash" : "load_error";
@@ -259,7 +282,15 @@ class CandidateHost {
   void before_call(int copy) {
     int slot = slot_of(copy);
     if (per_call_upload_) upload(contents_[copy], slot);
+    // A GPU runner's inputs were just written through the L2: evict them, as the baselines' rotation keeps a call's
+    // inputs out of it, and have every write done before the runner wakes (it sees only the device's memory).
+    if (l2_scratch_) rt_->fill(l2_scratch_, 0, l2_scratch_bytes_);
     poison_outputs();
+    if (use_runner_ && env_.cuda) throw_if_error(rt_->stream_synchronize(), "before a call");
+  }
+
+  static void throw_if_error(const std::string& err, const char* where) {
+    if (!err.empty()) throw Error(std::string(where) + ": " + err);
   }
 
   // Each copy's capture is one of its calls that ran, drawn uniformly as they come (a reservoir of one): any call may
@@ -332,13 +363,17 @@ class CandidateHost {
     hooks.before = [&](int k) { before_call(k); };
     hooks.after_timed = [&](int, int k) { after_call(k); };
     hooks.before_calls = [&](int first, int count) { make_copies_of_calls(first, count); };
+    // A runner's device work is not on this process's stream, so a GPU runner's calls are timed by the host window
+    // (wake to stop, the runner synchronizing its device before it stops), as CPU ranks' are.
+    std::unique_ptr<Runtime> host_window = use_runner_ && env_.cuda ? host_clock_view(*rt_, MPI_COMM_WORLD) : nullptr;
+    Runtime& timing_rt = host_window ? *host_window : *rt_;
     TimingStats stats;
     // A failed call ends the loop on this rank at once (its record says why); rank_main then ends the job, whose other
     // ranks may be waiting for this one in a collective.
     struct CallFailed {};
     try {
       stats = time_iterations(
-          *rt_, plan_,
+          timing_rt, plan_,
           [&](int k) {
             if (!invoke(runner::kRun, slot_of(k), "while timing", false)) throw CallFailed{};
           },
@@ -393,7 +428,10 @@ class CandidateHost {
   std::unique_ptr<CandidateCalls> calls_;
   HeapLayout heap_;
   CopyPlan plan_;
-  bool per_call_upload_ = false;
+  bool use_runner_ = false, per_call_upload_ = false;
+  std::unique_ptr<Runtime> sync_rt_;  // GPU runners: host memory shared by the monitors and their runners
+  void* l2_scratch_ = nullptr;
+  size_t l2_scratch_bytes_ = 0;
   std::vector<std::vector<HostTensor>> contents_;  // every timing copy's inputs, in this process only
   std::vector<char*> capture_;
   std::vector<int> visits_;

@@ -174,19 +174,24 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
   nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
   nlohmann::json chase_probes = nlohmann::json::array();
-  // CPU ranks: a candidate's calls are timed from waking its runner until the runner is stopped again (worker/
-  // runner_host.h); each baseline call rings a runner with nothing to run as well, so both windows hold one doorbell.
+  // Where candidates run in a runner (CPU ranks; GPUs with --candidate-process runner) their calls are timed from
+  // waking the runner until it is stopped again (worker/runner_host.h), the runner synchronizing its device first:
+  // each baseline call rings a runner with nothing to run as well, and on GPUs is timed by the same host window up to
+  // a synchronize, so both sides' windows hold one doorbell.
+  const bool runner_protocol = !env.cuda || o.candidate_process == "runner";
   std::unique_ptr<RunnerProcess> doorbell;
-  if (!env.cuda)
+  if (runner_protocol)
     doorbell = RunnerProcess::ping_only(std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pkb-runner",
                                         std::filesystem::path(o.out_dir) / ("doorbell" + std::to_string(env.rank)));
   const double doorbell_us = doorbell ? doorbell->doorbell_us() : 0;
+  std::unique_ptr<Runtime> host_window = env.cuda && runner_protocol ? host_clock_view(*rt, MPI_COMM_WORLD) : nullptr;
   auto call = [&](int k) {
     if (doorbell) doorbell->call(runner::kPing, 0);
     ref.impl->reference(ref.ctx, rotated[k]);
+    if (host_window) rt->synchronize();
   };
   for (int r = 0; r < o.timing.repeats; ++r) {
-    TimingStats stats = time_iterations(*rt, CopyPlan{copies, copies}, call, o.timing);
+    TimingStats stats = time_iterations(host_window ? *host_window : *rt, CopyPlan{copies, copies}, call, o.timing);
     if (r == 0) record["timing"] = stats.to_json();
     medians.push_back(stats.pkb.stats.median);
     paper_medians.push_back(stats.paper.stats.median);

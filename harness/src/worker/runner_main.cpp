@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "worker/lockdown.h"
+#include "worker/runner_device.h"
 #include "worker/runner_protocol.h"
 
 extern "C" {
@@ -37,7 +38,9 @@ struct Host {
   Control* control = nullptr;
   std::vector<void*> bases;
   size_t heap_bytes = 0, arena_next = 0;
-  SyncLine* sync = nullptr;  // world lines, in rank 0's heap
+  SyncLine* sync = nullptr;   // world lines in host memory all runners map (rank 0's heap on CPU ranks)
+  Device* device = nullptr;   // GPUs: the heaps by CUDA IPC, the stream, the device barrier
+  uint32_t* flags = nullptr;  // GPUs: the device barrier's flags, at the same offset of every heap
   uint64_t epoch = 0, alloc_seq = 0;
   std::vector<std::string> param_names;
   std::vector<const char*> param_name_ptrs;
@@ -57,14 +60,23 @@ void set_error(Host* h, const std::string& why) {
   std::strncpy(h->control->error, why.c_str(), sizeof h->control->error - 1);
 }
 
-// Every runner's epoch reaches ours: a barrier among the W runners through rank 0's heap (no MPI in here).
-int cb_barrier(pkb_context* ctx) {
-  Host* h = host_of(ctx);
+// Every runner's epoch reaches ours: a barrier among the W runners through shared host memory (no MPI in here).
+void host_barrier(Host* h) {
+  pkb_context* ctx = &h->ctx;
   uint64_t target = ++h->epoch;
   h->sync[ctx->rank].barrier_epoch.store(target, std::memory_order_release);
   for (int q = 0; q < ctx->world_size; ++q)
     for (int spins = 0; h->sync[q].barrier_epoch.load(std::memory_order_acquire) < target; ++spins)
       if (spins > 64) sched_yield();
+}
+
+// The candidate's barrier: on the host on CPU ranks, enqueued on the stream (the device flag barrier) on GPUs.
+int cb_barrier(pkb_context* ctx) {
+  Host* h = host_of(ctx);
+  if (h->device)
+    h->device->barrier(h->flags);
+  else
+    host_barrier(h);
   return 0;
 }
 
@@ -75,7 +87,7 @@ void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
   SyncLine& mine = h->sync[ctx->rank];
   mine.alloc_bytes.store(bytes, std::memory_order_relaxed);
   mine.alloc_seq.store(++h->alloc_seq, std::memory_order_release);
-  cb_barrier(ctx);
+  host_barrier(h);
   std::string mismatch;
   for (int q = 0; q < ctx->world_size && mismatch.empty(); ++q) {
     uint64_t theirs = h->sync[q].alloc_bytes.load(std::memory_order_relaxed);
@@ -83,7 +95,7 @@ void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
       mismatch = "symm_alloc is collective and needs equal sizes: rank " + std::to_string(ctx->rank) + " asked for " +
                  std::to_string(bytes) + " bytes, rank " + std::to_string(q) + " for " + std::to_string(theirs);
   }
-  cb_barrier(ctx);
+  host_barrier(h);
   if (!mismatch.empty()) return set_error(h, mismatch), nullptr;
   size_t offset = (h->arena_next + 255) / 256 * 256;
   if (offset + bytes > h->heap_bytes) {
@@ -93,7 +105,10 @@ void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
   }
   h->arena_next = offset + bytes;
   char* p = static_cast<char*>(h->bases[ctx->rank]) + offset;
-  std::memset(p, 0, bytes);
+  if (h->device)
+    h->device->zero(p, bytes);
+  else
+    std::memset(p, 0, bytes);
   return p;
 }
 
@@ -131,11 +146,13 @@ void fill_context(Host& h, const json& layout) {
   c.rank = layout.at("rank");
   c.world_size = layout.at("world");
   c.local_rank = layout.at("local_rank");
-  c.device = -1;
-  c.stream = nullptr;
+  c.device = h.device ? layout.at("cuda").at("device").get<int>() : -1;
+  c.stream = h.device ? h.device->stream() : nullptr;
   h.heap_bytes = layout.at("heap_bytes");
   h.arena_next = layout.at("arena_offset");
-  h.sync = reinterpret_cast<SyncLine*>(static_cast<char*>(h.bases[0]) + layout.at("sync_offset").get<size_t>());
+  // h.sync: rank 0's heap (CPU ranks) or rank 0's host segment (GPUs), as map_memory found it.
+  h.sync = reinterpret_cast<SyncLine*>(reinterpret_cast<char*>(h.sync) + layout.at("sync_offset").get<size_t>());
+
   for (const auto& p : layout.at("params")) h.param_names.push_back(p.at(0)), h.param_values.push_back(p.at(1));
   for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
   c.n_params = static_cast<int>(h.param_names.size());
@@ -151,7 +168,7 @@ void fill_context(Host& h, const json& layout) {
   c.n_groups = static_cast<int>(h.groups.size());
   c.groups = h.groups.data();
   c.heap_bases = h.bases.data();
-  c.heap_bases_device = h.bases.data();
+  c.heap_bases_device = h.device ? h.device->bases_device() : h.bases.data();
   c.heap_size = h.heap_bytes;
   c.symm_alloc = cb_symm_alloc;
   c.symm_peer = cb_symm_peer;
@@ -193,28 +210,50 @@ void fill_context(Host& h, const json& layout) {
   }
 }
 
-}  // namespace
+std::string unhex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
 
-int main() {
-  void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kControlFd, 0);
-  if (page == MAP_FAILED) die("cannot map the control page");
-  Host h;
-  h.control = static_cast<Control*>(page);
-  json layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
-                            static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
-  if (layout.is_discarded()) die("the layout is not JSON");
-  if (layout.value("ping_only", false)) ping_only(*h.control);
+// The memory the runner shares: the host segments its descriptors name (the heaps on CPU ranks; on GPUs a small one
+// for the runners' host-side agreement), and on GPUs the heaps by CUDA IPC. Before any candidate code.
+std::unique_ptr<Device> map_memory(Host& h, const json& layout) {
+  std::vector<void*> host;
+  const size_t host_bytes = layout.value("host_bytes", layout.at("heap_bytes").get<size_t>());
   for (int q = 0; q < layout.at("world").get<int>(); ++q) {
-    void* base =
-        mmap(nullptr, layout.at("heap_bytes").get<size_t>(), PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
+    void* base = mmap(nullptr, host_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
     if (base == MAP_FAILED) die("cannot map a heap");
-    h.bases.push_back(base);
+    host.push_back(base);
     close(kHeapFd + q);
   }
   close(kControlFd);
-  fill_context(h, layout);
+  h.sync = static_cast<SyncLine*>(host.at(0));
+  if (!layout.contains("cuda")) {
+    h.bases = host;
+    return nullptr;
+  }
+  const json& cuda = layout.at("cuda");
+  std::unique_ptr<Device> device;
+  try {
+    device = std::make_unique<Device>(cuda.at("device").get<int>(), unhex(cuda.at("ipc")), layout.at("rank").get<int>(),
+                                      layout.at("world").get<int>());
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+  h.bases = device->bases();
+  h.device = device.get();
+  h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[layout.at("rank").get<int>()]) +
+                                        cuda.at("flags_offset").get<size_t>());
+  return device;
+}
+
+// Landlock and seccomp (worker/lockdown.h); what could not be applied is noted for the monitor's record.
+void lock_down(Host& h, const json& layout) {
   auto granted = layout.at("granted_paths").get<std::vector<std::string>>();
   granted.push_back("/proc/" + std::to_string(getpid()));  // its own /proc entries (/proc/self leads there)
+  if (h.device) granted.push_back("/proc/driver");         // the NVIDIA driver's files, read by the CUDA runtime
   std::string note = hide_paths(layout.at("hidden_paths").get<std::vector<std::string>>(), granted);
   if (!note.empty()) {
     note += " (the monitors' paths stay visible)";
@@ -226,19 +265,31 @@ int main() {
   } catch (const std::exception& e) {
     die(e.what());
   }
-  // Loading runs the library's constructors: candidate code from here on.
+}
+
+struct Library {
   RunFn run = nullptr;
   SetupFn setup = nullptr;
   TeardownFn teardown = nullptr;
-  if (void* lib = dlopen(layout.at("library").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL); !lib) {
+};
+
+// Loading runs the library's constructors: candidate code from here on.
+Library load_library(Host& h, const std::string& path) {
+  Library lib;
+  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); !handle) {
     const char* e = dlerror();
     set_error(&h, e ? e : "dlopen failed");
   } else {
-    run = reinterpret_cast<RunFn>(dlsym(lib, "pkb_run"));
-    setup = reinterpret_cast<SetupFn>(dlsym(lib, "pkb_setup"));
-    teardown = reinterpret_cast<TeardownFn>(dlsym(lib, "pkb_teardown"));
-    if (!run) set_error(&h, "the library does not export pkb_run (missing, misspelled, or not extern \"C\")");
+    lib.run = reinterpret_cast<RunFn>(dlsym(handle, "pkb_run"));
+    lib.setup = reinterpret_cast<SetupFn>(dlsym(handle, "pkb_setup"));
+    lib.teardown = reinterpret_cast<TeardownFn>(dlsym(handle, "pkb_teardown"));
+    if (!lib.run) set_error(&h, "the library does not export pkb_run (missing, misspelled, or not extern \"C\")");
   }
+  return lib;
+}
+
+// One call each time the monitor wakes the runner; on GPUs the device is synchronized before the call counts as done.
+[[noreturn]] void serve(Host& h, const Library& lib) {
   Control& ctl = *h.control;
   ctl.done.store(ctl.seq.load());
   for (;;) {
@@ -250,10 +301,29 @@ int main() {
     if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
     pkb_tensor* in = h.inputs[slot].data();
     const int n_in = static_cast<int>(h.inputs[slot].size()), n_out = static_cast<int>(h.outputs.size());
-    if (op == kSetup && setup) rc = setup(&h.ctx, in, n_in, h.outputs.data(), n_out);
-    if (op == kRun) rc = run(&h.ctx, in, n_in, h.outputs.data(), n_out);
-    if (op == kTeardown && teardown) teardown(&h.ctx);
+    if (op == kSetup && lib.setup) rc = lib.setup(&h.ctx, in, n_in, h.outputs.data(), n_out);
+    if (op == kRun) rc = lib.run(&h.ctx, in, n_in, h.outputs.data(), n_out);
+    if (op == kTeardown && lib.teardown) lib.teardown(&h.ctx);
+    if (h.device)
+      if (std::string err = h.device->synchronize(); !err.empty()) set_error(&h, "CUDA error: " + err);
     ctl.rc = rc;
     ctl.done.store(seq);
   }
+}
+
+}  // namespace
+
+int main() {
+  void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kControlFd, 0);
+  if (page == MAP_FAILED) die("cannot map the control page");
+  Host h;
+  h.control = static_cast<Control*>(page);
+  json layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
+                            static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
+  if (layout.is_discarded()) die("the layout is not JSON");
+  if (layout.value("ping_only", false)) ping_only(*h.control);
+  std::unique_ptr<Device> device = map_memory(h, layout);
+  fill_context(h, layout);
+  lock_down(h, layout);
+  serve(h, load_library(h, layout.at("library").get<std::string>()));
 }

@@ -47,6 +47,9 @@ struct WorkerOptions {
   // candidate (CPU ranks, where the candidate cannot read this process): the timing copies whose outputs the driver
   // checks; only these are captured and sent (empty: every copy, as on GPUs, where the candidate shares the process)
   std::vector<int> captured_copies;
+  // candidate: "runner" runs a GPU candidate in pkb-runner as CPU ranks always do ("": on GPUs in process; not yet
+  // measured on a GPU, docs/architecture.md); reference: times the baseline by the same host window
+  std::string candidate_process;
 };
 
 struct WorkerEnv {

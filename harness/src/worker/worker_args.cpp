@@ -38,6 +38,7 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   if (!o.timed_checks.empty()) add("--timed-checks", joined(o.timed_checks));
   for (const auto& p : o.runner_hidden) add("--runner-hide", p);
   if (!o.captured_copies.empty()) add("--capture-copies", joined(o.captured_copies));
+  if (!o.candidate_process.empty()) add("--candidate-process", o.candidate_process);
   return a;
 }
 

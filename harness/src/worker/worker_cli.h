@@ -35,6 +35,8 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--runner-hide", o.runner_hidden, "candidate pass: paths the candidate's runner must not open");
   app.add_option("--capture-copies", o.captured_copies, "candidate pass (runner): the only timing copies to capture")
       ->delimiter(',');
+  app.add_option("--candidate-process", o.candidate_process,
+                 "runner: a GPU candidate in pkb-runner, and baselines timed by its host window");
   app.add_option("--timed-checks", o.timed_checks,
                  "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');

@@ -1,0 +1,39 @@
+// pkb-runner's GPU side (worker/runner_main.cpp): the heaps its monitors allocated, opened by CUDA IPC, a stream of
+// its own, the device flag barrier, and a device-wide synchronize after every call. Not yet run on a GPU (docs/
+// architecture.md, "GPUs: still in process"); the monitor uses it only with --candidate-process runner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pkb::runner {
+
+class Device {
+ public:
+  // Opens rank q's heap from ipc_handles (cudaIpcMemHandle_t bytes, rank order) on `device`; throws pkb::Error.
+  Device(int device, const std::string& ipc_handles, int rank, int world);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::vector<void*>& bases() const { return bases_; }
+  void* const* bases_device() const { return bases_device_; }
+  void* stream() const { return stream_; }
+  // The flag barrier among the runners on `flags` (world words at the same offset of every heap), on the stream.
+  void barrier(uint32_t* flags);
+  void zero(void* p, size_t bytes);
+  // "" or the error a device-wide synchronize surfaced.
+  std::string synchronize();
+
+ private:
+  int rank_, world_;
+  uint32_t epoch_ = 0;
+  std::vector<void*> bases_;
+  void** bases_device_ = nullptr;
+  void* stream_ = nullptr;
+};
+
+}  // namespace pkb::runner
