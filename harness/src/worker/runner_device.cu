@@ -1,11 +1,10 @@
-#include "worker/runner_device.h"
-
 #include <cuda_runtime.h>
 
 #include <cstring>
 
 #include "../../include/pkb/device.cuh"
 #include "core/error.h"
+#include "worker/runner_device.h"
 
 namespace pkb::runner {
 namespace {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -34,6 +35,10 @@ RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohman
   // Everything the child needs is made before fork: between fork and exec it makes system calls only.
   const std::string prog = program.string(), dir = work_dir.string();
   std::vector<std::string> env_text = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=" + dir};
+  // Which GPUs, in which order, and the MPS daemon the ranks share: the runner's device ordinal is the monitor's.
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MPS_PIPE_DIRECTORY",
+                           "CUDA_MPS_LOG_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"})
+    if (const char* v = getenv(name)) env_text.push_back(std::string(name) + "=" + v);
   std::vector<char*> envp, argv = {const_cast<char*>(prog.c_str()), nullptr};
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
