@@ -296,6 +296,7 @@ class CandidateHost {
   // Each copy's capture is one of its calls that ran, drawn uniformly as they come (a reservoir of one): any call may
   // be the checked one, a revisit of a copy as much as its first call.
   void after_call(int copy) {
+    probe_after_window();
     if (!capture_[copy]) return;  // a copy the driver does not check (known on CPU ranks only)
     int visits = ++visits_[copy];
     if (draw_() % static_cast<uint64_t>(visits) != 0) return;
@@ -305,6 +306,35 @@ class CandidateHost {
     // before every call, so a change would not outlive it); on GPUs every copy once after the loop.
     if (per_call_upload_)
       for (const auto& name : mutated_inputs(heap_.inputs[slot_of(copy)], contents_[copy])) mutated_.insert(name);
+  }
+
+  // A GPU runner that stops before its device work ends would leave kernels running after its window: right after
+  // every timed window the monitor enqueues the hold that takes every SM, whose blocks start late and spread apart
+  // when an SM is still busy (Runtime::HoldTrace). Only where this rank has its GPU to itself (ranks sharing one run
+  // beside each other legitimately), and only if the hold can fill the GPU.
+  void probe_after_window() {
+    if (!post_window_probes_ || probes_made_ >= post_window_probes_) return;
+    rt_->hold(kPostWindowHoldUs, probes_made_++);
+  }
+  static constexpr double kPostWindowHoldUs = 2;
+
+  void prepare_post_window_probes() {
+    if (!(use_runner_ && env_.cuda && !env_.shared_gpu && rt_->hold_fills_device())) return;
+    post_window_probes_ = o_.timing.max_timed_calls();
+    rt_->hold_slots_reserve(post_window_probes_);
+  }
+
+  // Busy probes fail the timing's trust like escaped work: recorded, and flagged as stream_escape.
+  void record_post_window_probes(nlohmann::json& timing) {
+    if (!probes_made_) return;
+    int busy = 0;
+    double spread = 0;
+    for (const Runtime::HoldTrace& t : rt_->hold_traces(probes_made_)) {
+      busy += t.start_spread_us > kHoldBusySpreadUs;
+      spread = std::max(spread, t.start_spread_us);
+    }
+    timing["post_window_probes"] = {{"calls", probes_made_}, {"busy", busy}, {"max_start_spread_us", spread}};
+    if (busy) timing["stream_escape"] = true;
   }
 
   // Copy k's contents, made the first time a call needs them (on GPUs also copied into its slot then): the warm-up
@@ -357,6 +387,7 @@ class CandidateHost {
     make_warmup_copies();
     clock.lap("timing_generate");
     allocate_captures();
+    prepare_post_window_probes();
     clock.lap("timing_capture_alloc");
     TimingHooks hooks;
     hooks.untrusted = true;  // the device view's guards (worker/timing.h)
@@ -415,6 +446,7 @@ class CandidateHost {
     record_["timing"]["input_copies"] = plan_.copies;
     record_["timing"]["input_copies_made"] = copies_made_;
     record_["timing"]["captures_sent"] = captures_sent_;
+    record_post_window_probes(record_["timing"]);
     record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
     write_rank_record(o_.out_dir, env_.rank, record_);
@@ -439,7 +471,8 @@ class CandidateHost {
   std::set<std::string> mutated_;
   double doorbell_us_ = 0;
   int copies_made_ = 0, captures_sent_ = 0;
-  double in_loop_generate_s_ = 0;  // of the timing loop's wall time, making copies between repetitions
+  int post_window_probes_ = 0, probes_made_ = 0;  // GPU runners: holds enqueued right after timed windows
+  double in_loop_generate_s_ = 0;                 // of the timing loop's wall time, making copies between repetitions
 };
 
 }  // namespace
