@@ -30,11 +30,7 @@ namespace tw = testing::tools;
 using json = nlohmann::json;
 using test::TempDir;
 
-std::string cpu_fixture(const std::string& name) {
-  fs::path dir = repo_root() / "tests/fixtures/cpu";
-  std::string code = read_text_file(dir / (name + ".cpp"));
-  return std::regex_replace(code, std::regex("#include \"fixture.h\""), read_text_file(dir / "fixture.h"));
-}
+using test::cpu_fixture;
 
 std::string source_args(const std::string& source) { return json{{"source", source}}.dump(); }
 

@@ -5,10 +5,13 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
+#include "core/files.h"
 #include "launch/process.h"
+#include "spec/catalog.h"
 
 namespace pkb::test {
 
@@ -41,6 +44,14 @@ struct CliRun {
   int exit_code = -1;
   std::string out, err;
 };
+
+// A candidate of tests/fixtures/cpu as one self-contained source, fixture.h inlined: what a model's answer or an
+// agent's tool call carries.
+inline std::string cpu_fixture(const std::string& name) {
+  std::filesystem::path dir = repo_root() / "tests/fixtures/cpu";
+  std::string code = read_text_file(dir / (name + ".cpp"));
+  return std::regex_replace(code, std::regex("#include \"fixture.h\""), read_text_file(dir / "fixture.h"));
+}
 
 // Timing options for tests that judge statuses, not speed: two repetitions of each method (kTwoRepetitions),
 // after a paper warm-up of one call (kShortTiming); the default 500-call warm-up stays where call-counting attacks

@@ -1,5 +1,6 @@
 #include "core/result_record.h"
 
+#include <ctime>
 #include <initializer_list>
 #include <type_traits>
 
@@ -198,6 +199,13 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"wall", "total_s"}, r.total_s);
   if (!r.provenance.empty()) j["provenance"] = r.provenance;
   return j;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return stamp;
 }
 
 std::string record_line(const ResultRecord& r) {

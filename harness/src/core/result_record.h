@@ -108,5 +108,7 @@ nlohmann::json record_to_json(const ResultRecord& r);
 // One results.jsonl line (no newline): record_to_json on one line, bytes that are not UTF-8 (a server's message,
 // a candidate's stderr) replaced by U+FFFD so that the line is always valid JSON.
 std::string record_line(const ResultRecord& r);
+// Now, as records and manifests write their times: "2026-12-04T22:04:32Z".
+std::string utc_now_iso8601();
 
 }  // namespace pkb

@@ -94,6 +94,7 @@ struct CheckedCall {
   std::string when;   // for messages; never names which timed calls are checked
   int trial;          // for the record (-1: a timed call)
   int rep = -1;       // a timed call: the repetition that captures it (checked only if that repetition ran)
+  int copy = -1;      // a timed call: its input copy
 };
 
 // Compares every checked call's outputs with the expected ones (the oracle's, robust: decides) and the bf16 reference
@@ -179,7 +180,7 @@ std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_rec
   CopyPlan plan{ref_record.value("candidate_input_copies", 0), ref_record.value("candidate_warmup_copies", 0)};
   for (const auto& k : ref_record.value("timed_checks", json::array()))
     if (int rep = k.is_number_integer() && plan.copies > 0 ? plan.first_rep_of(k.get<int>(), o.timing) : -1; rep >= 0)
-      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep});
+      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep, k.get<int>()});
   return calls;
 }
 
@@ -223,11 +224,11 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
   // it hides them itself. (In the sandbox neither is there at all.)
   if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
-  // CPU ranks: the monitor is out of the candidate's reach, so it may know which copies are checked and capture only
-  // those (on GPUs every copy's capture crosses, so that the candidate sharing the process learns nothing).
-  if (o.device == "cpu")
+  // In a runner the candidate cannot read the monitor, which may then know which copies are checked and capture only
+  // those (in process every copy's capture crosses, so that the candidate sharing the process learns nothing).
+  if (o.uses_runner())
     for (const auto& c : calls)
-      if (c.trial < 0) w.captured_copies.push_back(std::stoi(c.label.substr(4)));  // "copyK"
+      if (c.copy >= 0) w.captured_copies.push_back(c.copy);
 
   // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
   // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
@@ -608,11 +609,8 @@ EvalOptions checked_options(const fs::path& source, const EvalOptions& options) 
 // What is evaluated, how, and on what: the record's fields before any stage ran.
 json record_header(const Evaluation& ev, const fs::path& source) {
   const EvalOptions& o = ev.o;
-  std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   json rec = {{"schema", "pkb.result/1"},
-              {"time", stamp},
+              {"time", utc_now_iso8601()},
               {"problem",
                {{"id", ev.spec.id},
                 {"slug", ev.spec.slug},
@@ -676,7 +674,7 @@ ReferenceOutcome run_reference(const Evaluation& ev, const GpuSharing& sharing) 
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free. Ranks sharing a GPU: times measure contention, no eager baseline.
   bool python =
-      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 && o.candidate_process != "runner" &&
+      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 && !o.uses_runner() &&
       (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   ReferenceOutcome r{{}, {{"python", python}, {"timeout_s", reference_deadline_s(o)}}, "", 0};
   auto t0 = std::chrono::steady_clock::now();

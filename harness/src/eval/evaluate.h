@@ -67,6 +67,7 @@ struct EvalOptions {
   // Where a GPU candidate runs: "auto" (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program) or
   // "runner" (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
   std::string candidate_process = "auto";
+  bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }
 };
 
 struct EvalResult {

@@ -164,7 +164,7 @@ WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, cons
   w.time = true;
   w.timing = o.timing;
   for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
-  if (o.device == "cuda" && o.candidate_process == "runner") w.candidate_process = "runner";
+  if (o.device == "cuda" && o.uses_runner()) w.candidate_process = "runner";
   return w;
 }
 
@@ -211,7 +211,7 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"timing", o.timing.to_json()},
               {"machine", fingerprint(prov)},
               {"python", python},
-              {"candidate_process", o.device == "cuda" ? o.candidate_process : "auto"}};
+              {"runner", o.uses_runner()}};
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }

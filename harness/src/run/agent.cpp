@@ -42,13 +42,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using models::Message;
 
-std::string agent_utc_now() {
-  std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return stamp;
-}
-
 std::vector<models::ToolSpec> agent_tools() {
   json schema = {{"type", "object"},
                  {"properties",
@@ -229,7 +222,7 @@ std::optional<ResultRecord> AgentSample::run(models::Provider& provider, const m
          {"problem", spec_.folder()},
          {"sample", sample_},
          {"model", o_.model},
-         {"time", agent_utc_now()},
+         {"time", utc_now_iso8601()},
          {"system", req.system},
          {"user", req.user},
          {"tools", models::tools_json(req.tools)},
@@ -413,7 +406,7 @@ std::string AgentSample::run_tool(const std::string& name, const std::string& so
 
 ResultRecord base_record(const ProblemSpec& spec, int sample, const RunOptions& o) {
   ResultRecord r;
-  r.time = agent_utc_now();
+  r.time = utc_now_iso8601();
   r.problem_id = spec.id;
   r.problem_slug = spec.slug;
   r.problem_folder = spec.folder();

@@ -38,13 +38,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return stamp;
-}
-
 // What makes two invocations the same run; `samples` may grow between them. Everything that changes what the
 // model is asked (variant, templates, sampling, token cap) or what a kernel is built and timed for is in it, so
 // that resuming with another setting is refused instead of mixing two experiments in one score.
@@ -116,7 +109,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
                     ", this run has " + value.dump() + ": pass another --out, or remove the directory to start over");
     m["invocations"] = m.value("invocations", 1) + 1;
   } else {
-    m = {{"schema", "pkb.run/1"}, {"created", utc_now()}, {"invocations", 1}};
+    m = {{"schema", "pkb.run/1"}, {"created", utc_now_iso8601()}, {"invocations", 1}};
   }
   m["settings"] = key;
   m["model"] = o.model;
@@ -127,7 +120,7 @@ void settle_manifest(const fs::path& dir, const RunOptions& o, const std::string
   m["turns"] = std::max(o.turns, m.value("turns", 1));  // may grow, like samples
   if (o.agent.enabled) m["mode"] = "agent", m["agent"] = key["agent"];
   m["gpu_evaluation"] = gpu;
-  m["updated"] = utc_now();
+  m["updated"] = utc_now_iso8601();
   m["pkb_git"] = repo_revision();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -190,7 +183,7 @@ const Recorded* find_recorded(const std::map<std::string, Recorded>& done, const
 
 ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   ResultRecord r;
-  r.time = utc_now();
+  r.time = utc_now_iso8601();
   r.problem_id = t.spec->id;
   r.problem_slug = t.spec->slug;
   r.problem_folder = t.spec->folder();

@@ -43,13 +43,30 @@ void* Runtime::peer(const void* p, int peer) const {
 
 namespace {
 
-class CpuRuntime final : public Runtime {
+// Timers on the host's steady clock, no holds, and a barrier that is MPI's on a communicator of its own (so that a
+// candidate's barriers can never pair up with the harness's own MPI_Barrier calls on the world): what CPU ranks use,
+// and what a monitor times another process's calls with (host_clock_view).
+class HostTimedRuntime : public Runtime {
  public:
-  CpuRuntime(MPI_Comm comm, size_t bytes, const std::string& tag) : Runtime(comm) {
-    // The candidate's barriers get their own communicator, so they can never pair up with the harness's own
-    // MPI_Barrier calls on the world: a rank that skips a barrier then deadlocks visibly instead of silently
-    // desynchronizing.
-    MPI_Comm_dup(comm, &barrier_comm_);
+  explicit HostTimedRuntime(MPI_Comm comm) : Runtime(comm) { MPI_Comm_dup(comm, &barrier_comm_); }
+  ~HostTimedRuntime() override { MPI_Comm_free(&barrier_comm_); }
+  void timers_reserve(int n) override { marks_.assign(n, 0); }
+  void record(int i) override {
+    marks_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
+  bool reached(int) override { return true; }
+  void hold(double, int) override {}
+  void barrier() override { MPI_Barrier(barrier_comm_); }
+
+ private:
+  MPI_Comm barrier_comm_ = MPI_COMM_NULL;
+  std::vector<double> marks_;
+};
+
+class CpuRuntime final : public HostTimedRuntime {
+ public:
+  CpuRuntime(MPI_Comm comm, size_t bytes, const std::string& tag) : HostTimedRuntime(comm) {
     heap_size_ = bytes;
     long job = getpid();  // rank 0's pid makes the names unique to this job on this machine
     MPI_Bcast(&job, 1, MPI_LONG, 0, comm_);
@@ -74,7 +91,6 @@ class CpuRuntime final : public Runtime {
   ~CpuRuntime() override {
     for (void* p : bases_) munmap(p, heap_size_);
     for (int fd : fds_) close(fd);
-    MPI_Comm_free(&barrier_comm_);
   }
   bool is_cuda() const override { return false; }
   int device() const override { return -1; }
@@ -88,28 +104,17 @@ class CpuRuntime final : public Runtime {
   }
   std::string synchronize() override { return ""; }
   std::string stream_synchronize() override { return ""; }
-  void timers_reserve(int n) override { marks_.assign(n, 0); }
-  void record(int i) override {
-    marks_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-  double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
-  bool reached(int) override { return true; }
-  void hold(double, int) override {}
   void* const* heap_bases_device() const override { return bases_.data(); }
-  void barrier() override { MPI_Barrier(barrier_comm_); }
   std::vector<int> heap_fds() const override { return fds_; }
 
  private:
-  MPI_Comm barrier_comm_ = MPI_COMM_NULL;
-  std::vector<double> marks_;
   std::vector<int> fds_;
   std::deque<std::vector<char>> private_;  // deque: earlier blocks never move
 };
 
-class HostClockView final : public Runtime {
+class HostClockView final : public HostTimedRuntime {
  public:
-  HostClockView(Runtime& inner, MPI_Comm comm) : Runtime(comm), in_(inner) { MPI_Comm_dup(comm, &barrier_comm_); }
-  ~HostClockView() override { MPI_Comm_free(&barrier_comm_); }
+  HostClockView(Runtime& inner, MPI_Comm comm) : HostTimedRuntime(comm), in_(inner) {}
   bool is_cuda() const override { return false; }
   int device() const override { return -1; }
   void* stream() const override { return in_.stream(); }
@@ -119,20 +124,10 @@ class HostClockView final : public Runtime {
   void* private_alloc(size_t bytes) override { return in_.private_alloc(bytes); }
   std::string synchronize() override { return in_.synchronize(); }
   std::string stream_synchronize() override { return in_.stream_synchronize(); }
-  void timers_reserve(int n) override { marks_.assign(n, 0); }
-  void record(int i) override {
-    marks_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-  double elapsed_ms(int i, int j) override { return marks_[j] - marks_[i]; }
-  bool reached(int) override { return true; }
-  void hold(double, int) override {}
   void* const* heap_bases_device() const override { return in_.heap_bases_device(); }
-  void barrier() override { MPI_Barrier(barrier_comm_); }
 
  private:
   Runtime& in_;
-  MPI_Comm barrier_comm_ = MPI_COMM_NULL;
-  std::vector<double> marks_;
 };
 
 }  // namespace

@@ -134,14 +134,14 @@ class RunnerCalls final : public CandidateCalls {
                                "/proc/filesystems",
                                "/proc/uptime",
                                "/proc/loadavg"};
-    fs::path program = fs::read_symlink("/proc/self/exe").parent_path() / "pkb-runner";
-    runner_ = std::make_unique<RunnerProcess>(program, layout, heap.host_fds, work);
+    runner_ = std::make_unique<RunnerProcess>(runner_program(), layout, heap.host_fds, work);
   }
   std::string load_error() const override { return runner_->loaded().error; }
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
   CallOutcome call(runner::Op op, int slot) override { return outcome(runner_->call(op, slot)); }
   std::string where() const override { return "runner process"; }
   std::string lockdown_note() const override { return runner_->lockdown_note(); }
+  double doorbell_us() override { return runner_->doorbell_us(); }
 
  private:
   static CallOutcome outcome(const RunnerProcess::Outcome& r) {

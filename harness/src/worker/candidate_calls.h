@@ -44,6 +44,8 @@ class CandidateCalls {
   // could not be applied ("" when all of it was, or where there is no runner).
   virtual std::string where() const = 0;
   virtual std::string lockdown_note() const { return ""; }
+  // The median time of calls that do nothing (waking the runner until it is frozen again); 0 in process.
+  virtual double doorbell_us() { return 0; }
 };
 
 // The heap's input slots and outputs, and what the candidate's side needs to see them.

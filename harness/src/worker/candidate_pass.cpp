@@ -93,7 +93,7 @@ class CandidateHost {
       plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
                                      : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
     // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
-    use_runner_ = !env_.cuda || o_.candidate_process == "runner";
+    use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
@@ -148,27 +148,13 @@ class CandidateHost {
     int ok = err.empty(), all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_ok) {
-      if (use_runner_) measure_doorbell();
+      // What the protocol alone costs a call: in every timed window, and in the baselines' (reference_pass.cpp).
+      doorbell_us_ = calls_->doorbell_us();
       return true;
     }
     record_["status"] = crashed.signal > 0 ? "crash" : "load_error";
     record_["error"] = err.empty() ? "another rank failed to load the candidate" : err;
     return false;
-  }
-
-  // What the protocol alone costs a call (waking the runner, which does nothing, until it is frozen again): every
-  // timed call's window includes it, and so does every window of the CPU ranks' baselines (a runner without a library
-  // is rung for each of their calls: reference_pass.cpp). Recorded, never subtracted.
-  void measure_doorbell() {
-    constexpr int kPings = 21;
-    std::vector<double> us;
-    for (int i = 0; i < kPings; ++i) {
-      const double t0 = rt_->host_now_us();
-      if (!calls_->call(runner::kPing, 0).failure.empty()) return;  // the first real call will say why
-      us.push_back(rt_->host_now_us() - t0);
-    }
-    std::nth_element(us.begin(), us.begin() + kPings / 2, us.end());
-    doorbell_us_ = us[kPings / 2];
   }
 
   // ---- Calls ----

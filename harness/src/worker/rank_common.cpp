@@ -235,10 +235,10 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
   WorkerOptions o;
   std::string plan_file;
   if (auto code = parse_rank_flags(argc, argv, passes, o, plan_file)) return *code;
-  // A candidate pass on CPU ranks judges code that runs beside it, in a runner process: no process of the sandbox may
-  // attach to this one, read its memory or its /proc entries (environ, maps, fd, mem). (On GPUs the candidate still
-  // shares this process, and CUDA IPC between the ranks is left as it was.)
-  if (!o.candidate.empty() && o.device == "cpu") prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // A candidate pass that judges code running beside it, in a runner process: no process of the sandbox may attach to
+  // this one, read its memory or its /proc entries (environ, maps, fd, mem). (Where the candidate shares this process,
+  // GPUs by default, nothing is gained and CUDA IPC between the ranks is left as it was.)
+  if (!o.candidate.empty() && o.uses_runner()) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   std::vector<WorkerOptions> jobs;
   if (auto code = plan_jobs(o, passes, jobs)) return *code;
 

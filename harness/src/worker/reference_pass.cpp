@@ -178,10 +178,10 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   // waking the runner until it is stopped again (worker/runner_host.h), the runner synchronizing its device first:
   // each baseline call rings a runner with nothing to run as well, and on GPUs is timed by the same host window up to
   // a synchronize, so both sides' windows hold one doorbell.
-  const bool runner_protocol = !env.cuda || o.candidate_process == "runner";
+  const bool runner_protocol = o.uses_runner();
   std::unique_ptr<RunnerProcess> doorbell;
   if (runner_protocol)
-    doorbell = RunnerProcess::ping_only(std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pkb-runner",
+    doorbell = RunnerProcess::ping_only(runner_program(),
                                         std::filesystem::path(o.out_dir) / ("doorbell" + std::to_string(env.rank)));
   const double doorbell_us = doorbell ? doorbell->doorbell_us() : 0;
   std::unique_ptr<Runtime> host_window = env.cuda && runner_protocol ? host_clock_view(*rt, MPI_COMM_WORLD) : nullptr;

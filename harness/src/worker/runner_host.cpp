@@ -74,6 +74,10 @@ RunnerProcess::~RunnerProcess() {
   if (control_) munmap(control_, kControlBytes);
 }
 
+std::filesystem::path runner_program() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pkb-runner";
+}
+
 std::unique_ptr<RunnerProcess> RunnerProcess::ping_only(const std::filesystem::path& program,
                                                         const std::filesystem::path& work_dir) {
   std::filesystem::create_directories(work_dir);

@@ -15,6 +15,9 @@
 
 namespace pkb {
 
+// pkb-runner, beside the rank program that starts it.
+std::filesystem::path runner_program();
+
 class RunnerProcess {
  public:
   // Starts `program` with the control page (holding `layout`) and the heaps' descriptors (rank q's at index q), and
@@ -37,7 +40,8 @@ class RunnerProcess {
   // A runner with no library whose calls do nothing: the doorbell alone (the baselines' timing on CPU ranks).
   static std::unique_ptr<RunnerProcess> ping_only(const std::filesystem::path& program,
                                                   const std::filesystem::path& work_dir);
-  // The median time of `n` calls that do nothing, in µs, by the steady clock: what every window includes.
+  // The median time of `n` calls that do nothing, in µs, by the steady clock: what every window includes (0 if the
+  // runner failed one: the first real call says why).
   double doorbell_us(int n = 21);
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
   std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
