@@ -17,6 +17,7 @@
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/parallel.h"
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "eval/reference.h"
@@ -97,60 +98,89 @@ struct CheckedCall {
   int copy = -1;      // a timed call: its input copy
 };
 
-// Compares every checked call's outputs with the expected ones (the oracle's, robust: decides) and the bf16 reference
-// (the paper's allclose: recorded); returns the first failure message or "".
+// One checked call's verdict: its failures in the order found, and its comparisons for the record.
+struct CallVerdict {
+  std::vector<std::string> failures;
+  bool robust_pass = true, pkb_pass = true, all_ranks_sent = false;
+  json comparisons = json::array();
+};
+
+// Compares one call's outputs on every rank with the expected ones (the oracle's, robust: decides) and the bf16
+// reference (the paper's allclose: recorded).
+CallVerdict check_call(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
+                       const fs::path& sealed_dir, const CheckedCall& call) {
+  CallVerdict v;
+  auto rank_outputs = [&](const fs::path& dir, const std::string& prefix, int r) {
+    return outputs_in_order(spec, read_safetensors(dir / call.label / (prefix + std::to_string(r) + ".safetensors")));
+  };
+  std::vector<std::vector<at::Tensor>> got, reference, expected;
+  for (int r = 0; r < run.world; ++r) {
+    if (!fs::exists(sealed_dir / call.label / ("rank" + std::to_string(r) + ".safetensors"))) {
+      v.failures.push_back(call.when + ": rank " + std::to_string(r) + " sent no outputs");
+      v.robust_pass = v.pkb_pass = false;
+      return v;
+    }
+    try {  // the candidate's bytes: unreadable outputs are its failure
+      got.push_back(rank_outputs(sealed_dir, "rank", r));
+    } catch (const Error& e) {
+      v.failures.push_back(call.when + ": rank " + std::to_string(r) + " outputs unreadable: " + e.what());
+      v.robust_pass = v.pkb_pass = false;
+      return v;
+    }
+    reference.push_back(rank_outputs(ref_dir, "rank", r));
+    expected.push_back(rank_outputs(ref_dir, "oracle.rank", r));
+  }
+  v.all_ranks_sent = true;
+  // Both lists hold (rank, output) in the same order; the robust one adds the replication checks.
+  auto robust = check_outputs(spec, run, Policy::robust, got, expected, true);
+  auto paper = check_outputs(spec, run, Policy::pkb, got, reference, false);
+  size_t next_paper = 0;
+  for (const OutputCheck& c : robust) {
+    v.robust_pass &= c.result.pass;
+    if (!c.result.pass) v.failures.push_back(call.when + " " + c.where() + ": " + describe(c.result));
+    if (c.replication) continue;
+    const Comparison& p = paper.at(next_paper++).result;
+    v.pkb_pass &= p.pass;
+    json entry = {
+        {"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)}, {"pkb", comparison_json(p)}};
+    if (call.trial >= 0)
+      entry["trial"] = call.trial;
+    else
+      entry["timed_call"] = true;
+    v.comparisons.push_back(entry);
+  }
+  return v;
+}
+
+// Compares every checked call's outputs (check_call), the calls on the host's threads at once and merged in the
+// calls' order, so the record and the first failure do not depend on which thread finished first; returns the first
+// failure message or "".
 std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
                                     const fs::path& sealed_dir, const std::vector<CheckedCall>& calls,
                                     const std::vector<json>& records, json& checks) {
+  // A call holds W ranks' outputs three times (candidate, reference, oracle) and each comparison widens two to double:
+  // about 12x the outputs' bytes for bf16 at once, which bounds how many calls run together.
+  constexpr size_t kCheckMemory = size_t{4} << 30;
+  const size_t call_bytes =
+      12 * static_cast<size_t>(run.world) * std::max<size_t>(1, heap_copy_bytes(spec, run, false));
+  const int workers = static_cast<int>(std::clamp<size_t>(kCheckMemory / call_bytes, 1, host_threads()));
+  std::vector<CallVerdict> verdicts(calls.size());
+  parallel_for_each(calls.size(), workers,
+                    [&](size_t i) { verdicts[i] = check_call(spec, run, ref_dir, sealed_dir, calls[i]); });
   std::string first_failure;
   bool robust_all = true, pkb_all = true;
   json per = json::array();
   auto note = [&](const std::string& msg) {
     if (first_failure.empty()) first_failure = msg;
   };
-  auto rank_outputs = [&](const fs::path& dir, const std::string& label, const std::string& prefix, int r) {
-    return outputs_in_order(spec, read_safetensors(dir / label / (prefix + std::to_string(r) + ".safetensors")));
-  };
   int timed_checked = 0;
-  for (const CheckedCall& call : calls) {
-    std::vector<std::vector<at::Tensor>> got, reference, expected;
-    for (int r = 0; r < run.world && got.size() == static_cast<size_t>(r); ++r) {
-      if (!fs::exists(sealed_dir / call.label / ("rank" + std::to_string(r) + ".safetensors"))) {
-        note(call.when + ": rank " + std::to_string(r) + " sent no outputs");
-        robust_all = pkb_all = false;
-        break;
-      }
-      try {  // the candidate's bytes: unreadable outputs are its failure
-        got.push_back(rank_outputs(sealed_dir, call.label, "rank", r));
-      } catch (const Error& e) {
-        note(call.when + ": rank " + std::to_string(r) + " outputs unreadable: " + e.what());
-        robust_all = pkb_all = false;
-        break;
-      }
-      reference.push_back(rank_outputs(ref_dir, call.label, "rank", r));
-      expected.push_back(rank_outputs(ref_dir, call.label, "oracle.rank", r));
-    }
-    if (got.size() != static_cast<size_t>(run.world)) continue;
-    if (call.trial < 0) ++timed_checked;
-    // Robust against the oracle's outputs (and replication) decides; the paper's allclose against the bf16
-    // reference is recorded beside it. Both lists hold (rank, output) in the same order.
-    auto robust = check_outputs(spec, run, Policy::robust, got, expected, true);
-    auto paper = check_outputs(spec, run, Policy::pkb, got, reference, false);
-    size_t next_paper = 0;
-    for (const OutputCheck& c : robust) {
-      robust_all &= c.result.pass;
-      if (!c.result.pass) note(call.when + " " + c.where() + ": " + describe(c.result));
-      if (c.replication) continue;
-      const Comparison& p = paper.at(next_paper++).result;
-      pkb_all &= p.pass;
-      json entry = {
-          {"rank", c.rank}, {"output", c.output}, {"robust", comparison_json(c.result)}, {"pkb", comparison_json(p)}};
-      if (call.trial >= 0)
-        entry["trial"] = call.trial;
-      else
-        entry["timed_call"] = true;
-      per.push_back(entry);
-    }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CallVerdict& v = verdicts[i];
+    for (const auto& f : v.failures) note(f);
+    robust_all &= v.robust_pass;
+    pkb_all &= v.pkb_pass;
+    timed_checked += calls[i].trial < 0 && v.all_ranks_sent;
+    for (const auto& entry : v.comparisons) per.push_back(entry);
   }
   json mutated = json::array();
   for (size_t r = 0; r < records.size(); ++r)
@@ -728,7 +758,7 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   RunShape run = resolve_run(spec, o.world, *dtype_from_name(o.dtype), o.params);
   std::string source_hash = sha256_hex(read_text_file(source));
   json prov = provenance(o);
-  Evaluation ev{spec, run, o, source_hash, prov, t_start};
+  Evaluation ev{spec, run, o, source_hash, prov, t_start, EvalResult{}};
   ev.res.record = record_header(ev, source);
 
   std::future<ReferenceOutcome> reference = reference_pass_beside(ev);
