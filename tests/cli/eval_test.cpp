@@ -81,6 +81,30 @@ INSTANTIATE_TEST_SUITE_P(CpuFixtures, Fixture,
                                          Case{"symm_alloc_mismatch", "runtime_error", "needs equal sizes"}),
                          [](const testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
 
+// --draw-copies on (for GPUs once measured there): the monitor draws each timing call's copy into its slot before the
+// call (the runtime's generator, the host's bytes on any device) and makes none on the host. A correct kernel stays
+// correct, each timed call meets contents of its own, and wrong or input-writing kernels are still caught.
+TEST(Eval, DrawnCopiesAreNeverMadeOnTheHost) {
+  const std::vector<std::string> drawn = {"--problem", "1",    "--param",       "M=64",
+                                          "--param",   "N=48", "--draw-copies", "on"};
+  auto j = eval_fixture("correct", 60, drawn);
+  ASSERT_EQ(j.value("status", ""), "correct") << j.dump(2).substr(0, 3000);
+  const auto& c = j["timing"]["candidate"];
+  const int reps = c["reps"].get<int>();
+  EXPECT_GT(c.value("copies_drawn_in_place", 0), 8 * reps);  // the warm-ups' and every timed call's
+  EXPECT_EQ(c["input_copies_made"].get<int>(), 0);
+  EXPECT_EQ(c["distinct_input_contents"].get<int>(), 8 * reps);  // 8 timed calls a repetition, none on a revisit
+  EXPECT_GE(j["checks"]["timed_calls_checked"].get<int>(), 1);
+  EXPECT_EQ(eval_fixture("wrong_value", 60, drawn).value("status", ""), "incorrect");
+  EXPECT_EQ(eval_fixture("mutate_input", 60, drawn).value("status", ""), "incorrect");
+  // Off: every copy a repetition used was made on the host.
+  auto made =
+      eval_fixture("correct", 60, {"--problem", "1", "--param", "M=64", "--param", "N=48", "--draw-copies", "off"});
+  EXPECT_FALSE(made["timing"]["candidate"].contains("copies_drawn_in_place"));
+  const auto& m = made["timing"]["candidate"];
+  EXPECT_EQ(m["input_copies_made"].get<int>(), m["input_copies"].get<int>() - (2 - m["reps"].get<int>()) * 8);
+}
+
 TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   auto j = eval_fixture("correct", 60);
   ASSERT_EQ(j.value("status", ""), "correct");

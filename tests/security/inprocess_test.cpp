@@ -147,6 +147,24 @@ TEST(InProcess, MemoizingOnContentIsScoredAtItsFreshSpeed) {
 }
 
 TEST(InProcess, FirstVisitOnlyWorkIsCaught) { expect_skipping_is_not_correct("first_visit_only", kRevisitShape); }
+// The same where the monitor draws every call's copy in place (GPUs' default) and captures only the checked copies:
+// the revisits it skips may still be the kept ones, and memoizing still pays only on repeated contents.
+TEST(InProcess, FirstVisitOnlyWorkIsCaughtWhereCopiesAreDrawn) {
+  std::vector<std::string> drawn = kRevisitShape;
+  drawn.insert(drawn.end(), {"--draw-copies", "on"});
+  expect_skipping_is_not_correct("first_visit_only", drawn);
+}
+TEST(InProcess, MemoizingOnDrawnContentIsScoredAtItsFreshSpeed) {
+  pkb::test::TempDir tmp;
+  std::vector<std::string> drawn = kRevisitShape;
+  drawn.insert(drawn.end(), {"--draw-copies", "on"});
+  Eval e = eval(tmp.path(), "memoize_on_content", drawn);
+  ASSERT_EQ(status(e), "correct") << summary(e);
+  const json& t = e.record["timing"];
+  ASSERT_GT(t["candidate"].value("copies_drawn_in_place", 0), 0) << t.dump(2).substr(0, 3000);
+  ASSERT_GT(t["candidate"].value("repeated_content_iters", 0), 0) << "no contents came back: the test proves nothing";
+  EXPECT_GE(t["by_method"]["pkb"].value("candidate_us", 0.0), 0.9 * kSleepUs) << t.dump(2).substr(0, 3000);
+}
 TEST(InProcess, NoScheduleInProc) { expect_skipping_is_not_correct("schedule_from_proc", kRevisitShape); }
 
 }  // namespace

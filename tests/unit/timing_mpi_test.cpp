@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -199,6 +200,76 @@ void cuda_checks() {
   }
 }
 
+// The generator on the device (Runtime::draw, a kernel) against the host's (core/element_draw.h), 4M elements of every
+// distribution into the dtypes problems use: byte for byte (a monitor draws the copies whose outputs the driver checks
+// against expected outputs made from the host's draws). Prints the mismatches (and how many are more than one
+// encoding apart) and the draw's time per element.
+void cuda_draw_checks() {
+  using namespace pkb;
+  auto rt = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
+  const int64_t n = int64_t{1} << 22;
+  using K = ElementDraw::Kind;
+  struct Case {
+    K kind;
+    DType dtype;
+    double a, b;
+  };
+  const Case cases[] = {
+      {K::uniform, DType::bf16, -1, 1},       {K::uniform, DType::f32, 0, 4},     {K::uniform, DType::f16, -2, 2},
+      {K::normal, DType::bf16, 0, 1},         {K::normal, DType::f32, 3, 2},      {K::normal, DType::f16, 0, 0.5},
+      {K::bernoulli, DType::boolean, 0.3, 0}, {K::bernoulli, DType::f32, 0.7, 0}, {K::randint, DType::i64, 0, 0},
+      {K::randint, DType::i32, 0, 0},         {K::randint, DType::u8, 0, 0}};
+  void* device = rt->private_alloc(n * 8);
+  std::vector<char> host(n * 8), back(n * 8);
+  for (const Case& c : cases) {
+    ElementDraw d;
+    d.kind = c.kind, d.dtype = c.dtype, d.a = c.a, d.b = c.b, d.seed = 0x5eed0000u + static_cast<unsigned>(c.kind);
+    d.int_low = -7, d.span = c.dtype == DType::u8 ? 200 : 100003;
+    const size_t bytes = static_cast<size_t>(n) * dtype_size(c.dtype);
+    draw_elements(d, host.data(), n);
+    rt->draw(device, d, n);  // once to warm up, then timed
+    check(rt->stream_synchronize().empty(), "draw kernel ran");
+    auto t0 = std::chrono::steady_clock::now();
+    rt->draw(device, d, n);
+    rt->stream_synchronize();
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    rt->copy(back.data(), device, bytes);
+    int64_t differ = 0, beyond_last_bit = 0;
+    const size_t width = dtype_size(c.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::memcmp(&host[i * width], &back[i * width], width) == 0) continue;
+      ++differ;
+      uint64_t h = 0, g = 0;
+      std::memcpy(&h, &host[i * width], width), std::memcpy(&g, &back[i * width], width);
+      beyond_last_bit += (h > g ? h - g : g - h) > 1;  // same sign and exponent: adjacent encodings
+    }
+    if (rank == 0)
+      std::printf(
+          "cuda draw: %s into %s: %lld of %lld elements differ from the host's (%lld by more than one ulp); "
+          "%.1f us, %.3f ns per element\n",
+          c.kind == K::uniform     ? "uniform"
+          : c.kind == K::normal    ? "normal"
+          : c.kind == K::bernoulli ? "bernoulli"
+                                   : "randint",
+          dtype_name(c.dtype), static_cast<long long>(differ), static_cast<long long>(n),
+          static_cast<long long>(beyond_last_bit), us, 1000 * us / n);
+    check(differ == 0, std::string("device draws are the host's bytes: ") + dtype_name(c.dtype));
+  }
+  // same_bytes on the device: equal buffers, a difference in the last byte of an odd length, and in the first word.
+  void* other = rt->private_alloc(n * 8);
+  ElementDraw d;
+  d.kind = K::uniform, d.dtype = DType::u8, d.seed = 3;
+  rt->draw(device, d, n), rt->draw(other, d, n);
+  check(rt->same_bytes(device, other, n - 1), "same_bytes: equal draws");
+  rt->fill(static_cast<char*>(other) + n - 2, 0x5A, 1);
+  rt->fill(static_cast<char*>(device) + n - 2, 0xA5, 1);
+  check(!rt->same_bytes(device, other, n - 1), "same_bytes: the tail's last byte differs");
+  check(rt->same_bytes(device, other, n - 2), "same_bytes: equal up to it");
+  rt->fill(other, 0x11, 1), rt->fill(device, 0x22, 1);
+  check(!rt->same_bytes(device, other, 8), "same_bytes: the first word differs");
+  check(rt->stream_synchronize().empty(), "same_bytes ran");
+}
+
 // A candidate's device view on the virtual GPU (TimingHooks::untrusted): it measures at W = 1 only, with a hold
 // that fills the GPU; a call's time is never below the host's time to issue it; a hold that found the GPU busy does
 // not count. Its device-view calls run, and are captured, wherever the view measures nothing.
@@ -270,6 +341,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (argc > 1 && std::string(argv[1]) == "--cuda") {
     cuda_checks();
+    cuda_draw_checks();
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) std::printf("timing_mpi_test --cuda: %s\n", total ? "FAILED" : "all checks passed");

@@ -94,6 +94,10 @@ void add_eval_command(CLI::App& app, Action& action) {
                   "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
                   "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
       ->check(CLI::IsMember({"auto", "runner"}));
+  cmd->add_option("--draw-copies", o->e.draw_copies,
+                  "auto (on for GPUs, off on CPU ranks), on or off: a runner's monitor draws each timing call's input "
+                  "copy into its slot before the call, making on the host only the copies whose outputs are checked")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
       ->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")

@@ -7,14 +7,32 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/element_draw.h"
 #include "inputs/host_tensor.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
+
+// How one tensor input of a rank is drawn.
+struct InputDraw {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t seed = 0;
+  // Element by element, a pure function of the index (what a GPU can draw in place); nullopt for randperm, a shuffle
+  // drawn whole on the host.
+  std::optional<ElementDraw> element;
+};
+
+// How every tensor input of `rank` for `trial` is drawn, in problem.json order (no prepare step).
+std::vector<InputDraw> input_draws(const ProblemSpec& spec, const RunShape& run, int rank, int trial,
+                                   uint64_t base_seed);
+HostTensor draw_input(const InputDraw& in);
 
 // Every tensor input of `rank` for `trial`, in problem.json order, as drawn (no prepare step).
 std::vector<HostTensor> draw_inputs(const ProblemSpec& spec, const RunShape& run, int rank, int trial,

@@ -52,6 +52,24 @@ __global__ void hold_trace_reset(DeviceHoldTrace* traces, int n) {
     traces[i] = {~0ull, 0ull, 0ull};
 }
 
+// The generator on the device: element i of the draw, grid-striding (core/element_draw.h is the host's definition).
+__global__ void draw_kernel(void* dst, ElementDraw d, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    element_draw::draw_element(d, dst, i);
+}
+
+// Sets *differ when two buffers disagree anywhere: 8-byte words, then the tail's bytes; no early exit.
+__global__ void differ_kernel(const unsigned char* a, const unsigned char* b, size_t bytes, unsigned* differ) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t words = bytes / 8;
+  const auto *wa = reinterpret_cast<const unsigned long long*>(a), *wb = reinterpret_cast<const unsigned long long*>(b);
+  unsigned long long diff = 0;
+  for (size_t i = first; i < words; i += stride) diff |= wa[i] ^ wb[i];
+  for (size_t i = words * 8 + first; i < bytes; i += stride) diff |= a[i] ^ b[i];
+  if (diff) *differ = 1;
+}
+
 class CudaRuntime final : public Runtime {
  public:
   CudaRuntime(MPI_Comm comm, size_t bytes, bool legacy_stream) : Runtime(comm), owns_stream_(!legacy_stream) {
@@ -111,6 +129,31 @@ class CudaRuntime final : public Runtime {
   }
   void copy_async(void* dst, const void* src, size_t bytes) override {
     cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
+  }
+  void draw(void* dst, const ElementDraw& d, int64_t n) override {
+    if (n <= 0) return;
+    constexpr int kThreads = 256;
+    const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{hold_blocks_} * 4);
+    draw_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(dst, d, n);
+    cuda_check(cudaGetLastError(), "draw_kernel launch");
+  }
+  // The heap's and private buffers start 256-byte aligned, so the words are aligned where callers pass block starts;
+  // an unaligned pair is compared on the host.
+  bool same_bytes(const void* a, const void* b, size_t bytes) override {
+    if ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) % 8 != 0) {
+      std::vector<unsigned char> x(bytes), y(bytes);
+      copy(x.data(), a, bytes), copy(y.data(), b, bytes);
+      return Runtime::same_bytes(x.data(), y.data(), bytes);
+    }
+    if (!differ_flag_) differ_flag_ = static_cast<unsigned*>(private_alloc(sizeof(unsigned)));
+    cuda_check(cudaMemsetAsync(differ_flag_, 0, sizeof(unsigned), stream_), "cudaMemsetAsync");
+    const size_t blocks = std::clamp<size_t>(bytes / 8 / 256 + 1, 1, static_cast<size_t>(hold_blocks_) * 4);
+    differ_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream_>>>(
+        static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), bytes, differ_flag_);
+    cuda_check(cudaGetLastError(), "differ_kernel launch");
+    unsigned differ = 0;
+    copy(&differ, differ_flag_, sizeof differ);
+    return differ == 0;
   }
   void* private_alloc(size_t bytes) override {
     void* p = nullptr;
@@ -193,6 +236,7 @@ class CudaRuntime final : public Runtime {
   void** bases_device_ = nullptr;
   std::vector<cudaEvent_t> events_;
   int hold_blocks_ = 1;
+  unsigned* differ_flag_ = nullptr;  // same_bytes's answer, on the device
   bool hold_fills_ = false;
   DeviceHoldTrace* hold_traces_ = nullptr;
   int hold_slots_ = 0;

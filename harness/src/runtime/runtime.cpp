@@ -31,6 +31,19 @@ void* Runtime::alloc(size_t bytes, bool require_equal) {
   return heap_base(rank_) + offset;
 }
 
+bool Runtime::same_bytes(const void* a, const void* b, size_t bytes) {
+  const auto *x = static_cast<const unsigned char*>(a), *y = static_cast<const unsigned char*>(b);
+  uint64_t differ = 0;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t u, v;
+    std::memcpy(&u, x + i, 8), std::memcpy(&v, y + i, 8);
+    differ |= u ^ v;
+  }
+  for (; i < bytes; ++i) differ |= x[i] ^ y[i];
+  return differ == 0;
+}
+
 double Runtime::host_now_us() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -121,6 +134,8 @@ class HostClockView final : public HostTimedRuntime {
   void copy(void* dst, const void* src, size_t bytes) override { in_.copy(dst, src, bytes); }
   void fill(void* dst, uint8_t byte, size_t bytes) override { in_.fill(dst, byte, bytes); }
   void copy_async(void* dst, const void* src, size_t bytes) override { in_.copy_async(dst, src, bytes); }
+  void draw(void* dst, const ElementDraw& d, int64_t n) override { in_.draw(dst, d, n); }
+  bool same_bytes(const void* a, const void* b, size_t bytes) override { return in_.same_bytes(a, b, bytes); }
   void* private_alloc(size_t bytes) override { return in_.private_alloc(bytes); }
   std::string synchronize() override { return in_.synchronize(); }
   std::string stream_synchronize() override { return in_.stream_synchronize(); }

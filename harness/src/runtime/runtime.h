@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/element_draw.h"
+
 namespace pkb {
 
 // Every block of the symmetric heap starts at a multiple of this (harness/include/pkb/abi.h promises it).
@@ -29,6 +31,12 @@ class Runtime {
   virtual void fill(void* dst, uint8_t byte, size_t bytes) = 0;
   // Device to device, enqueued on the stream without waiting (the host runs ahead, as in the timed loop).
   virtual void copy_async(void* dst, const void* src, size_t bytes) = 0;
+  // Elements [0, n) of `d` into dst, ordered on the stream like copy_async: the host's generator on the CPU, a kernel
+  // on GPUs, whose normal draws may differ from the host's in the last bit (core/element_draw.h).
+  virtual void draw(void* dst, const ElementDraw& d, int64_t n) { draw_elements(d, dst, n); }
+  // Whether two buffers (of this rank's memory) hold the same bytes; reads every byte either way, so the answer's
+  // time does not depend on it. Waits for the stream.
+  virtual bool same_bytes(const void* a, const void* b, size_t bytes);
   // Memory of this rank only, outside the symmetric heap (no peer maps it); freed with the runtime.
   virtual void* private_alloc(size_t bytes) = 0;
   // Device-wide synchronize; returns "" or the CUDA error that surfaced (illegal address, launch failure...).

@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   RankPasses passes;
   passes.program = "pkb-candidate";
   passes.candidate_inputs.make = draw_inputs;
+  passes.candidate_inputs.draws = input_draws;
   return rank_main(argc, argv, passes);
 }

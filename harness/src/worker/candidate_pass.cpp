@@ -95,6 +95,9 @@ class CandidateHost {
     // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
     use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;
+    const bool draw_wanted = o_.draw_copies == "on" || (o_.draw_copies != "off" && env_.cuda);
+    draw_in_place_ = o_.time && draw_wanted && copies_drawable();
+    in_copy_bytes_ = in_bytes;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
     const size_t sync_bytes = align_to_heap(sizeof(runner::SyncLine) * static_cast<size_t>(env_.world));
@@ -136,6 +139,15 @@ class CandidateHost {
     heap_.flags_offset = static_cast<char*>(flags) - rt_->heap_base(env_.rank);
     l2_scratch_bytes_ = 2 * cuda_l2_bytes();
     l2_scratch_ = l2_scratch_bytes_ ? rt_->private_alloc(l2_scratch_bytes_) : nullptr;
+  }
+
+  // Whether every input draws element by element (core/element_draw.h), so that a copy can be drawn straight into its
+  // slot: the rank program's inputs are the draws (no prepare step) and none is a randperm.
+  bool copies_drawable() const {
+    if (!inputs_source_.draws) return false;
+    for (const InputDraw& d : inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase, o_.seed))
+      if (!d.element) return false;
+    return true;
   }
 
   // All ranks agree on whether the library loaded, so none waits for a rank that gave up.
@@ -267,7 +279,10 @@ class CandidateHost {
   // and whatever a call left in its inputs is gone), then the outputs poisoned.
   void before_call(int copy) {
     int slot = slot_of(copy);
-    if (per_call_upload_) upload(contents_[copy], slot);
+    if (per_call_upload_ && draw_in_place_)
+      draw_into_slot(copy, slot);
+    else if (per_call_upload_)
+      upload(contents_[copy], slot);
     // A GPU runner's inputs were just written through the L2: evict them, as the baselines' rotation keeps a call's
     // inputs out of it, and have every write done before the runner wakes (it sees only the device's memory).
     if (l2_scratch_) rt_->fill(l2_scratch_, 0, l2_scratch_bytes_);
@@ -275,23 +290,89 @@ class CandidateHost {
     if (use_runner_ && env_.cuda) throw_if_error(rt_->stream_synchronize(), "before a call");
   }
 
+  // Copy `copy`'s inputs drawn straight into input slot `slot` by the runtime (a kernel on GPUs), nothing made on the
+  // host: the device's draws are the host's bytes (core/element_draw.h), so the driver's expected outputs hold.
+  void draw_copy(int copy, char* const* into) {
+    const auto& slots = heap_.inputs[0];
+    const auto draws = inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase + copy, o_.seed);
+    if (draws.size() != slots.size()) throw Error("the input draws disagree with problem.json's inputs");
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (draws[i].shape != slots[i].shape || draws[i].dtype != slots[i].dtype || !draws[i].element)
+        throw Error("input '" + slots[i].name + "': its draw disagrees with problem.json");
+      rt_->draw(into[i], *draws[i].element, static_cast<int64_t>(slots[i].bytes / dtype_size(slots[i].dtype)));
+    }
+  }
+  std::vector<char*> slot_pointers(int slot) const {
+    std::vector<char*> out;
+    for (const Slot& s : heap_.inputs[slot]) out.push_back(static_cast<char*>(s.data));
+    return out;
+  }
+
+  // A runner's call where copies are drawn: the copy drawn into its slot, then the slot's bytes kept aside, to compare
+  // after the call (inputs_changed). Every call, checked or not, takes these same steps.
+  void draw_into_slot(int copy, int slot) {
+    draw_copy(copy, slot_pointers(slot).data());
+    ++copies_drawn_;
+    size_t off = 0;
+    for (const Slot& s : heap_.inputs[slot])
+      rt_->copy_async(given_ + off, s.data, s.bytes), off += align_to_heap(s.bytes);
+  }
+
   static void throw_if_error(const std::string& err, const char* where) {
     if (!err.empty()) throw Error(std::string(where) + ": " + err);
   }
 
   // Each copy's capture is one of its calls that ran, drawn uniformly as they come (a reservoir of one): any call may
-  // be the checked one, a revisit of a copy as much as its first call.
+  // be the checked one, a revisit of a copy as much as its first call. Where the monitor captures only the checked
+  // copies (a runner's), every call's outputs and inputs are read the same way, into scratch where the call is not the
+  // one kept: the time between two calls does not tell the candidate which copies the driver checks.
   void after_call(int copy) {
     probe_after_window();
-    if (!capture_[copy]) return;  // a copy the driver does not check (known on CPU ranks only)
-    int visits = ++visits_[copy];
-    if (draw_() % static_cast<uint64_t>(visits) != 0) return;
+    distinct_contents_ += !seen_[copy];
+    seen_[copy] = 1;
+    const bool keep = capture_[copy] && draw_() % static_cast<uint64_t>(++visits_[copy]) == 0;
+    if (!keep && !per_call_upload_) return;  // in process every copy is captured; this call is not kept
+    char* to = keep ? capture_[copy] : capture_scratch_;
     size_t off = 0;
-    for (const auto& s : heap_.outputs) rt_->copy_async(capture_[copy] + off, s.data, s.bytes), off += s.bytes;
-    // On CPU ranks the inputs are checked at the drawn call, against the copy's contents (they are copied in anew
-    // before every call, so a change would not outlive it); on GPUs every copy once after the loop.
-    if (per_call_upload_)
-      for (const auto& name : mutated_inputs(heap_.inputs[slot_of(copy)], contents_[copy])) mutated_.insert(name);
+    for (const auto& s : heap_.outputs) rt_->copy_async(to + off, s.data, s.bytes), off += s.bytes;
+    // A runner's inputs are checked after every call (they are written anew before each, so a change would not
+    // outlive it) and recorded at the kept one; in process every copy's once after the loop.
+    if (!per_call_upload_) return;
+    const std::vector<std::string> changed = inputs_changed(copy);
+    if (keep) mutated_.insert(changed.begin(), changed.end());
+  }
+
+  // The inputs whose slot no longer holds what the call was given: the copy's host contents, or where copies are
+  // drawn the slot's bytes as kept before the call.
+  std::vector<std::string> inputs_changed(int copy) {
+    const auto& slots = heap_.inputs[slot_of(copy)];
+    std::vector<std::string> changed;
+    if (!draw_in_place_) {
+      for (const auto& name : mutated_inputs(slots, contents_[copy])) changed.push_back(name);
+      return changed;
+    }
+    size_t off = 0;
+    for (const Slot& s : slots) {
+      if (!rt_->same_bytes(s.data, given_ + off, s.bytes)) changed.push_back(s.name);
+      off += align_to_heap(s.bytes);
+    }
+    return changed;
+  }
+
+  // In process, where copies are drawn once into slots of their own: each copy that a call used, drawn again into
+  // scratch and compared with its slot after the loop (a kernel that wrote into its inputs changed them).
+  void check_drawn_copies_unchanged() {
+    char* scratch = static_cast<char*>(rt_->private_alloc(in_copy_bytes_));
+    std::vector<char*> into;
+    size_t off = 0;
+    for (const Slot& s : heap_.inputs[0]) into.push_back(scratch + off), off += align_to_heap(s.bytes);
+    for (int k = 0; k < plan_.copies; ++k) {
+      if (!made_[k]) continue;
+      draw_copy(k, into.data());
+      for (size_t i = 0; i < into.size(); ++i)
+        if (!rt_->same_bytes(heap_.inputs[k][i].data, into[i], heap_.inputs[k][i].bytes))
+          mutated_.insert(heap_.inputs[k][i].name);
+    }
   }
 
   // A GPU runner that stops before its device work ends would leave kernels running after its window: right after
@@ -326,11 +407,32 @@ class CandidateHost {
   // Copy k's contents, made the first time a call needs them (on GPUs also copied into its slot then): the warm-up
   // rotation's before the warm-ups, every other copy before the repetition (or the escape probe) whose calls first
   // use it. A copy no repetition that ran uses is never made, and none exists before its repetition starts.
+  // Where copies are drawn: a runner's monitor draws each call's copy before the call (draw_into_slot), nothing here;
+  // in process each copy is drawn into its own slot once, here.
   void make_copy(int k) {
-    if (!contents_[k].empty()) return;
+    if (made_[k]) return;
+    made_[k] = 1;
+    if (draw_in_place_) {
+      if (!per_call_upload_) draw_copy(k, slot_pointers(k).data()), ++copies_drawn_;
+      return;
+    }
     contents_[k] = make_inputs(kTimedTrialBase + k);
     ++copies_made_;
     if (!per_call_upload_) upload(contents_[k], k);
+  }
+
+  // The copies whose captures the driver checks: on a runner's monitor the ones the driver named (the candidate cannot
+  // read them here), elsewhere every copy.
+  void mark_checked_copies() {
+    checked_.assign(plan_.copies, 1);
+    if (per_call_upload_ && !o_.captured_copies.empty()) {
+      checked_.assign(plan_.copies, 0);
+      for (int k : o_.captured_copies)
+        if (k >= 0 && k < plan_.copies) checked_[k] = 1;
+    }
+    seen_.assign(plan_.copies, 0);
+    made_.assign(plan_.copies, 0);
+    if (draw_in_place_ && per_call_upload_) given_ = static_cast<char*>(rt_->private_alloc(in_copy_bytes_));
   }
 
   void make_warmup_copies() {
@@ -353,23 +455,20 @@ class CandidateHost {
     size_t out_total = 0;
     for (const auto& s : heap_.outputs) out_total += s.bytes;
     const size_t stride = align_to_heap(out_total);
-    std::vector<char> wanted(plan_.copies, 1);
-    if (per_call_upload_ && !o_.captured_copies.empty()) {
-      wanted.assign(plan_.copies, 0);
-      for (int k : o_.captured_copies)
-        if (k >= 0 && k < plan_.copies) wanted[k] = 1;
-    }
+    const std::vector<char>& wanted = checked_;
     const auto n = static_cast<size_t>(std::count(wanted.begin(), wanted.end(), 1));
     char* all = static_cast<char*>(rt_->private_alloc(stride * std::max<size_t>(n, 1)));
     capture_.assign(plan_.copies, nullptr);
     for (int k = 0, slot = 0; k < plan_.copies; ++k)
       if (wanted[k]) capture_[k] = all + stride * slot++;
+    if (per_call_upload_) capture_scratch_ = static_cast<char*>(rt_->private_alloc(stride));
     visits_.assign(plan_.copies, 0);
     draw_.seed(std::random_device{}());
   }
 
   bool time_candidate() {
     PhaseClock clock(record_);
+    mark_checked_copies();
     make_warmup_copies();
     clock.lap("timing_generate");
     allocate_captures();
@@ -423,7 +522,9 @@ class CandidateHost {
   }
 
   void record_timing(const TimingStats& stats) {
-    if (!per_call_upload_)
+    if (!per_call_upload_ && draw_in_place_)
+      check_drawn_copies_unchanged();
+    else if (!per_call_upload_)
       for (int k = 0; k < plan_.copies; ++k)
         if (!contents_[k].empty())
           for (const auto& name : mutated_inputs(heap_.inputs[k], contents_[k])) mutated_.insert(name);
@@ -431,6 +532,8 @@ class CandidateHost {
     record_["timing"] = stats.to_json();
     record_["timing"]["input_copies"] = plan_.copies;
     record_["timing"]["input_copies_made"] = copies_made_;
+    record_["timing"]["distinct_input_contents"] = distinct_contents_;
+    if (draw_in_place_) record_["timing"]["copies_drawn_in_place"] = copies_drawn_;
     record_["timing"]["captures_sent"] = captures_sent_;
     record_post_window_probes(record_["timing"]);
     record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
@@ -447,11 +550,17 @@ class CandidateHost {
   HeapLayout heap_;
   CopyPlan plan_;
   bool use_runner_ = false, per_call_upload_ = false;
+  bool draw_in_place_ = false;  // copies drawn into their slots by the runtime, never made on the host
+  size_t in_copy_bytes_ = 0;
   std::unique_ptr<Runtime> sync_rt_;  // GPU runners: host memory shared by the monitors and their runners
   void* l2_scratch_ = nullptr;
   size_t l2_scratch_bytes_ = 0;
   std::vector<std::vector<HostTensor>> contents_;  // every timing copy's inputs, in this process only
+  std::vector<char> checked_, seen_, made_;        // per copy: the driver checks it; a timed call used it; it was made
+  char* given_ = nullptr;  // a runner's drawn inputs as the call was given them (draw_into_slot)
+  int copies_drawn_ = 0, distinct_contents_ = 0;
   std::vector<char*> capture_;
+  char* capture_scratch_ = nullptr;  // where a runner's calls that are not kept are read to
   std::vector<int> visits_;
   std::mt19937_64 draw_;
   std::set<std::string> mutated_;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/draw.h"
 #include "inputs/host_tensor.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
@@ -50,6 +51,8 @@ struct WorkerOptions {
   // candidate: "runner" runs a GPU candidate in pkb-runner as CPU ranks always do ("": on GPUs in process; not yet
   // measured on a GPU, docs/architecture.md); reference: times the baseline by the same host window
   std::string candidate_process;
+  // candidate (runner): "on"/"off"/"" (auto) as EvalOptions::draw_copies
+  std::string draw_copies;
   // Whether candidates run in pkb-runner, frozen between calls, and are timed (baselines too) by its host window.
   bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }
 };
@@ -68,6 +71,9 @@ struct WorkerEnv {
 // problem's libtorch prepare step (pkb-rank).
 struct CandidateInputSource {
   std::function<std::vector<HostTensor>(const ProblemSpec&, const RunShape&, int rank, int trial, uint64_t seed)> make;
+  // How the inputs are drawn, where `make` gives exactly the draws (pkb-candidate: no prepare step); empty elsewhere.
+  // With it a runner's monitor draws the timing copies nobody checks straight into their slots (Runtime::draw).
+  std::function<std::vector<InputDraw>(const ProblemSpec&, const RunShape&, int rank, int trial, uint64_t seed)> draws;
   // Starts the thread pools `make` uses, before the judged calls' CPU pin (threads started under it would inherit
   // its one CPU). May be empty.
   std::function<void()> start_pools;

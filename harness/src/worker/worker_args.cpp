@@ -39,6 +39,7 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   for (const auto& p : o.runner_hidden) add("--runner-hide", p);
   if (!o.captured_copies.empty()) add("--capture-copies", joined(o.captured_copies));
   if (!o.candidate_process.empty()) add("--candidate-process", o.candidate_process);
+  if (!o.draw_copies.empty()) add("--draw-copies", o.draw_copies);
   return a;
 }
 
