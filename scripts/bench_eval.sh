@@ -16,8 +16,8 @@ python3 - "$out" "$repeats" <<'PY'
 import json, statistics, sys
 out, n = sys.argv[1], int(sys.argv[2])
 runs = [json.load(open(f"{out}/run{i}.json")) for i in range(1, n + 1)]
-print("| run | status | compile s | reference pass s (left after the compile) | candidate pass s | (load+heap / trials / timing: generate warm-up copies, capture alloc, loop (of it: copies made in the loop), send+check / post) | check s | total s | beyond compile s | candidate median us |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| run | status | compile s | reference pass s (left after the compile) | candidate pass s | (load+heap / trials / timing: generate warm-up copies, capture alloc, loop (of it: copies made in the loop), send+check / post) | check s | total s | beyond compile s | candidate median us | copies made on the host / drawn in place / distinct contents timed |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 medians = []
 for i, r in enumerate(runs, 1):
     w = r.get("wall", {})
@@ -35,7 +35,8 @@ for i, r in enumerate(runs, 1):
             f"{p.get(k, 0):.2f}" for k in ("timing_send_and_input_check", "post_timing_trial"))
     ref = f"{w.get('reference_s', 0):.2f} ({w.get('reference_wait_s', w.get('reference_s', 0)):.2f})"
     print(f"| {i} | {r.get('status')} | {comp:.2f} | {ref} | {w.get('candidate_s', 0):.2f} | {ph} | "
-          f"{w.get('check_s', 0):.2f} | {total:.2f} | {total - comp:.2f} | {med if med else '-'} |")
+          f"{w.get('check_s', 0):.2f} | {total:.2f} | {total - comp:.2f} | {med if med else '-'} | "
+          f"{t.get('input_copies_made', '-')} / {t.get('copies_drawn_in_place', '-')} / {t.get('distinct_input_contents', '-')} |")
 if len(medians) >= 2:
     mean = statistics.mean(medians)
     print(f"\ncandidate median over {len(medians)} evaluations: mean {mean:.2f} us, CV {100 * statistics.stdev(medians) / mean:.2f}%")

@@ -6,7 +6,8 @@
 # small record, however the call ends). Exit status: non-zero if any step failed.
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
 # sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked;
-# runner: GPU candidates in pkb-runner, --candidate-process runner);
+# runner: GPU candidates in pkb-runner, --candidate-process runner; drawn: timing copies drawn on the device,
+# --draw-copies on, with bench_eval.sh's breakdowns);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
 # for the largest problems at full shape);
@@ -73,6 +74,7 @@ echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; insta
 targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests timing_mpi_test"
+want drawn && ! want unit && targets+=" timing_mpi_test"
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
@@ -174,6 +176,34 @@ if want runner; then
 print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us")}, \
 r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
   done
+fi
+# Timing copies drawn on the device (--draw-copies on; the default for GPUs once this passes, docs/architecture.md
+# "Timing copies drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
+# CUDA fixtures land in their statuses with drawn copies in process and in a runner, the experts are correct at W = 1
+# with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
+# 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process
+# and in a runner, and of expert 001 at the step's W in a runner (issue 36's figures). Not a default step:
+# PKB_STEPS=drawn.
+if want drawn; then
+  want unit || step drawn_device_draws mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
+  for mode in "" "--candidate-process runner"; do
+    for fx in wrong_value:incorrect illegal_address:runtime_error; do
+      EVAL_EXTRA="--draw-copies on $mode" step "drawn_fixture_${fx%%:*}${mode:+_runner}" expect_status "$build/pkb" \
+        "tests/fixtures/cuda/${fx%%:*}.cu" 1 "$out/eval_drawn${mode:+_runner}" "${fx##*:}"
+    done
+  done
+  step drawn_experts env PKB="$build/pkb" OUT="$out/drawn_experts" "$root/scripts/eval_experts.sh" -w 1 --draw-copies on
+  for case in 1:problems/001_allreduce/solution.cu 13:tests/fixtures/cuda/zeros.cu; do
+    for mode in "--draw-copies off" "--draw-copies on" "--candidate-process runner --draw-copies on"; do
+      tag=$(echo "p${case%%:*} $mode" | tr -c 'a-z0-9\n' '_')
+      # shellcheck disable=SC2086  # the mode's options split on spaces
+      TAIL_LINES=6 step "drawn_bench_$tag" env PKB="$build/pkb" OUT="$out/bench_$tag" "$root/scripts/bench_eval.sh" \
+        "${case#*:}" "${case%%:*}" 2 -w 1 $mode
+    done
+  done
+  TAIL_LINES=6 step "drawn_bench_p1_w${world}_runner" env PKB="$build/pkb" OUT="$out/bench_p1_w${world}_runner" \
+    "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 2 -w "$world" --candidate-process runner \
+    --draw-copies on
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.
