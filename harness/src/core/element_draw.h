@@ -94,10 +94,9 @@ PKB_HD inline double polynomial(const double (&c)[n], double z) {
 // series' coefficients 2 / (2k + 3) and of the splits of log 2.
 PKB_HD inline double log_exact(double x) {
   constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0, kLn2Hi = 0x1.62e42fefa0000p-1, kLn2Lo = 0x1.cf79abc9e3b3ap-40;
-  constexpr double kSeries[] = {0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2,
-                                0x1.c71c71c71c71cp-3, 0x1.745d1745d1746p-3, 0x1.3b13b13b13b14p-3,
-                                0x1.1111111111111p-3, 0x1.e1e1e1e1e1e1ep-4, 0x1.af286bca1af28p-4,
-                                0x1.8618618618618p-4, 0x1.642c8590b2164p-4};
+  constexpr double kSeries[] = {0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2, 0x1.c71c71c71c71cp-3,
+                                0x1.745d1745d1746p-3, 0x1.3b13b13b13b14p-3, 0x1.1111111111111p-3, 0x1.e1e1e1e1e1e1ep-4,
+                                0x1.af286bca1af28p-4, 0x1.8618618618618p-4, 0x1.642c8590b2164p-4};
   const uint64_t bits = double_bits(x);
   int e = static_cast<int>((bits >> 52) & 0x7FF) - 1023;
   double m = bits_double((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);  // [1, 2)
@@ -115,13 +114,13 @@ PKB_HD inline double log_exact(double x) {
 PKB_HD inline void sincos_exact(double a, double& sin_a, double& cos_a) {
   constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1, kPio2First = 0x1.921fb54400000p+0,
                    kPio2Second = 0x1.0b4611a600000p-34, kPio2Third = 0x1.3198a2e037073p-69;
-  constexpr double kSin[] = {-0x1.5555555555555p-3, 0x1.1111111111111p-7,  -0x1.a01a01a01a01ap-13,
-                             0x1.71de3a556c734p-19, -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33,
-                             -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49, -0x1.2f49b46814157p-57,
+  constexpr double kSin[] = {-0x1.5555555555555p-3,  0x1.1111111111111p-7,   -0x1.a01a01a01a01ap-13,
+                             0x1.71de3a556c734p-19,  -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33,
+                             -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49,  -0x1.2f49b46814157p-57,
                              0x1.71b8ef6dcf572p-66};
-  constexpr double kCos[] = {-0x1.0000000000000p-1, 0x1.5555555555555p-5,  -0x1.6c16c16c16c17p-10,
-                             0x1.a01a01a01a01ap-16, -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29,
-                             -0x1.93974a8c07c9dp-37, 0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53,
+  constexpr double kCos[] = {-0x1.0000000000000p-1,  0x1.5555555555555p-5,   -0x1.6c16c16c16c17p-10,
+                             0x1.a01a01a01a01ap-16,  -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29,
+                             -0x1.93974a8c07c9dp-37, 0x1.ae7f3e733b81fp-45,  -0x1.6827863b97d97p-53,
                              0x1.e542ba4020225p-62};
   const double k = floor(add_rn(mul_rn(a, kTwoOverPi), 0.5));
   const double r = ((a - mul_rn(k, kPio2First)) - mul_rn(k, kPio2Second)) - mul_rn(k, kPio2Third);
