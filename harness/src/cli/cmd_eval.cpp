@@ -94,9 +94,10 @@ void add_eval_command(CLI::App& app, Action& action) {
                   "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
                   "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
       ->check(CLI::IsMember({"auto", "runner"}));
-  cmd->add_option("--draw-copies", o->e.draw_copies,
-                  "auto (on for GPUs, off on CPU ranks), on or off: a runner's monitor draws each timing call's input "
-                  "copy into its slot before the call, making on the host only the copies whose outputs are checked")
+  cmd->add_option(
+         "--draw-copies", o->e.draw_copies,
+         "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
+         "of making it on the host and copying it in; off; auto: off until measured on a GPU")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
       ->check(CLI::IsMember({"auto", "cpp"}));

@@ -67,9 +67,9 @@ struct EvalOptions {
   // Where a GPU candidate runs: "auto" (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program) or
   // "runner" (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
   std::string candidate_process = "auto";
-  // Where a runner's timing copies come from: "on" drawn on the rank into their slots before each call (the copies
-  // nobody checks are never made on the host), "off" made on the host and copied in, "auto" on where the device
-  // draws them (GPUs), off on CPU ranks (a host draw per call costs more than a copy).
+  // Where timing copies come from: "on" drawn by the rank's runtime into their slots (a runner's monitor before each
+  // call, in process once a copy; none made on the host), "off" made on the host and copied in, "auto" off until
+  // drawing has been measured on a GPU (on CPU ranks a host draw per call costs more than a copy).
   std::string draw_copies = "auto";
   bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }
 };

@@ -95,8 +95,9 @@ class CandidateHost {
     // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
     use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;
-    const bool draw_wanted = o_.draw_copies == "on" || (o_.draw_copies != "off" && env_.cuda);
-    draw_in_place_ = o_.time && draw_wanted && copies_drawable();
+    // "auto" leaves copies made on the host everywhere until drawing them has been measured on a GPU
+    // (PKB_STEPS=drawn scripts/gpu_check.sh); on CPU ranks a host draw per call costs more than copying one in.
+    draw_in_place_ = o_.time && o_.draw_copies == "on" && copies_drawable();
     in_copy_bytes_ = in_bytes;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
@@ -290,8 +291,9 @@ class CandidateHost {
     if (use_runner_ && env_.cuda) throw_if_error(rt_->stream_synchronize(), "before a call");
   }
 
-  // Copy `copy`'s inputs drawn straight into input slot `slot` by the runtime (a kernel on GPUs), nothing made on the
-  // host: the device's draws are the host's bytes (core/element_draw.h), so the driver's expected outputs hold.
+  // Copy `copy`'s inputs drawn by the runtime (a kernel on GPUs) straight to `into` (one pointer an input), nothing
+  // made on the host: the device's draws are the host's bytes (core/element_draw.h), so the driver's expected outputs
+  // hold.
   void draw_copy(int copy, char* const* into) {
     const auto& slots = heap_.inputs[0];
     const auto draws = inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase + copy, o_.seed);

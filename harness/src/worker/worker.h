@@ -51,7 +51,7 @@ struct WorkerOptions {
   // candidate: "runner" runs a GPU candidate in pkb-runner as CPU ranks always do ("": on GPUs in process; not yet
   // measured on a GPU, docs/architecture.md); reference: times the baseline by the same host window
   std::string candidate_process;
-  // candidate (runner): "on"/"off"/"" (auto) as EvalOptions::draw_copies
+  // candidate: "on"/"off"/"" (auto) as EvalOptions::draw_copies
   std::string draw_copies;
   // Whether candidates run in pkb-runner, frozen between calls, and are timed (baselines too) by its host window.
   bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }

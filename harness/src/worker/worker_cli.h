@@ -37,8 +37,7 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
       ->delimiter(',');
   app.add_option("--candidate-process", o.candidate_process,
                  "runner: a GPU candidate in pkb-runner, and baselines timed by its host window");
-  app.add_option("--draw-copies", o.draw_copies,
-                 "candidate pass (runner): on/off, draw timing copies into their slots");
+  app.add_option("--draw-copies", o.draw_copies, "candidate pass: on/off, draw timing copies into their slots");
   app.add_option("--timed-checks", o.timed_checks,
                  "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
