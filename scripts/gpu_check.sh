@@ -193,6 +193,10 @@ if want drawn; then
     done
   done
   step drawn_experts env PKB="$build/pkb" OUT="$out/drawn_experts" "$root/scripts/eval_experts.sh" -w 1 --draw-copies on
+  step drawn_experts_correct python3 -c 'import glob, json, sys
+bad = [(f, json.load(open(f)).get("status")) for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+bad = [b for b in bad if b[1] != "correct"]
+print("experts not correct with drawn copies:", bad or "none"); sys.exit(1 if bad else 0)' "$out/drawn_experts"
   for case in 1:problems/001_allreduce/solution.cu 13:tests/fixtures/cuda/zeros.cu; do
     for mode in "--draw-copies off" "--draw-copies on" "--candidate-process runner --draw-copies on"; do
       tag=$(echo "p${case%%:*} $mode" | tr -c 'a-z0-9\n' '_')
