@@ -276,6 +276,23 @@ TEST(Eval, CandidateOfAProblemWithAPrepareStepRunsInPkbRank) {
   EXPECT_EQ(j["sandbox"]["rank_program"], "pkb-rank");
 }
 
+// --draw-copies on where inputs cannot be drawn in place (a prepare step finishes them): copies are made on the host
+// as before, and the record says why. Scatter, whose root's input is W times the others', draws per rank.
+TEST(Eval, DrawnCopiesWhereInputsAllowThem) {
+  auto prepared = eval_fixture("load_balancing_loss", 60,
+                               {"--problem", "24", "--dtype", "fp32", "--param", "M=96", "--param", "NE=8", "--param",
+                                "K=2", "--draw-copies", "on"});
+  EXPECT_EQ(prepared.value("status", ""), "correct") << prepared.dump(2).substr(0, 3000);
+  const auto& p = prepared["timing"]["candidate"];
+  EXPECT_FALSE(p.contains("copies_drawn_in_place"));
+  EXPECT_NE(p.value("copies_not_drawn", "").find("prepare step"), std::string::npos) << p.dump(2).substr(0, 2000);
+  EXPECT_GT(p["input_copies_made"].get<int>(), 0);
+  auto scatter =
+      eval_fixture("scatter", 60, {"--problem", "5", "--param", "M=32", "--param", "N=16", "--draw-copies", "on"});
+  EXPECT_EQ(scatter.value("status", ""), "correct") << scatter.dump(2).substr(0, 3000);
+  EXPECT_GT(scatter["timing"]["candidate"].value("copies_drawn_in_place", 0), 0);
+}
+
 // Scatter's root holds W slices, the other ranks one: a timing plan sized by each rank's own inputs differed between
 // the ranks (more copies fit the smaller ones), so the reference pass computed other copies' outputs on rank 1 than
 // the candidate's checked calls used ("copyK/rank1.safetensors: cannot open"). The shapes make the copy budget bind

@@ -97,7 +97,10 @@ class CandidateHost {
     per_call_upload_ = use_runner_;
     // "auto" leaves copies made on the host everywhere until drawing them has been measured on a GPU
     // (PKB_STEPS=drawn scripts/gpu_check.sh); on CPU ranks a host draw per call costs more than copying one in.
-    draw_in_place_ = o_.time && o_.draw_copies == "on" && copies_drawable();
+    if (o_.time && o_.draw_copies == "on") {
+      draw_refused_ = why_copies_not_drawable();
+      draw_in_place_ = draw_refused_.empty();
+    }
     in_copy_bytes_ = in_bytes;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
@@ -142,13 +145,13 @@ class CandidateHost {
     l2_scratch_ = l2_scratch_bytes_ ? rt_->private_alloc(l2_scratch_bytes_) : nullptr;
   }
 
-  // Whether every input draws element by element (core/element_draw.h), so that a copy can be drawn straight into its
-  // slot: the rank program's inputs are the draws (no prepare step) and none is a randperm.
-  bool copies_drawable() const {
-    if (!inputs_source_.draws) return false;
+  // Why a copy cannot be drawn straight into its slot ("" when it can): every input must draw element by element
+  // (core/element_draw.h), so the rank program's inputs must be the draws (no prepare step) and none a randperm.
+  std::string why_copies_not_drawable() const {
+    if (!inputs_source_.draws) return "a prepare step finishes the inputs on the host";
     for (const InputDraw& d : inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase, o_.seed))
-      if (!d.element) return false;
-    return true;
+      if (!d.element) return "input '" + d.name + "' is a randperm, drawn whole on the host";
+    return "";
   }
 
   // All ranks agree on whether the library loaded, so none waits for a rank that gave up.
@@ -536,6 +539,7 @@ class CandidateHost {
     record_["timing"]["input_copies_made"] = copies_made_;
     record_["timing"]["distinct_input_contents"] = distinct_contents_;
     if (draw_in_place_) record_["timing"]["copies_drawn_in_place"] = copies_drawn_;
+    if (!draw_refused_.empty()) record_["timing"]["copies_not_drawn"] = draw_refused_;
     record_["timing"]["captures_sent"] = captures_sent_;
     record_post_window_probes(record_["timing"]);
     record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
@@ -553,6 +557,7 @@ class CandidateHost {
   CopyPlan plan_;
   bool use_runner_ = false, per_call_upload_ = false;
   bool draw_in_place_ = false;  // copies drawn into their slots by the runtime, never made on the host
+  std::string draw_refused_;    // why copies are made on the host although --draw-copies on asked otherwise
   size_t in_copy_bytes_ = 0;
   std::unique_ptr<Runtime> sync_rt_;  // GPU runners: host memory shared by the monitors and their runners
   void* l2_scratch_ = nullptr;
