@@ -444,12 +444,20 @@ class CandidateHost {
     contents_.clear();
     contents_.resize(plan_.copies);
     for (int k = 0; k < plan_.warmup_copies; ++k) make_copy(k);
+    copies_written();
     record_["timing_input_threads"] = host_threads();
+  }
+
+  // Copies drawn in process are kernels on this rank's stream: done before any call reads them, as an upload is
+  // (a candidate's side stream would not wait for them).
+  void copies_written() {
+    if (draw_in_place_ && !per_call_upload_) throw_if_error(rt_->stream_synchronize(), "drawing input copies");
   }
 
   void make_copies_of_calls(int first, int count) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int j = first; j < first + count; ++j) make_copy(plan_.timed_copy(j));
+    copies_written();
     in_loop_generate_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
