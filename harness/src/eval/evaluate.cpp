@@ -251,9 +251,9 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   w.seal_dir = seal_dir.string();
   if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
   w.heap_mib = o.heap_mib;
+  if (o.draw_copies != "auto") w.draw_copies = o.draw_copies;
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
   // it hides them itself. (In the sandbox neither is there at all.)
-  if (o.draw_copies != "auto") w.draw_copies = o.draw_copies;
   if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
   // In a runner the candidate cannot read the monitor, which may then know which copies are checked and capture only
   // those (in process every copy's capture crosses, so that the candidate sharing the process learns nothing).
