@@ -7,7 +7,8 @@
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
 # sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked;
 # runner: GPU candidates in pkb-runner, --candidate-process runner; drawn: timing copies drawn on the device,
-# --draw-copies on, with bench_eval.sh's breakdowns);
+# --draw-copies on, with bench_eval.sh's breakdowns; runbench: `pkb run` of the experts at the step's W, in the
+# rank program and in a runner with drawn copies, timed whole by scripts/bench_run.sh);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
 # for the largest problems at full shape);
@@ -208,6 +209,16 @@ print("experts not correct with drawn copies:", bad or "none"); sys.exit(1 if ba
   TAIL_LINES=6 step "drawn_bench_p1_w${world}_runner" env PKB="$build/pkb" OUT="$out/bench_p1_w${world}_runner" \
     "$root/scripts/bench_eval.sh" problems/001_allreduce/solution.cu 1 2 -w "$world" --candidate-process runner \
     --draw-copies on
+fi
+# `pkb run` of the expert kernels (problems 1-8) at the step's W, compile included, timed whole with where its wall
+# went (scripts/bench_run.sh): as today, and in a runner with drawn copies (issue 36: at most 60 s at W = 2 on one
+# GPU). Each run starts from an empty run directory; compile and reference caches are kept between the two, so the
+# second shows an evaluation's own cost. Not a default step: PKB_STEPS=runbench.
+if want runbench; then
+  TAIL_LINES=14 step runbench_default env PKB="$build/pkb" "$root/scripts/bench_run.sh" "$out/runbench_default" \
+    --model expert --problems 1-8 -w "$world"
+  TAIL_LINES=14 step runbench_runner_drawn env PKB="$build/pkb" "$root/scripts/bench_run.sh" \
+    "$out/runbench_runner_drawn" --model expert --problems 1-8 -w "$world" --candidate-process runner --draw-copies on
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.
