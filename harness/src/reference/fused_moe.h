@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <stdexcept>
 #include <string>
 
+#include "core/error.h"
 #include "reference/reference.h"
 
 namespace pkb::fused_moe {
@@ -152,8 +152,8 @@ inline Tensors separate_router_logits(const OracleContext& ctx, int rank, Tensor
       const int64_t hi = order[K - 1], lo = order[K];
       if (l[order[0]] - l[hi] > 80 || l[hi] - l[lo] >= margin(l[hi], l[lo])) break;
       if (attempt == 1000)
-        throw std::runtime_error(slug + ": cannot separate the router logits of rank " + std::to_string(rank) +
-                                 " token " + std::to_string(t));
+        throw Error(slug + ": cannot separate the router logits of rank " + std::to_string(rank) + " token " +
+                    std::to_string(t));
       // Move the element that separates the two experts most by a quarter, in the direction that widens the gap.
       int64_t best = 0;
       for (int64_t i = 1; i < N; ++i)

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/error.h"
 #include "core/splitmix.h"
 #include "reference/reference.h"
 
@@ -142,7 +143,7 @@ inline Tensors prepare_logits(const OracleContext& ctx, int rank, Tensors raw, i
   at::Tensor rows = at::empty({tokens, v}, at::kFloat);
   for (int64_t t = 0; t < tokens; ++t) {
     for (uint64_t attempt = 0;; ++attempt) {
-      if (attempt == 1000) throw std::runtime_error("vocab_topk prepare: no robust row in 1000 draws");
+      if (attempt == 1000) throw Error("vocab_topk prepare: no robust row in 1000 draws");
       at::Tensor z = at::empty({v}, at::kDouble);
       for (int64_t i = 0; i < v; ++i)
         z[i] = hashed_normal(splitmix64(seed + static_cast<uint64_t>(t)) ^ attempt, static_cast<uint64_t>(i));
