@@ -1,12 +1,73 @@
 #include "check/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/error.h"
 #include "inputs/inputs.h"
 
 namespace pkb {
+namespace {
+
+// Half-width floats through float (exact: every bf16 and fp16 value is a float, every float a double).
+template <class T>
+void widen(const at::Tensor& t, std::vector<double>& out) {
+  const T* p = t.data_ptr<T>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<float>(p[i]));
+}
+
+// The elements as doubles, widened on this thread: the driver compares calls on several threads at once
+// (eval/evaluate.cpp), and an ATen conversion would start an OpenMP team inside each.
+std::vector<double> as_doubles(const at::Tensor& in) {
+  const at::Tensor t = in.device().is_cpu() && in.is_contiguous() ? in : in.to(at::kCPU).contiguous();
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  auto exact = [&](auto tag) {  // a plain cast, as ATen's conversion to double
+    using T = decltype(tag);
+    const T* p = t.data_ptr<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+  };
+  switch (t.scalar_type()) {
+    case at::kBFloat16:
+      widen<c10::BFloat16>(t, out);
+      break;
+    case at::kHalf:
+      widen<c10::Half>(t, out);
+      break;
+    case at::kFloat:
+      exact(float{});
+      break;
+    case at::kDouble:
+      exact(double{});
+      break;
+    case at::kChar:
+      exact(int8_t{});
+      break;
+    case at::kByte:
+      exact(uint8_t{});
+      break;
+    case at::kShort:
+      exact(int16_t{});
+      break;
+    case at::kInt:
+      exact(int32_t{});
+      break;
+    case at::kLong:
+      exact(int64_t{});
+      break;
+    case at::kBool:
+      exact(bool{});
+      break;
+    default: {  // any other type ATen converts
+      const at::Tensor d = t.to(at::kDouble).contiguous();
+      std::copy(d.data_ptr<double>(), d.data_ptr<double>() + d.numel(), out.begin());
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& expected_in, const Tolerance& tol,
                    at::ScalarType out_dtype) {
@@ -15,11 +76,10 @@ Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& ex
     c.error = "shape " + c10::str(out_in.sizes()) + " != expected " + c10::str(expected_in.sizes());
     return c;
   }
-  at::Tensor out = out_in.to(at::kCPU).to(at::kDouble).contiguous().view(-1);
-  at::Tensor exp = expected_in.to(at::kCPU).to(at::kDouble).contiguous().view(-1);
-  c.numel = out.numel();
-  const double* o = out.data_ptr<double>();
-  const double* e = exp.data_ptr<double>();
+  const std::vector<double> out = as_doubles(out_in), exp = as_doubles(expected_in);
+  c.numel = static_cast<int64_t>(out.size());
+  const double* o = out.data();
+  const double* e = exp.data();
   bool exact = !at::isFloatingType(out_dtype);
 
   // Scale and relative L2 over the finite expected elements: an expected +-inf (a masked log-prob) must be matched
