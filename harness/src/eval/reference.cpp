@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
 #include <regex>
 
@@ -110,6 +112,35 @@ std::string entry_damage(const fs::path& dir) {
   for (const auto& [name, digest] : now.items())
     if (!complete["files"].contains(name)) return name + " does not belong to the entry";
   return "";
+}
+
+// Entries this process found whole, with complete.json's modification time then: `pkb run` judges every
+// sample of a problem against one entry, and hashing the entry whole again each time (hundreds of MB for large
+// problems) would be the same work again. An entry replaced since (a new complete.json) is checked anew.
+class VerifiedEntries {
+ public:
+  bool contains(const fs::path& dir) {
+    std::error_code ec;
+    const auto written = fs::last_write_time(dir / "complete.json", ec);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = seen_.find(dir.string());
+    return !ec && it != seen_.end() && it->second == written;
+  }
+  void add(const fs::path& dir) {
+    std::error_code ec;
+    const auto written = fs::last_write_time(dir / "complete.json", ec);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ec) seen_[dir.string()] = written;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, fs::file_time_type> seen_;
+};
+
+VerifiedEntries& verified_entries() {
+  static VerifiedEntries entries;
+  return entries;
 }
 
 // The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
@@ -225,8 +256,14 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   fs::path dir = reference_dir(spec, run, o, prov, python);
   info["cache_dir"] = dir.string();
   if (fs::exists(dir / "complete.json")) {
+    if (verified_entries().contains(dir)) {
+      info["cached"] = true;
+      info["verified_earlier"] = true;  // by this process: not hashed again
+      return dir;
+    }
     std::string damage = entry_damage(dir);
     if (damage.empty()) {
+      verified_entries().add(dir);
       info["cached"] = true;
       return dir;
     }
@@ -274,7 +311,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   }
   write_json_atomically(work / "complete.json",
                         {{"seconds", wall_seconds_since(t0)}, {"files", digest_files(work, "complete.json")}});
-  place_directory(work, dir, "complete.json");
+  place_directory(work, dir, "complete.json");  // another process's entry may have won: hashed at its first use
   return dir;
 }
 
