@@ -4,6 +4,8 @@
 // each rounded on its own (never fused: a fused multiply-add rounds once where the host rounds twice), so the device
 // gives the host's bits for every distribution. The normal's log, sin and cos are therefore pkb's own (log_exact,
 // sincos_exact): the platforms' differ in the last bit. The subtractions are written plainly: nothing fuses them.
+// Guarded by ctest: the device kernel's PTX has no fused operation (tests/unit/draw_kernel_ptx.py), the host loop is
+// compiled with -ffp-contract=off (CMakeLists.txt), and a digest pins the bits (tests/unit/draw_test.cpp).
 #pragma once
 
 #include <math.h>
