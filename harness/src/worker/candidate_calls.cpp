@@ -1,16 +1,11 @@
 #include "worker/candidate_calls.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 
 #include "core/error.h"
 #include "inputs/draw.h"
+#include "worker/candidate_library.h"
 #include "worker/runner_host.h"
-
-extern "C" {
-#include "../../include/pkb/abi.h"
-}
 
 namespace pkb {
 namespace {
@@ -152,20 +147,12 @@ class RunnerCalls final : public CandidateCalls {
 
 // ---- GPUs: the library in this process ----
 
-using SetupFn = int (*)(pkb_context*, const pkb_tensor*, int, const pkb_tensor*, int);
-using RunFn = int (*)(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int);
-using TeardownFn = void (*)(pkb_context*);
-
 // The context handed to the candidate, followed by what its callbacks need. ctx must stay the first member.
 struct InProcessHost {
   pkb_context ctx{};
   Runtime* rt = nullptr;
   std::string callback_error;
-  std::vector<std::pair<std::string, int64_t>> params;
-  std::vector<const char*> param_names;
-  std::vector<int64_t> param_values;
-  std::vector<std::pair<std::string, std::vector<int>>> group_members;
-  std::vector<pkb_group> groups;
+  ContextTables tables;  // the parameters and groups
 };
 
 InProcessHost* host_of(pkb_context* ctx) { return reinterpret_cast<InProcessHost*>(ctx); }
@@ -187,11 +174,7 @@ int cb_barrier(pkb_context* ctx) {
   host_of(ctx)->rt->barrier();
   return 0;
 }
-int64_t cb_param(pkb_context* ctx, const char* name) {
-  for (const auto& [k, v] : host_of(ctx)->params)
-    if (k == name) return v;
-  return -1;
-}
+int64_t cb_param(pkb_context* ctx, const char* name) { return host_of(ctx)->tables.param(name); }
 
 class InProcessCalls final : public CandidateCalls {
  public:
@@ -202,25 +185,12 @@ class InProcessCalls final : public CandidateCalls {
       for (const Slot& s : slot) inputs_.back().push_back(view_of(s));
     }
     for (const Slot& s : heap.outputs) outputs_.push_back(view_of(s));
-    handle_ = dlopen(o.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) {
-      const char* e = dlerror();
-      load_error_ = e ? e : "dlopen failed";
-      return;
-    }
-    run_ = reinterpret_cast<RunFn>(dlsym(handle_, "pkb_run"));
-    setup_ = reinterpret_cast<SetupFn>(dlsym(handle_, "pkb_setup"));
-    teardown_ = reinterpret_cast<TeardownFn>(dlsym(handle_, "pkb_teardown"));
-    if (!run_) load_error_ = "the library does not export pkb_run (missing, misspelled, or not extern \"C\")";
+    lib_ = CandidateLibrary::open(o.candidate);
   }
-  std::string load_error() const override { return load_error_; }
+  std::string load_error() const override { return lib_.error; }
   CallOutcome call(runner::Op op, int slot) override {
-    pkb_tensor* in = inputs_.at(slot).data();
-    const int n_in = static_cast<int>(inputs_[slot].size()), n_out = static_cast<int>(outputs_.size());
     CallOutcome r;
-    if (op == runner::kSetup && setup_) r.rc = setup_(&host_.ctx, in, n_in, outputs_.data(), n_out);
-    if (op == runner::kRun) r.rc = run_(&host_.ctx, in, n_in, outputs_.data(), n_out);
-    if (op == runner::kTeardown && teardown_) teardown_(&host_.ctx);
+    r.rc = lib_.call(op, &host_.ctx, inputs_.at(slot), outputs_);
     r.callback_error = host_.callback_error;
     return r;
   }
@@ -237,18 +207,9 @@ class InProcessCalls final : public CandidateCalls {
     c.local_rank = env.local_rank;
     c.device = rt.device();
     c.stream = rt.stream();
-    h.params = all_params(env);
-    for (const auto& [k, v] : h.params) h.param_names.push_back(k.c_str()), h.param_values.push_back(v);
-    c.n_params = static_cast<int>(h.params.size());
-    c.param_names = h.param_names.data();
-    c.param_values = h.param_values.data();
-    h.group_members = my_groups(env);
-    for (const auto& [name, m] : h.group_members) {
-      int idx = static_cast<int>(std::find(m.begin(), m.end(), env.rank) - m.begin());
-      h.groups.push_back({name.c_str(), static_cast<int>(m.size()), idx, m.data()});
-    }
-    c.n_groups = static_cast<int>(h.groups.size());
-    c.groups = h.groups.data();
+    for (const auto& [k, v] : all_params(env)) h.tables.param_names.push_back(k), h.tables.param_values.push_back(v);
+    h.tables.group_members = my_groups(env);
+    h.tables.fill(c);
     c.heap_bases = rt.heap_bases();
     c.heap_bases_device = rt.heap_bases_device();
     c.heap_size = rt.heap_size();
@@ -260,11 +221,7 @@ class InProcessCalls final : public CandidateCalls {
   InProcessHost host_;
   std::vector<std::vector<pkb_tensor>> inputs_;
   std::vector<pkb_tensor> outputs_;
-  void* handle_ = nullptr;
-  RunFn run_ = nullptr;
-  SetupFn setup_ = nullptr;
-  TeardownFn teardown_ = nullptr;
-  std::string load_error_;
+  CandidateLibrary lib_;
 };
 
 }  // namespace

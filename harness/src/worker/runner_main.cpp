@@ -15,22 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "worker/candidate_library.h"
 #include "worker/lockdown.h"
 #include "worker/runner_device.h"
 #include "worker/runner_protocol.h"
-
-extern "C" {
-#include "../../include/pkb/abi.h"
-}
 
 namespace {
 
 using namespace pkb::runner;
 using json = nlohmann::json;
-
-using SetupFn = int (*)(pkb_context*, const pkb_tensor*, int, const pkb_tensor*, int);
-using RunFn = int (*)(pkb_context*, const pkb_tensor*, int, pkb_tensor*, int);
-using TeardownFn = void (*)(pkb_context*);
 
 // The context the candidate sees, followed by what its callbacks need. ctx must stay the first member.
 struct Host {
@@ -42,12 +35,7 @@ struct Host {
   Device* device = nullptr;   // GPUs: the heaps by CUDA IPC, the stream, the device barrier
   uint32_t* flags = nullptr;  // GPUs: the device barrier's flags, at the same offset of every heap
   uint64_t epoch = 0, alloc_seq = 0;
-  std::vector<std::string> param_names;
-  std::vector<const char*> param_name_ptrs;
-  std::vector<int64_t> param_values;
-  std::vector<std::string> group_names;
-  std::vector<std::vector<int>> group_members;
-  std::vector<pkb_group> groups;
+  pkb::ContextTables tables;                    // the parameters and groups
   std::vector<std::vector<std::string>> names;  // keeps the tensors' names alive
   std::vector<std::vector<pkb_tensor>> inputs;  // per slot
   std::vector<pkb_tensor> outputs;
@@ -120,12 +108,7 @@ void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) {
   return static_cast<char*>(h->bases[peer]) + (c - mine);
 }
 
-int64_t cb_param(pkb_context* ctx, const char* name) {
-  Host* h = host_of(ctx);
-  for (size_t i = 0; i < h->param_names.size(); ++i)
-    if (h->param_names[i] == name) return h->param_values[i];
-  return -1;
-}
+int64_t cb_param(pkb_context* ctx, const char* name) { return host_of(ctx)->tables.param(name); }
 
 pkb_tensor view(Host& h, const json& t) {
   pkb_tensor v{};
@@ -153,20 +136,10 @@ void fill_context(Host& h, const json& layout) {
   // h.sync: rank 0's heap (CPU ranks) or rank 0's host segment (GPUs), as map_memory found it.
   h.sync = reinterpret_cast<SyncLine*>(reinterpret_cast<char*>(h.sync) + layout.at("sync_offset").get<size_t>());
 
-  for (const auto& p : layout.at("params")) h.param_names.push_back(p.at(0)), h.param_values.push_back(p.at(1));
-  for (const auto& n : h.param_names) h.param_name_ptrs.push_back(n.c_str());
-  c.n_params = static_cast<int>(h.param_names.size());
-  c.param_names = h.param_name_ptrs.data();
-  c.param_values = h.param_values.data();
-  for (const auto& g : layout.at("groups"))
-    h.group_names.push_back(g.at("name")), h.group_members.push_back(g.at("members"));
-  for (size_t i = 0; i < h.group_names.size(); ++i) {
-    const auto& m = h.group_members[i];
-    int idx = static_cast<int>(std::find(m.begin(), m.end(), c.rank) - m.begin());
-    h.groups.push_back({h.group_names[i].c_str(), static_cast<int>(m.size()), idx, m.data()});
-  }
-  c.n_groups = static_cast<int>(h.groups.size());
-  c.groups = h.groups.data();
+  for (const auto& p : layout.at("params"))
+    h.tables.param_names.push_back(p.at(0)), h.tables.param_values.push_back(p.at(1));
+  for (const auto& g : layout.at("groups")) h.tables.group_members.push_back({g.at("name"), g.at("members")});
+  h.tables.fill(c);
   c.heap_bases = h.bases.data();
   c.heap_bases_device = h.device ? h.device->bases_device() : h.bases.data();
   c.heap_size = h.heap_bytes;
@@ -267,43 +240,17 @@ void lock_down(Host& h, const json& layout) {
   }
 }
 
-struct Library {
-  RunFn run = nullptr;
-  SetupFn setup = nullptr;
-  TeardownFn teardown = nullptr;
-};
-
-// Loading runs the library's constructors: candidate code from here on.
-Library load_library(Host& h, const std::string& path) {
-  Library lib;
-  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); !handle) {
-    const char* e = dlerror();
-    set_error(&h, e ? e : "dlopen failed");
-  } else {
-    lib.run = reinterpret_cast<RunFn>(dlsym(handle, "pkb_run"));
-    lib.setup = reinterpret_cast<SetupFn>(dlsym(handle, "pkb_setup"));
-    lib.teardown = reinterpret_cast<TeardownFn>(dlsym(handle, "pkb_teardown"));
-    if (!lib.run) set_error(&h, "the library does not export pkb_run (missing, misspelled, or not extern \"C\")");
-  }
-  return lib;
-}
-
 // One call each time the monitor wakes the runner; on GPUs the device is synchronized before the call counts as done.
-[[noreturn]] void serve(Host& h, const Library& lib) {
+[[noreturn]] void serve(Host& h, const pkb::CandidateLibrary& lib) {
   Control& ctl = *h.control;
   ctl.done.store(ctl.seq.load());
   for (;;) {
     raise(SIGSTOP);  // frozen until the monitor's next call
     const uint32_t seq = ctl.seq.load();
     const int op = ctl.op, slot = ctl.slot;
-    int rc = 0;
     if (op == kExit) _exit(0);
     if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
-    pkb_tensor* in = h.inputs[slot].data();
-    const int n_in = static_cast<int>(h.inputs[slot].size()), n_out = static_cast<int>(h.outputs.size());
-    if (op == kSetup && lib.setup) rc = lib.setup(&h.ctx, in, n_in, h.outputs.data(), n_out);
-    if (op == kRun) rc = lib.run(&h.ctx, in, n_in, h.outputs.data(), n_out);
-    if (op == kTeardown && lib.teardown) lib.teardown(&h.ctx);
+    const int rc = lib.error.empty() ? lib.call(static_cast<Op>(op), &h.ctx, h.inputs[slot], h.outputs) : 0;
     if (h.device)
       if (std::string err = h.device->synchronize(); !err.empty()) set_error(&h, "CUDA error: " + err);
     ctl.rc = rc;
@@ -325,5 +272,7 @@ int main() {
   std::unique_ptr<Device> device = map_memory(h, layout);
   fill_context(h, layout);
   lock_down(h, layout);
-  serve(h, load_library(h, layout.at("library").get<std::string>()));
+  pkb::CandidateLibrary lib = pkb::CandidateLibrary::open(layout.at("library").get<std::string>());
+  if (!lib.error.empty()) set_error(&h, lib.error);
+  serve(h, lib);
 }
