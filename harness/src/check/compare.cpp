@@ -11,59 +11,15 @@
 namespace pkb {
 namespace {
 
-// Half-width floats through float (exact: every bf16 and fp16 value is a float, every float a double).
-template <class T>
-void widen(const at::Tensor& t, std::vector<double>& out) {
-  const T* p = t.data_ptr<T>();
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<float>(p[i]));
-}
-
 // The elements as doubles, widened on this thread: the driver compares calls on several threads at once
-// (eval/evaluate.cpp), and an ATen conversion would start an OpenMP team inside each.
+// (eval/evaluate.cpp), and ATen's conversion would start an OpenMP team inside each. The same casts as ATen's.
 std::vector<double> as_doubles(const at::Tensor& in) {
   const at::Tensor t = in.device().is_cpu() && in.is_contiguous() ? in : in.to(at::kCPU).contiguous();
   std::vector<double> out(static_cast<size_t>(t.numel()));
-  auto exact = [&](auto tag) {  // a plain cast, as ATen's conversion to double
-    using T = decltype(tag);
-    const T* p = t.data_ptr<T>();
+  AT_DISPATCH_ALL_TYPES_AND3(at::kBFloat16, at::kHalf, at::kBool, t.scalar_type(), "as_doubles", [&] {
+    const scalar_t* p = t.data_ptr<scalar_t>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
-  };
-  switch (t.scalar_type()) {
-    case at::kBFloat16:
-      widen<c10::BFloat16>(t, out);
-      break;
-    case at::kHalf:
-      widen<c10::Half>(t, out);
-      break;
-    case at::kFloat:
-      exact(float{});
-      break;
-    case at::kDouble:
-      exact(double{});
-      break;
-    case at::kChar:
-      exact(int8_t{});
-      break;
-    case at::kByte:
-      exact(uint8_t{});
-      break;
-    case at::kShort:
-      exact(int16_t{});
-      break;
-    case at::kInt:
-      exact(int32_t{});
-      break;
-    case at::kLong:
-      exact(int64_t{});
-      break;
-    case at::kBool:
-      exact(bool{});
-      break;
-    default: {  // any other type ATen converts
-      const at::Tensor d = t.to(at::kDouble).contiguous();
-      std::copy(d.data_ptr<double>(), d.data_ptr<double>() + d.numel(), out.begin());
-    }
-  }
+  });
   return out;
 }
 
