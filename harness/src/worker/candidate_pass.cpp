@@ -95,12 +95,6 @@ class CandidateHost {
     // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
     use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;
-    // "auto" leaves copies made on the host everywhere until drawing them has been measured on a GPU
-    // (PKB_STEPS=drawn scripts/gpu_check.sh); on CPU ranks a host draw per call costs more than copying one in.
-    if (o_.time && o_.draw_copies == "on") {
-      draw_refused_ = why_copies_not_drawable();
-      draw_in_place_ = draw_refused_.empty();
-    }
     in_copy_bytes_ = in_bytes;
     const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
@@ -147,10 +141,17 @@ class CandidateHost {
 
   // Why a copy cannot be drawn straight into its slot ("" when it can): every input must draw element by element
   // (core/element_draw.h), so the rank program's inputs must be the draws (no prepare step) and none a randperm.
+  // A draw's shape and dtype do not depend on the copy: checked here once against the slots.
   std::string why_copies_not_drawable() const {
     if (!inputs_source_.draws) return "a prepare step finishes the inputs on the host";
-    for (const InputDraw& d : inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase, o_.seed))
-      if (!d.element) return "input '" + d.name + "' is a randperm, drawn whole on the host";
+    const auto draws = inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase, o_.seed);
+    const auto& slots = heap_.inputs.at(0);
+    if (draws.size() != slots.size()) throw Error("the input draws disagree with problem.json's inputs");
+    for (size_t i = 0; i < draws.size(); ++i) {
+      if (draws[i].shape != slots[i].shape || draws[i].dtype != slots[i].dtype)
+        throw Error("input '" + slots[i].name + "': its draw disagrees with problem.json");
+      if (!draws[i].element) return "input '" + draws[i].name + "' is a randperm, drawn whole on the host";
+    }
     return "";
   }
 
@@ -264,8 +265,9 @@ class CandidateHost {
         std::filesystem::path(o_.out_dir) / label / ("rank" + std::to_string(env_.rank) + ".safetensors"), bytes);
   }
 
-  nlohmann::json mutated_inputs(const std::vector<Slot>& slots, const std::vector<HostTensor>& in) {
-    nlohmann::json mutated = nlohmann::json::array();
+  // The inputs whose slot no longer holds `in`'s bytes.
+  std::vector<std::string> mutated_inputs(const std::vector<Slot>& slots, const std::vector<HostTensor>& in) {
+    std::vector<std::string> mutated;
     for (size_t i = 0; i < slots.size(); ++i) {
       HostTensor now(slots[i].name, slots[i].dtype, slots[i].shape);
       rt_->copy(now.data.get(), slots[i].data, slots[i].bytes);
@@ -300,12 +302,8 @@ class CandidateHost {
   void draw_copy(int copy, char* const* into) {
     const auto& slots = heap_.inputs[0];
     const auto draws = inputs_source_.draws(env_.spec, env_.run, env_.rank, kTimedTrialBase + copy, o_.seed);
-    if (draws.size() != slots.size()) throw Error("the input draws disagree with problem.json's inputs");
-    for (size_t i = 0; i < slots.size(); ++i) {
-      if (draws[i].shape != slots[i].shape || draws[i].dtype != slots[i].dtype || !draws[i].element)
-        throw Error("input '" + slots[i].name + "': its draw disagrees with problem.json");
+    for (size_t i = 0; i < slots.size(); ++i)
       rt_->draw(into[i], *draws[i].element, static_cast<int64_t>(slots[i].bytes / dtype_size(slots[i].dtype)));
-    }
   }
   std::vector<char*> slot_pointers(int slot) const {
     std::vector<char*> out;
@@ -352,10 +350,7 @@ class CandidateHost {
   std::vector<std::string> inputs_changed(int copy) {
     const auto& slots = heap_.inputs[slot_of(copy)];
     std::vector<std::string> changed;
-    if (!draw_in_place_) {
-      for (const auto& name : mutated_inputs(slots, contents_[copy])) changed.push_back(name);
-      return changed;
-    }
+    if (!draw_in_place_) return mutated_inputs(slots, contents_[copy]);
     size_t off = 0;
     for (const Slot& s : slots) {
       if (!rt_->same_bytes(s.data, given_ + off, s.bytes)) changed.push_back(s.name);
@@ -426,9 +421,16 @@ class CandidateHost {
     if (!per_call_upload_) upload(contents_[k], k);
   }
 
-  // The copies whose captures the driver checks: on a runner's monitor the ones the driver named (the candidate cannot
-  // read them here), elsewhere every copy.
+  // Where the timing's copies come from (drawn in place or made on the host), and the copies whose captures the driver
+  // checks: on a runner's monitor the ones the driver named (the candidate cannot read them here), elsewhere every
+  // copy.
   void mark_checked_copies() {
+    // "auto" leaves copies made on the host everywhere until drawing them has been measured on a GPU
+    // (PKB_STEPS=drawn scripts/gpu_check.sh); on CPU ranks a host draw per call costs more than copying one in.
+    if (o_.draw_copies == "on") {
+      draw_refused_ = why_copies_not_drawable();
+      draw_in_place_ = draw_refused_.empty();
+    }
     checked_.assign(plan_.copies, 1);
     if (per_call_upload_ && !o_.captured_copies.empty()) {
       checked_.assign(plan_.copies, 0);
