@@ -56,6 +56,18 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
       ->check(CLI::IsMember({"auto", "drift", "always", "never"}));
 }
 
+void add_candidate_process_flags(CLI::App* cmd, EvalOptions& e) {
+  cmd->add_option("--candidate-process", e.candidate_process,
+                  "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
+                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
+      ->check(CLI::IsMember({"auto", "runner"}));
+  cmd->add_option(
+         "--draw-copies", e.draw_copies,
+         "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
+         "of making it on the host and copying it in; off; auto: off until measured on a GPU")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
 void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e) {
   cmd->add_option("--reference-timeout", e.reference_timeout_s,
                   "Deadline per launch of pkb's own reference pass and baselines, seconds (default: the larger of " +
@@ -90,15 +102,7 @@ void add_eval_command(CLI::App& app, Action& action) {
       "--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
       "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
       "this user's files, environment and network (trusted code only; the record says so)");
-  cmd->add_option("--candidate-process", o->e.candidate_process,
-                  "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
-                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
-      ->check(CLI::IsMember({"auto", "runner"}));
-  cmd->add_option(
-         "--draw-copies", o->e.draw_copies,
-         "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
-         "of making it on the host and copying it in; off; auto: off until measured on a GPU")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  add_candidate_process_flags(cmd, o->e);
   cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
       ->check(CLI::IsMember({"auto", "cpp"}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")

@@ -133,15 +133,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag(
       "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
       "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
-  cmd->add_option("--candidate-process", r.eval.candidate_process,
-                  "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
-                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
-      ->check(CLI::IsMember({"auto", "runner"}));
-  cmd->add_option(
-         "--draw-copies", r.eval.draw_copies,
-         "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
-         "of making it on the host and copying it in; off; auto: off until measured on a GPU")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  add_candidate_process_flags(cmd, r.eval);
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
   cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default, or 0: one per core)")
       ->check(kNonNegative);

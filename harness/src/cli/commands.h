@@ -32,5 +32,7 @@ void add_leaderboard_command(CLI::App& app, Action& action);
 void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e);
 // --reference-timeout: the reference pass's own deadline (eval, run, regress).
 void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e);
+// --candidate-process and --draw-copies: where the candidate runs and where its timing copies come from (eval, run).
+void add_candidate_process_flags(CLI::App* cmd, EvalOptions& e);
 
 }  // namespace pkb::cli
