@@ -75,7 +75,7 @@ echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; insta
 targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests timing_mpi_test"
-want drawn && ! want unit && targets+=" timing_mpi_test"
+{ want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
@@ -184,8 +184,8 @@ fi
 # with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
 # 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process
 # and in a runner, and of expert 001 at the step's W in a runner (issue 36's figures). Not a default step:
-# PKB_STEPS=drawn.
-if want drawn; then
+# PKB_STEPS=drawn (or one half: drawn_checks, drawn_bench).
+if want drawn || want drawn_checks; then
   want unit || step drawn_device_draws mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
   for mode in "" "--candidate-process runner"; do
     for fx in wrong_value:incorrect illegal_address:runtime_error; do
@@ -198,6 +198,8 @@ if want drawn; then
 bad = [(f, json.load(open(f)).get("status")) for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
 bad = [b for b in bad if b[1] != "correct"]
 print("experts not correct with drawn copies:", bad or "none"); sys.exit(1 if bad else 0)' "$out/drawn_experts"
+fi
+if want drawn || want drawn_bench; then
   for case in 1:problems/001_allreduce/solution.cu 13:tests/fixtures/cuda/zeros.cu; do
     for mode in "--draw-copies off" "--draw-copies on" "--candidate-process runner --draw-copies on"; do
       tag=$(echo "p${case%%:*} $mode" | tr -c 'a-z0-9\n' '_')

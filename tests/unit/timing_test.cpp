@@ -313,7 +313,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   o.timed_checks = {1, 18446744073709551615ull};
   o.runner_hidden = {"/srv/cache dir", "/srv/run"};
   o.captured_copies = {3, 77};
-  o.candidate_process = "runner";
+  o.candidate_process = pkb::CandidateProcess::runner;
   pkb::WorkerOptions p = parse_worker_args(pkb::to_args(o));
   EXPECT_EQ(p.problem_dir, o.problem_dir);
   EXPECT_EQ(p.device, o.device);

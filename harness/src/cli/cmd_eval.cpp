@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/enum_option.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/timing_method.h"
@@ -49,23 +50,20 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
          "Which timing drives the speedup, fast_p and the curves: pkb (default), paper or device (GPUs at W = 1); "
          "all that measured are recorded")
       ->check(CLI::IsMember(timing_method_names()));
-  cmd->add_option("--retime-baseline", e.retime_baseline,
+  add_enum_option(*cmd, "--retime-baseline", e.retime_baseline,
                   "Time the baselines again right after a correct candidate, in place of the cached ones: drift "
                   "(when the host probes say the host's speed changed), always (same-window baselines), never, or "
-                  "auto (default: drift on GPUs, never on CPU ranks)")
-      ->check(CLI::IsMember({"auto", "drift", "always", "never"}));
+                  "auto (default: drift on GPUs, never on CPU ranks)");
 }
 
 void add_candidate_process_flags(CLI::App* cmd, EvalOptions& e) {
-  cmd->add_option("--candidate-process", e.candidate_process,
+  add_enum_option(*cmd, "--candidate-process", e.candidate_process,
                   "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
-                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)")
-      ->check(CLI::IsMember({"auto", "runner"}));
-  cmd->add_option(
-         "--draw-copies", e.draw_copies,
-         "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
-         "of making it on the host and copying it in; off; auto: off until measured on a GPU")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+                  "(GPUs too: timed by the runner's host window, baselines alike; not yet measured on a GPU)");
+  add_enum_option(
+      *cmd, "--draw-copies", e.draw_copies,
+      "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
+      "of making it on the host and copying it in; off; auto: off until measured on a GPU");
 }
 
 void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e) {

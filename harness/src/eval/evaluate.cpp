@@ -251,7 +251,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   w.seal_dir = seal_dir.string();
   if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
   w.heap_mib = o.heap_mib;
-  if (o.draw_copies != "auto") w.draw_copies = o.draw_copies;
+  w.draw_copies = o.draw_copies;
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
   // it hides them itself. (In the sandbox neither is there at all.)
   if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
@@ -432,14 +432,16 @@ std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path&
 void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime_dir, Timings& t, json& timing) {
   const json cached_drift = host_speed_comparison(t.candidate, t.libtorch_nccl);
   const EvalOptions& o = ev.o;
-  const std::string policy = o.retime_baseline != "auto" ? o.retime_baseline : (o.device == "cuda" ? "drift" : "never");
-  const bool retime = bad.empty() && !ev.rec().contains("gpu_sharing") && t.candidate.is_object() &&
-                      (policy == "always" || (policy == "drift" && cached_drift.value("host_drift", false)));
+  RetimePolicy policy = o.retime_baseline;
+  if (policy == RetimePolicy::automatic) policy = o.device == "cuda" ? RetimePolicy::drift : RetimePolicy::never;
+  const bool retime =
+      bad.empty() && !ev.rec().contains("gpu_sharing") && t.candidate.is_object() &&
+      (policy == RetimePolicy::always || (policy == RetimePolicy::drift && cached_drift.value("host_drift", false)));
   if (!retime) return;
   auto t_retime = std::chrono::steady_clock::now();
   const bool had_py = t.have_eager();
   json cached = {
-      {"reason", policy == "always" ? "always" : "host drift"},
+      {"reason", policy == RetimePolicy::always ? "always" : "host drift"},
       {"libtorch_nccl_median_us", t.libtorch_nccl.is_object() ? t.libtorch_nccl.value("median_us", 0.0) : 0.0},
       {"pytorch_eager_median_us", had_py ? t.pytorch_eager.value("median_us", 0.0) : 0.0}};
   cached.update(cached_drift);
@@ -657,7 +659,7 @@ json record_header(const Evaluation& ev, const fs::path& source) {
               {"timing_settings", o.timing.to_json()},
               {"provenance", ev.prov}};
   rec["timing_settings"]["method"] = o.timing_method;
-  rec["timing_settings"]["retime_baseline"] = o.retime_baseline;
+  rec["timing_settings"]["retime_baseline"] = enum_name(o.retime_baseline);
   if (!o.visible_devices.empty()) rec["visible_devices"] = o.visible_devices;  // the GPU slot of a `pkb run`
   return rec;
 }

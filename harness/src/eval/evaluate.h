@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compile/compiler.h"
+#include "core/candidate_modes.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
@@ -43,11 +44,11 @@ struct EvalOptions {
   TimingOptions timing{.warmup = 20};
   std::string timing_method = "pkb";  // which timing drives timing.speedup (both are measured and recorded)
   // When the baselines are timed again right after a correct candidate's timing, in place of the cached ones:
-  // "drift" (the host probes say the host's speed changed since the cached timing), "always" (same-window
-  // baselines for every correct candidate, one reference launch more each), "never", or "auto": drift on GPUs,
+  // drift (the host probes say the host's speed changed since the cached timing), always (same-window
+  // baselines for every correct candidate, one reference launch more each), never, or automatic: drift on GPUs,
   // never on CPU ranks (their times test the harness and are no benchmark; on a loaded 2-core CI machine the
   // probes differed by 0.28-1.55x between passes, so half the evaluations would pay a second reference launch).
-  std::string retime_baseline = "auto";
+  RetimePolicy retime_baseline = RetimePolicy::automatic;
   double timeout_s = 120;  // per launch of the candidate's ranks
   // Per launch of pkb's own ranks (the reference pass, the baselines), seconds; 0: reference_deadline_s's default.
   // The candidate's timeout never shortens it: a busy GPU once ran the trusted pass past a 15 s --timeout.
@@ -64,14 +65,14 @@ struct EvalOptions {
   std::string visible_devices;       // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
   std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
-  // Where a GPU candidate runs: "auto" (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program) or
-  // "runner" (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
-  std::string candidate_process = "auto";
-  // Where timing copies come from: "on" drawn by the rank's runtime into their slots (a runner's monitor before each
-  // call, in process once a copy; none made on the host), "off" made on the host and copied in, "auto" off until
+  // Where a GPU candidate runs: automatic (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program)
+  // or runner (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
+  CandidateProcess candidate_process = CandidateProcess::automatic;
+  // Where timing copies come from: on, drawn by the rank's runtime into their slots (a runner's monitor before each
+  // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: off until
   // drawing has been measured on a GPU (on CPU ranks a host draw per call costs more than a copy).
-  std::string draw_copies = "auto";
-  bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }
+  DrawCopies draw_copies = DrawCopies::automatic;
+  bool uses_runner() const { return device != "cuda" || candidate_process == CandidateProcess::runner; }
 };
 
 struct EvalResult {

@@ -195,7 +195,7 @@ WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, cons
   w.time = true;
   w.timing = o.timing;
   for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
-  if (o.device == "cuda" && o.uses_runner()) w.candidate_process = "runner";
+  if (o.device == "cuda" && o.uses_runner()) w.candidate_process = CandidateProcess::runner;
   return w;
 }
 

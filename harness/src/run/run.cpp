@@ -56,7 +56,7 @@ json run_key(const RunOptions& o, const std::string& selection) {
           {"iters", o.eval.timing.iters},
           {"timing", o.eval.timing.to_json()},
           {"timing_method", o.eval.timing_method},
-          {"retime_baseline", o.eval.retime_baseline},
+          {"retime_baseline", enum_name(o.eval.retime_baseline)},
           {"params", o.eval.params},
           {"variant", prompt::variant_name(g.prompt.variant)},
           {"temperature", g.temperature ? json(*g.temperature) : json()},

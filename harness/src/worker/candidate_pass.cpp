@@ -427,7 +427,7 @@ class CandidateHost {
   void mark_checked_copies() {
     // "auto" leaves copies made on the host everywhere until drawing them has been measured on a GPU
     // (PKB_STEPS=drawn scripts/gpu_check.sh); on CPU ranks a host draw per call costs more than copying one in.
-    if (o_.draw_copies == "on") {
+    if (o_.draw_copies == DrawCopies::on) {
       draw_refused_ = why_copies_not_drawable();
       draw_in_place_ = draw_refused_.empty();
     }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate_modes.h"
 #include "inputs/draw.h"
 #include "inputs/host_tensor.h"
 #include "spec/problem_spec.h"
@@ -48,13 +49,13 @@ struct WorkerOptions {
   // candidate (CPU ranks, where the candidate cannot read this process): the timing copies whose outputs the driver
   // checks; only these are captured and sent (empty: every copy, as on GPUs, where the candidate shares the process)
   std::vector<int> captured_copies;
-  // candidate: "runner" runs a GPU candidate in pkb-runner as CPU ranks always do ("": on GPUs in process; not yet
-  // measured on a GPU, docs/architecture.md); reference: times the baseline by the same host window
-  std::string candidate_process;
-  // candidate: "on"/"off"/"" (auto) as EvalOptions::draw_copies
-  std::string draw_copies;
+  // candidate: runner runs a GPU candidate in pkb-runner as CPU ranks always do (automatic: on GPUs in process);
+  // reference: times the baseline by the same host window
+  CandidateProcess candidate_process = CandidateProcess::automatic;
+  // candidate: as EvalOptions::draw_copies
+  DrawCopies draw_copies = DrawCopies::automatic;
   // Whether candidates run in pkb-runner, frozen between calls, and are timed (baselines too) by its host window.
-  bool uses_runner() const { return device != "cuda" || candidate_process == "runner"; }
+  bool uses_runner() const { return device != "cuda" || candidate_process == CandidateProcess::runner; }
 };
 
 struct WorkerEnv {

@@ -38,8 +38,8 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   if (!o.timed_checks.empty()) add("--timed-checks", joined(o.timed_checks));
   for (const auto& p : o.runner_hidden) add("--runner-hide", p);
   if (!o.captured_copies.empty()) add("--capture-copies", joined(o.captured_copies));
-  if (!o.candidate_process.empty()) add("--candidate-process", o.candidate_process);
-  if (!o.draw_copies.empty()) add("--draw-copies", o.draw_copies);
+  if (o.candidate_process != defaults.candidate_process) add("--candidate-process", enum_name(o.candidate_process));
+  if (o.draw_copies != defaults.draw_copies) add("--draw-copies", enum_name(o.draw_copies));
   return a;
 }
 

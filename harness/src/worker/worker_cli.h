@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/enum_option.h"
 #include "worker/timing_cli.h"
 #include "worker/worker.h"
 
@@ -35,9 +36,9 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--runner-hide", o.runner_hidden, "candidate pass: paths the candidate's runner must not open");
   app.add_option("--capture-copies", o.captured_copies, "candidate pass (runner): the only timing copies to capture")
       ->delimiter(',');
-  app.add_option("--candidate-process", o.candidate_process,
-                 "runner: a GPU candidate in pkb-runner, and baselines timed by its host window");
-  app.add_option("--draw-copies", o.draw_copies, "candidate pass: on/off, draw timing copies into their slots");
+  add_enum_option(app, "--candidate-process", o.candidate_process,
+                  "runner: a GPU candidate in pkb-runner, and baselines timed by its host window");
+  add_enum_option(app, "--draw-copies", o.draw_copies, "candidate pass: on/off, draw timing copies into their slots");
   app.add_option("--timed-checks", o.timed_checks,
                  "reference pass: random draws naming the copies whose outputs are kept")
       ->delimiter(',');
