@@ -178,13 +178,23 @@ print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl
 r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
   done
 fi
+# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program with copies made on
+# the host (today's default) and in a runner with drawn copies, candidate and baseline medians side by side
+# (scripts/compare_evals.py). Not a default step: PKB_STEPS=runner_medians.
+if want runner_medians; then
+  step runner_medians_default env PKB="$build/pkb" OUT="$out/medians_default" "$root/scripts/eval_experts.sh" -w 1
+  step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1 \
+    --candidate-process runner --draw-copies on
+  TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_default" \
+    "$out/medians_runner" "in process, copies made on the host" "runner, copies drawn"
+fi
 # Timing copies drawn on the device (--draw-copies on; the default for GPUs once this passes, docs/architecture.md
 # "Timing copies drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
 # CUDA fixtures land in their statuses with drawn copies in process and in a runner, the experts are correct at W = 1
 # with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
 # 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process
 # and in a runner, and of expert 001 at the step's W in a runner (issue 36's figures). Not a default step:
-# PKB_STEPS=drawn (or one half: drawn_checks, drawn_bench).
+# PKB_STEPS=drawn (or a part: drawn_checks, drawn_experts, drawn_bench).
 if want drawn || want drawn_checks; then
   want unit || step drawn_device_draws mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
   for mode in "" "--candidate-process runner"; do
@@ -193,6 +203,8 @@ if want drawn || want drawn_checks; then
         "tests/fixtures/cuda/${fx%%:*}.cu" 1 "$out/eval_drawn${mode:+_runner}" "${fx##*:}"
     done
   done
+fi
+if want drawn || want drawn_experts; then
   step drawn_experts env PKB="$build/pkb" OUT="$out/drawn_experts" "$root/scripts/eval_experts.sh" -w 1 --draw-copies on
   step drawn_experts_correct python3 -c 'import glob, json, sys
 bad = [(f, json.load(open(f)).get("status")) for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
