@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The adversarial candidates of tests/fixtures/adversarial as CUDA files on a GPU node (the CPU suite,
 # tests/security, runs them in CI): each must land in its status with nothing outside the sandbox changed.
-# Usage: scripts/gpu_adversarial.sh [-w W]   (PKB: the pkb binary; OUT: where records and logs go)
+# Usage: scripts/gpu_adversarial.sh [-w W] [extra pkb eval options]   (PKB: the pkb binary; OUT: where records go)
 # Prints one line per candidate and exits non-zero if any expectation failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkb=${PKB:-$root/build/pkb}
 out=${OUT:-$root/results/gpu_adversarial}
 world=1
-[ "${1:-}" = "-w" ] && world=$2
+if [ "${1:-}" = "-w" ]; then world=$2; shift 2; fi
+extra=("$@")
 mkdir -p "$out"
 work=$(mktemp -d)
 target="$work/outside"
@@ -43,7 +44,7 @@ failures=0
 evaluate() {  # evaluate NAME EXPECTED_STATUS [MESSAGE_FRAGMENT]
   local name=$1 want=$2 fragment=${3:-}
   PKB_TEST_SECRET=$secret "$pkb" eval "$work/src/$name.cu" --problem 1 -w "$world" --trials 2 --iters 30 \
-    --timeout 60 --out "$out/eval" --cache "$cache" --json >"$out/$name.json" 2>"$out/$name.stderr"
+    --timeout 60 --out "$out/eval" --cache "$cache" --json "${extra[@]}" >"$out/$name.json" 2>"$out/$name.stderr"
   local got msg
   got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$out/$name.json" 2>/dev/null)
   msg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("message",""))' "$out/$name.json" 2>/dev/null)

@@ -165,7 +165,7 @@ fi
 # correct at W = 1 and at the step's W, and its record shows the host-window times, the doorbell and the baseline
 # timed alike. Not in the default steps: PKB_STEPS=runner.
 if want runner; then
-  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error wrong_value:incorrect stream_escape:correct; do
+  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error zeros:incorrect stream_escape:correct; do
     EVAL_EXTRA="--candidate-process runner" EVAL_TIMEOUT=$([ "${fx%%:*}" = kernel_hang ] && echo 30 || echo 90) \
       step "runner_fixture_${fx%%:*}" expect_status "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" 1 \
       "$out/eval_runner" "${fx##*:}"
@@ -194,15 +194,21 @@ fi
 # with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
 # 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process
 # and in a runner, and of expert 001 at the step's W in a runner (issue 36's figures). Not a default step:
-# PKB_STEPS=drawn (or a part: drawn_checks, drawn_experts, drawn_bench).
+# PKB_STEPS=drawn (or a part: drawn_checks, drawn_adversarial, drawn_experts, drawn_bench).
 if want drawn || want drawn_checks; then
   want unit || step drawn_device_draws mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
   for mode in "" "--candidate-process runner"; do
-    for fx in wrong_value:incorrect illegal_address:runtime_error; do
+    # (zeros, not wrong_value: at W = 1 an all-reduce is the identity, so wrong_value's copy is right there)
+    for fx in zeros:incorrect illegal_address:runtime_error; do
       EVAL_EXTRA="--draw-copies on $mode" step "drawn_fixture_${fx%%:*}${mode:+_runner}" expect_status "$build/pkb" \
         "tests/fixtures/cuda/${fx%%:*}.cu" 1 "$out/eval_drawn${mode:+_runner}" "${fx##*:}"
     done
   done
+fi
+# Candidates that are right only where they think they are checked, or that watch for the poison or repeats.
+if want drawn || want drawn_checks || want drawn_adversarial; then
+  TAIL_LINES=20 step drawn_adversarial env PKB="$build/pkb" OUT="$out/drawn_adversarial" \
+    "$root/scripts/gpu_adversarial.sh" -w 1 --draw-copies on
 fi
 if want drawn || want drawn_experts; then
   step drawn_experts env PKB="$build/pkb" OUT="$out/drawn_experts" "$root/scripts/eval_experts.sh" -w 1 --draw-copies on
@@ -213,8 +219,11 @@ print("experts not correct with drawn copies:", bad or "none"); sys.exit(1 if ba
 fi
 if want drawn || want drawn_bench; then
   for case in 1:problems/001_allreduce/solution.cu 13:tests/fixtures/cuda/zeros.cu; do
-    for mode in "--draw-copies off" "--draw-copies on" "--candidate-process runner --draw-copies on"; do
-      tag=$(echo "p${case%%:*} $mode" | tr -c 'a-z0-9\n' '_')
+    # PKB_BENCH_MODES: the modes to compare, ';'-separated ("default" for no options)
+    IFS=';' read -ra modes <<<"${PKB_BENCH_MODES:---draw-copies off;--draw-copies on;--candidate-process runner --draw-copies on}"
+    for mode in "${modes[@]}"; do
+      [ "$mode" = default ] && mode=""
+      tag=$(echo "p${case%%:*} ${mode:-default}" | tr -c 'a-z0-9\n' '_')
       # shellcheck disable=SC2086  # the mode's options split on spaces
       TAIL_LINES=6 step "drawn_bench_$tag" env PKB="$build/pkb" OUT="$out/bench_$tag" "$root/scripts/bench_eval.sh" \
         "${case#*:}" "${case%%:*}" 2 -w 1 $mode
@@ -228,9 +237,11 @@ fi
 # went (scripts/bench_run.sh): as today, and in a runner with drawn copies (issue 36: at most 60 s at W = 2 on one
 # GPU). Each run starts from an empty run directory; compile and reference caches are kept between the two, so the
 # second shows an evaluation's own cost. Not a default step: PKB_STEPS=runbench.
-if want runbench; then
+if want runbench || want runbench_default; then
   TAIL_LINES=14 step runbench_default env PKB="$build/pkb" "$root/scripts/bench_run.sh" "$out/runbench_default" \
     --model expert --problems 1-8 -w "$world"
+fi
+if want runbench; then
   TAIL_LINES=14 step runbench_runner_drawn env PKB="$build/pkb" "$root/scripts/bench_run.sh" \
     "$out/runbench_runner_drawn" --model expert --problems 1-8 -w "$world" --candidate-process runner --draw-copies on
 fi

@@ -63,7 +63,7 @@ void add_candidate_process_flags(CLI::App* cmd, EvalOptions& e) {
   add_enum_option(
       *cmd, "--draw-copies", e.draw_copies,
       "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "
-      "of making it on the host and copying it in; off; auto: off until measured on a GPU");
+      "of making it on the host and copying it in; off; auto: on on GPUs, off on CPU ranks");
 }
 
 void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e) {

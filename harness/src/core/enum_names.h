@@ -26,5 +26,4 @@ std::optional<E> enum_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-
 }  // namespace pkb

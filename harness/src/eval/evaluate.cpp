@@ -733,6 +733,8 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceO
   GpuSharing sharing = gpu_sharing(ev.o);
   if (sharing.ranks_per_gpu > 1)
     rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
+  else if (ev.o.device == "cuda" && ev.o.uses_runner())
+    rec["runner_mps"] = sharing.mps ? json(true) : json(sharing.note);
   auto t0 = std::chrono::steady_clock::now();
   ReferenceOutcome r = pending.get();
   ev.wall["reference_s"] = r.seconds;

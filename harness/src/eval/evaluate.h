@@ -69,8 +69,8 @@ struct EvalOptions {
   // or runner (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
   CandidateProcess candidate_process = CandidateProcess::automatic;
   // Where timing copies come from: on, drawn by the rank's runtime into their slots (a runner's monitor before each
-  // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: off until
-  // drawing has been measured on a GPU (on CPU ranks a host draw per call costs more than a copy).
+  // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: on on GPUs,
+  // off on CPU ranks (there a host draw per call costs more than a copy).
   DrawCopies draw_copies = DrawCopies::automatic;
   bool uses_runner() const { return device != "cuda" || candidate_process == CandidateProcess::runner; }
 };

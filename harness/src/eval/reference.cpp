@@ -204,7 +204,7 @@ GpuSharing gpu_sharing(const EvalOptions& o) {
   int gpus = o.visible_devices.empty()
                  ? static_cast<int>(visible_gpus().size())
                  : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
-  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu);
+  return plan_gpu_sharing(o.world, gpus, o.ranks_per_gpu, o.uses_runner());
 }
 
 RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,

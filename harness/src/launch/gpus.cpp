@@ -90,11 +90,11 @@ std::string gpus_filled(const std::vector<std::string>& ids, int world, int rank
   return list;
 }
 
-GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted) {
+GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted, bool process_pairs) {
   GpuSharing s;
   if (gpus <= 0) return s;
   s.ranks_per_gpu = std::max((world + gpus - 1) / gpus, std::max(ranks_per_gpu_wanted, 1));
-  if (s.ranks_per_gpu <= 1) return s;
+  if (s.ranks_per_gpu <= 1 && !process_pairs) return s;
   if (ranks_per_gpu_wanted > 1) {  // asked for: the job gets only the GPUs its ranks fill, so they really share
     std::string list = gpus_filled(visible_gpus(), world, s.ranks_per_gpu);
     if (!list.empty()) s.env["CUDA_VISIBLE_DEVICES"] = list;
@@ -114,6 +114,10 @@ GpuSharing plan_gpu_sharing(int world, int gpus, int ranks_per_gpu_wanted) {
     // Each rank gets its share of the SMs, and cudaDevAttrMultiProcessorCount reports that share: kernels that
     // size a grid as "one block per SM" then fit beside the other ranks' instead of waiting for SMs forever.
     s.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(std::max(1, 100 / s.ranks_per_gpu));
+  }
+  if (s.ranks_per_gpu <= 1) {  // nothing shared between ranks: no contention to note
+    if (!s.mps) s.note = "monitor and runner without MPS (" + d.why + "): each hand-over switches contexts";
+    return s;
   }
   s.note = std::to_string(s.ranks_per_gpu) + " ranks share each GPU (" +
            (s.mps ? "MPS" : "no MPS, time-sliced and slow: " + d.why) +
