@@ -321,6 +321,7 @@ void TimedLoop::pause_and_warm_up_again() {
 
 // One repetition: the host probes and clocks around one block of each method.
 void TimedLoop::run_repetition(int base) {
+  wake_host_core(kProbeWakeUs);
   double probe = host_probe_us(), chase = host_chase_probe_us();
   if (root_) s_.host_probe_us.push_back(probe), s_.host_chase_probe_us.push_back(chase);
   clocks_.sample(reps_, "before");

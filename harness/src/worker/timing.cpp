@@ -139,6 +139,15 @@ bool repetitions_done(const TimingOptions& o, int reps, const SampleStats& pkb, 
   return reps >= o.min_reps && pkb.ci_half_rel() <= o.ci_target && paper.ci_half_rel() <= o.ci_target;
 }
 
+void wake_host_core(double us) {
+  const double t0 = now_us();
+  uint64_t x = 1;
+  while (now_us() - t0 < us) {
+    for (int i = 0; i < 256; ++i) x = x * 6364136223846793005ull + 1;
+    asm volatile("" : "+r"(x));
+  }
+}
+
 double host_probe_us() {
   // 1 << 15 multiply-adds, each depending on the last: no instruction-level parallelism, no memory, so the time
   // is the core's clock and whatever shares the core with this thread (an SMT sibling, the hypervisor).

@@ -185,6 +185,12 @@ struct TimingHooks {
 // well above that and below a time slice (milliseconds).
 constexpr double kHoldBusySpreadUs = 5, kHoldBusyGapUs = 200;
 
+// Keeps this thread's core busy for `us` before the host probes: a core that idled (a repetition whose input copies
+// the GPU drew while the host waited) runs them at a lower clock than one that just made copies, and on the H200's
+// host that difference alone read as host drift (1.8x) and re-timed the baselines of every evaluation.
+void wake_host_core(double us);
+constexpr double kProbeWakeUs = 2000;
+
 // Microseconds this thread takes for a fixed chain of dependent integer operations (~30 µs on a 3 GHz core):
 // the host's speed as the dispatching thread sees it, sampled before every repetition.
 double host_probe_us();
