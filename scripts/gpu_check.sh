@@ -178,16 +178,6 @@ print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl
 r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
   done
 fi
-# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program with copies made on
-# the host (today's default) and in a runner with drawn copies, candidate and baseline medians side by side
-# (scripts/compare_evals.py). Not a default step: PKB_STEPS=runner_medians.
-if want runner_medians; then
-  step runner_medians_default env PKB="$build/pkb" OUT="$out/medians_default" "$root/scripts/eval_experts.sh" -w 1
-  step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1 \
-    --candidate-process runner --draw-copies on
-  TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_default" \
-    "$out/medians_runner" "in process, copies made on the host" "runner, copies drawn"
-fi
 # Timing copies drawn on the device (--draw-copies on; the default for GPUs once this passes, docs/architecture.md
 # "Timing copies drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
 # CUDA fixtures land in their statuses with drawn copies in process and in a runner, the experts are correct at W = 1
@@ -244,6 +234,16 @@ fi
 if want runbench; then
   TAIL_LINES=14 step runbench_runner_drawn env PKB="$build/pkb" "$root/scripts/bench_run.sh" \
     "$out/runbench_runner_drawn" --model expert --problems 1-8 -w "$world" --candidate-process runner --draw-copies on
+fi
+# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program with copies made on
+# the host (today's default) and in a runner with drawn copies, candidate and baseline medians side by side
+# (scripts/compare_evals.py). Not a default step: PKB_STEPS=runner_medians.
+if want runner_medians; then
+  step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1 \
+    --candidate-process runner --draw-copies on
+  step runner_medians_default env PKB="$build/pkb" OUT="$out/medians_default" "$root/scripts/eval_experts.sh" -w 1
+  TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_default" \
+    "$out/medians_runner" "in process, copies made on the host" "runner, copies drawn"
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.
