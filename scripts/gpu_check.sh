@@ -235,15 +235,15 @@ if want runbench; then
   TAIL_LINES=14 step runbench_runner_drawn env PKB="$build/pkb" "$root/scripts/bench_run.sh" \
     "$out/runbench_runner_drawn" --model expert --problems 1-8 -w "$world" --candidate-process runner --draw-copies on
 fi
-# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program with copies made on
-# the host (today's default) and in a runner with drawn copies, candidate and baseline medians side by side
+# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program (today's default)
+# and in a runner, candidate and baseline medians side by side
 # (scripts/compare_evals.py). Not a default step: PKB_STEPS=runner_medians.
 if want runner_medians; then
   step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1 \
     --candidate-process runner --draw-copies on
   step runner_medians_default env PKB="$build/pkb" OUT="$out/medians_default" "$root/scripts/eval_experts.sh" -w 1
   TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_default" \
-    "$out/medians_runner" "in process, copies made on the host" "runner, copies drawn"
+    "$out/medians_runner" "in process (default)" "runner"
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.
