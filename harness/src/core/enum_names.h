@@ -3,8 +3,10 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace pkb {
 
@@ -17,6 +19,14 @@ const char* enum_name(E e) {
   for (const auto& [value, name] : EnumNames<E>::values)
     if (value == e) return name;
   return "?";
+}
+
+// Every name, in the specialization's order (CLI choices).
+template <class E>
+std::vector<std::string> enum_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : EnumNames<E>::values) names.emplace_back(entry.second);
+  return names;
 }
 
 template <class E>

@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
-#include <vector>
 
 #include "core/enum_names.h"
 
@@ -12,12 +11,10 @@ namespace pkb {
 
 template <class E>
 CLI::Option* add_enum_option(CLI::App& app, const std::string& flag, E& value, const std::string& help) {
-  std::vector<std::string> names;
-  for (const auto& entry : EnumNames<E>::values) names.emplace_back(entry.second);
   return app
       .add_option_function<std::string>(
           flag, [&value](const std::string& name) { value = *enum_from_name<E>(name); }, help)
-      ->check(CLI::IsMember(names));
+      ->check(CLI::IsMember(enum_names<E>()));
 }
 
 }  // namespace pkb

@@ -6,7 +6,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "core/enum_names.h"
 
 namespace pkb {
 
@@ -15,21 +18,16 @@ namespace pkb {
 enum class TimingMethod { pkb, paper, device };
 inline constexpr std::array<TimingMethod, 3> kTimingMethods = {TimingMethod::pkb, TimingMethod::paper,
                                                                TimingMethod::device};
+template <>
+struct EnumNames<TimingMethod> {
+  static constexpr std::pair<TimingMethod, const char*> values[] = {
+      {TimingMethod::pkb, "pkb"}, {TimingMethod::paper, "paper"}, {TimingMethod::device, "device"}};
+};
 
-inline const char* timing_method_name(TimingMethod m) {
-  return m == TimingMethod::pkb ? "pkb" : m == TimingMethod::paper ? "paper" : "device";
-}
-
+inline const char* timing_method_name(TimingMethod m) { return enum_name(m); }
 inline std::optional<TimingMethod> timing_method_from_name(std::string_view name) {
-  for (TimingMethod m : kTimingMethods)
-    if (name == timing_method_name(m)) return m;
-  return std::nullopt;
+  return enum_from_name<TimingMethod>(name);
 }
-
-inline std::vector<std::string> timing_method_names() {
-  std::vector<std::string> names;
-  for (TimingMethod m : kTimingMethods) names.emplace_back(timing_method_name(m));
-  return names;
-}
+inline std::vector<std::string> timing_method_names() { return enum_names<TimingMethod>(); }
 
 }  // namespace pkb

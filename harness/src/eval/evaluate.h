@@ -66,7 +66,8 @@ struct EvalOptions {
   std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
   // Where a GPU candidate runs: automatic (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program)
-  // or runner (GPUs too, its calls and the baselines' timed by the host window; not yet measured on a GPU).
+  // or runner (GPUs too, under MPS, its calls and the baselines' timed by the host window: ~20 us a call more on the
+  // H200, docs/architecture.md).
   CandidateProcess candidate_process = CandidateProcess::automatic;
   // Where timing copies come from: on, drawn by the rank's runtime into their slots (a runner's monitor before each
   // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: on on GPUs,
