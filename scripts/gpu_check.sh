@@ -174,9 +174,26 @@ if want runner; then
     EVAL_EXTRA="--candidate-process runner" step "runner_expert_w$w" expect_status "$build/pkb" \
       problems/001_allreduce/solution.cu "$w" "$out/eval_runner_w$w" correct
     step "runner_expert_w${w}_times" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["timing"]; \
-print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us")}, \
+print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us", "call_gate", "post_window_probes")}, \
 r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
   done
+fi
+# The adversarial candidates (with the GOT twin of CUDA's event timer) in a runner, at W = 1 and at the step's W.
+if want runner || want runner_adversarial; then
+  for w in 1 "$world"; do
+    TAIL_LINES=24 step "runner_adversarial_w$w" env PKB="$build/pkb" OUT="$out/runner_adversarial_w$w" \
+      "$root/scripts/gpu_adversarial.sh" -w "$w" --candidate-process runner
+  done
+fi
+# The runner's medians (the GPU default: the candidate in pkb-runner, timed through the call gate) against the rank
+# program's (--candidate-process in-process, what pkb did before): the 8 experts at W = 1, candidate and baseline
+# medians side by side (scripts/compare_evals.py; issue 34). Not a default step: PKB_STEPS=runner_medians.
+if want runner_medians; then
+  step runner_medians_in_process env PKB="$build/pkb" OUT="$out/medians_in_process" "$root/scripts/eval_experts.sh" \
+    -w 1 --candidate-process in-process
+  step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1
+  TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_in_process" \
+    "$out/medians_runner" "in process" "runner (default)"
 fi
 # Timing copies drawn on the device (--draw-copies on; the default for GPUs once this passes, docs/architecture.md
 # "Timing copies drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
@@ -234,16 +251,6 @@ fi
 if want runbench; then
   TAIL_LINES=14 step runbench_runner_drawn env PKB="$build/pkb" "$root/scripts/bench_run.sh" \
     "$out/runbench_runner_drawn" --model expert --problems 1-8 -w "$world" --candidate-process runner --draw-copies on
-fi
-# The new design's medians against today's (issue 34): the 8 experts at W = 1 in the rank program (today's default)
-# and in a runner, candidate and baseline medians side by side
-# (scripts/compare_evals.py). Not a default step: PKB_STEPS=runner_medians.
-if want runner_medians; then
-  step runner_medians_runner env PKB="$build/pkb" OUT="$out/medians_runner" "$root/scripts/eval_experts.sh" -w 1 \
-    --candidate-process runner --draw-copies on
-  step runner_medians_default env PKB="$build/pkb" OUT="$out/medians_default" "$root/scripts/eval_experts.sh" -w 1
-  TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_default" \
-    "$out/medians_runner" "in process (default)" "runner"
 fi
 # Baselines timed again beside the candidate (--retime-baseline always): expert 001 at W = 1 on GPU 0, where the
 # eager baseline runs too; the record must use the fresh timings and keep the cached medians.

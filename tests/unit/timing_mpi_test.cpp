@@ -12,11 +12,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "worker/call_gate.h"
 #include "worker/timing.h"
 
 namespace {
@@ -112,6 +115,57 @@ class VirtualGpuRuntime : public pkb::Runtime {
   std::vector<double> marks_;
   std::vector<int> slot_of_hold_;
   size_t holds_seen_ = 0;
+};
+
+// A virtual GPU for the call gate (worker/call_gate.h): the operations the monitor enqueues are logged in order, and
+// the device's time of a window is modelled per call: a window's marks name the call whose gate they sit in, and its
+// time is what that call's work took on the runner's side (work_us, which the fake runner sets once woken) plus a
+// fixed cost per flag operation inside the window; whatever the host spent waking the runner is not in it.
+class VirtualGateRuntime : public pkb::Runtime {
+ public:
+  VirtualGateRuntime() : Runtime(MPI_COMM_WORLD) {}
+  static constexpr double kFlagUs = 1;
+  std::vector<std::string> log;
+  std::map<uint32_t, double> work_us;  // call seq -> its device work
+  bool is_cuda() const override { return true; }
+  int device() const override { return -1; }
+  void* stream() const override { return nullptr; }
+  void copy(void*, const void*, size_t) override {}
+  void fill(void*, uint8_t, size_t) override { log.push_back("fill"); }
+  void copy_async(void*, const void*, size_t) override { log.push_back("copy"); }
+  void* private_alloc(size_t bytes) override { return owned_.emplace_back(bytes).data(); }
+  std::string synchronize() override { return ""; }
+  std::string stream_synchronize() override { return ""; }
+  void timers_reserve(int n) override { mark_seq_.assign(n, 0); }
+  void record(int i) override {
+    log.push_back("record " + std::to_string(i));
+    mark_seq_[i] = seq_;
+  }
+  // Both marks must belong to one call's gate, or the window spans calls.
+  double elapsed_ms(int i, int j) override {
+    if (mark_seq_[i] != mark_seq_[j]) return 1e9;
+    return (work_us[mark_seq_[i]] + 2 * kFlagUs) / 1e3;
+  }
+  bool reached(int) override { return true; }
+  void hold(double, int) override { log.push_back("probe"); }
+  void* const* heap_bases_device() const override { return nullptr; }
+  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void* map_host_memory(void* host, size_t) override { return host; }
+  void gate_hold(const uint32_t* armed, uint32_t seq, double) override {
+    seq_ = seq;
+    armed_at_hold_ = *armed;
+    log.push_back("hold " + std::to_string(seq));
+  }
+  void flag_write(uint32_t*, uint32_t v) override { log.push_back("write " + std::to_string(v)); }
+  void flag_wait(const uint32_t*, const uint32_t*, uint32_t seq, double) override {
+    log.push_back("wait " + std::to_string(seq));
+  }
+  uint32_t armed_at_hold_ = 0;
+
+ private:
+  uint32_t seq_ = 0;
+  std::vector<int> mark_seq_;
+  std::deque<std::vector<char>> owned_;
 };
 
 void spin_us(double us) {
@@ -334,6 +388,71 @@ void candidate_checks(pkb::TimingOptions v) {
           "no device view for a candidate at W > 1: " + c1.device.note);
 }
 
+// The call gate through the timing loop, as a GPU runner's monitor drives it: every call gated (warm-ups too), each
+// timed call's window the timers the loop asked for, around exactly that call's work: the loop's times are the work
+// plus the window's two flag operations, whatever the runner's wake-up cost on the host. And the baselines' view: a
+// gate armed at once, the flag operations inside the window.
+void gate_checks() {
+  using namespace pkb;
+  VirtualGateRuntime rt;
+  alignas(4096) static char segment[4096] = {};
+  auto* host = new (segment) runner::GateHost{};
+  runner::GateDevice device{};
+  CallGate gate(rt, segment, sizeof segment, host, &device);
+  int next_window = -1;
+  auto view = gated_window_view(rt, next_window);
+  TimingOptions o;
+  o.warmup = 2, o.iters = 6, o.paper_warmup = 3, o.paper_iters = 4, o.min_reps = 2, o.max_reps = 2, o.budget_s = 60;
+  o.device_iters = 0;
+  uint32_t seq = 0;
+  int timed_windows = 0, untimed = 0;
+  auto call = [&](int) {
+    const bool timed = next_window >= 0;
+    (timed ? timed_windows : untimed) += 1;
+    ++seq;
+    CallBracket bracket{next_window, [&] { rt.log.push_back("after"); }};
+    next_window = -1;
+    rt.log.clear();
+    gate.open(
+        seq, [&] { rt.log.push_back("poison"); }, bracket);
+    // The runner wakes (host time the window must not see), arms, works 10 or 30 us on its stream, stops.
+    spin_us(50);
+    host->armed.store(seq);
+    rt.work_us[seq] = seq % 2 ? 10 : 30;
+    gate.close(seq);
+    std::vector<std::string> want = {"hold " + std::to_string(seq), "poison"};
+    if (timed) want.push_back("record " + std::to_string(bracket.start_timer));
+    want.push_back("write " + std::to_string(seq));
+    want.push_back("wait " + std::to_string(seq));
+    if (timed) want.push_back("record " + std::to_string(bracket.start_timer + 1));
+    want.push_back("after");
+    check(rt.log == want, "call " + std::to_string(seq) + ": the gate's operations out of order");
+    check(host->abort.load() == seq, "close ends every wait of the call");
+  };
+  TimingStats s = time_iterations(*view, CopyPlan{4, 2}, call, o);
+  check(untimed == o.warmup + o.paper_warmup, "warm-ups pass the gate without a window: " + std::to_string(untimed));
+  check(timed_windows == 2 * (o.iters + o.paper_iters) + kEscapeProbeCalls,
+        "every timed call gets its window: " + std::to_string(timed_windows));
+  if (rank == 0)
+    check(s.pkb.stats.min == 12 && s.pkb.stats.max == 32 && s.paper.stats.median == 22,
+          "the windows are the work plus two flag operations, no wake-up: " + std::to_string(s.pkb.stats.min) + ".." +
+              std::to_string(s.pkb.stats.max) + ", paper " + std::to_string(s.paper.stats.median));
+
+  // The baselines' view, with the monitor's part on a stream of its own: hold, start, go, the wait for done, end, all
+  // enqueued before the call; on the baseline's stream the wait for go, the work, done. Armed only once all of the
+  // monitor's part is enqueued, as a woken runner arms it.
+  VirtualGateRuntime monitor, base;
+  auto baseline = gated_baseline_view(monitor, base);
+  baseline->timers_reserve(2);
+  baseline->record(0);
+  base.log.push_back("work");
+  baseline->record(1);
+  const std::vector<std::string> want_monitor = {"fill", "hold 1", "record 0", "write 1", "wait 1", "record 1"};
+  check(monitor.log == want_monitor, "the baselines' gate: the monitor's part");
+  check(base.log == std::vector<std::string>({"wait 1", "work", "write 1"}), "the baselines' gate: the runner's part");
+  check(monitor.armed_at_hold_ == 0, "the baselines' gate is armed after its hold is enqueued");
+}
+
 int main(int argc, char** argv) {
   using namespace pkb;
   MPI_Init(&argc, &argv);
@@ -350,6 +469,7 @@ int main(int argc, char** argv) {
   }
   long tag = static_cast<long>(getpid());
   MPI_Bcast(&tag, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  gate_checks();
   if (world == 1) {
     candidate_checks(TimingOptions{});  // the rest needs two ranks
   } else {

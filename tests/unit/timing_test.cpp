@@ -313,7 +313,7 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   o.timed_checks = {1, 18446744073709551615ull};
   o.runner_hidden = {"/srv/cache dir", "/srv/run"};
   o.captured_copies = {3, 77};
-  o.candidate_process = pkb::CandidateProcess::runner;
+  o.candidate_process = pkb::CandidateProcess::in_process;
   pkb::WorkerOptions p = parse_worker_args(pkb::to_args(o));
   EXPECT_EQ(p.problem_dir, o.problem_dir);
   EXPECT_EQ(p.device, o.device);
@@ -342,4 +342,23 @@ TEST(WorkerArgs, RoundTripEveryOption) {
   EXPECT_TRUE(q.problem_dir.empty() && q.out_dir.empty() && q.candidate.empty() && !q.time && !q.save_inputs);
   EXPECT_EQ(q.post_trial, batch.post_trial);
   EXPECT_EQ(q.trials, batch.trials);
+}
+
+// Candidates run in pkb-runner wherever they run, GPUs included, unless a GPU candidate is asked into the rank
+// program; the rank programs and the driver read it the same way.
+TEST(CandidateProcess, TheRunnerIsTheDefaultOnEveryDevice) {
+  using pkb::CandidateProcess;
+  EXPECT_TRUE(pkb::candidate_in_runner(CandidateProcess::automatic, true));
+  EXPECT_TRUE(pkb::candidate_in_runner(CandidateProcess::runner, true));
+  EXPECT_FALSE(pkb::candidate_in_runner(CandidateProcess::in_process, true));
+  EXPECT_TRUE(pkb::candidate_in_runner(CandidateProcess::in_process, false));  // CPU ranks: always
+  pkb::WorkerOptions w;
+  w.device = "cuda";
+  pkb::EvalOptions e;
+  e.device = "cuda";
+  EXPECT_TRUE(w.uses_runner() && e.uses_runner());
+  w.candidate_process = e.candidate_process = CandidateProcess::in_process;
+  EXPECT_FALSE(w.uses_runner() || e.uses_runner());
+  EXPECT_EQ(pkb::enum_from_name<CandidateProcess>("in-process").value_or(CandidateProcess::runner),
+            CandidateProcess::in_process);
 }

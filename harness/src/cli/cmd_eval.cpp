@@ -59,8 +59,9 @@ void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
 void add_candidate_process_flags(CLI::App* cmd, EvalOptions& e) {
   add_enum_option(
       *cmd, "--candidate-process", e.candidate_process,
-      "auto (CPU ranks: the candidate in a runner process of its own; GPUs: in the rank program) or runner "
-      "(GPUs too, under MPS: timed by the runner's host window, baselines alike, which adds ~20 us to every call)");
+      "auto or runner (the candidate in a process of its own, frozen between calls; on GPUs under MPS, each call "
+      "timed on the device through the call gate, baselines alike) or in-process (GPUs: loaded into the rank "
+      "program, which it can then tamper with)");
   add_enum_option(
       *cmd, "--draw-copies", e.draw_copies,
       "on: the rank draws every timing copy into its input slot (a kernel on GPUs, the host's bytes) instead "

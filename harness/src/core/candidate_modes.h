@@ -9,14 +9,18 @@
 
 namespace pkb {
 
-// automatic: CPU ranks run the candidate in pkb-runner, frozen between calls; GPUs in the rank program. runner: GPUs
-// too, their calls and the baselines' timed by the runner's host window.
-enum class CandidateProcess { automatic, runner };
+// runner (and automatic): the candidate in pkb-runner, frozen between calls; on GPUs under MPS, its calls and the
+// baselines' timed on the device through the call gate (worker/call_gate.h). in_process: a GPU candidate loaded into
+// the rank program, timed by its events there (what pkb did before the runner; CPU ranks always use the runner).
+enum class CandidateProcess { automatic, runner, in_process };
 template <>
 struct EnumNames<CandidateProcess> {
   static constexpr std::pair<CandidateProcess, const char*> values[] = {{CandidateProcess::automatic, "auto"},
-                                                                        {CandidateProcess::runner, "runner"}};
+                                                                        {CandidateProcess::runner, "runner"},
+                                                                        {CandidateProcess::in_process, "in-process"}};
 };
+// Whether a candidate runs in pkb-runner (the one rule for EvalOptions and WorkerOptions).
+inline bool candidate_in_runner(CandidateProcess p, bool cuda) { return !cuda || p != CandidateProcess::in_process; }
 
 // on: the rank's runtime draws every timing copy into its slot (none made on the host); off: made on the host and
 // copied in; automatic: the measured choice per device.

@@ -65,15 +65,14 @@ struct EvalOptions {
   std::string visible_devices;       // CUDA_VISIBLE_DEVICES for the ranks ("" = inherit): `pkb run`'s GPU slots
   std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
-  // Where a GPU candidate runs: automatic (CPU ranks: pkb-runner, frozen between calls; GPUs: in the rank program)
-  // or runner (GPUs too, under MPS, its calls and the baselines' timed by the host window: ~20 us a call more on the
-  // H200, docs/architecture.md).
+  // Where a GPU candidate runs: automatic or runner (pkb-runner, frozen between calls; on GPUs under MPS, timed
+  // through the call gate, baselines alike) or in_process (the rank program; docs/architecture.md).
   CandidateProcess candidate_process = CandidateProcess::automatic;
   // Where timing copies come from: on, drawn by the rank's runtime into their slots (a runner's monitor before each
   // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: on on GPUs,
   // off on CPU ranks (there a host draw per call costs more than a copy).
   DrawCopies draw_copies = DrawCopies::automatic;
-  bool uses_runner() const { return device != "cuda" || candidate_process == CandidateProcess::runner; }
+  bool uses_runner() const { return candidate_in_runner(candidate_process, device == "cuda"); }
 };
 
 struct EvalResult {

@@ -195,7 +195,9 @@ WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, cons
   w.time = true;
   w.timing = o.timing;
   for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
-  if (o.device == "cuda" && o.uses_runner()) w.candidate_process = CandidateProcess::runner;
+  // The baselines are timed by the candidates' protocol (on GPUs the call gate's, or in process the events').
+  if (o.device == "cuda")
+    w.candidate_process = o.uses_runner() ? CandidateProcess::runner : CandidateProcess::in_process;
   return w;
 }
 
@@ -242,7 +244,10 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"timing", o.timing.to_json()},
               {"machine", fingerprint(prov)},
               {"python", python},
-              {"runner", o.uses_runner()}};
+              // how the baselines were timed: the candidates' protocol (docs/architecture.md)
+              {"baseline_protocol", !o.uses_runner()     ? "events"
+                                    : o.device == "cuda" ? "call_gate"
+                                                         : "doorbell"}};
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }

@@ -8,6 +8,7 @@
 
 #include "../../include/pkb/device.cuh"
 #include "core/error.h"
+#include "runtime/call_gate.cuh"
 #include "runtime/runtime.h"
 
 namespace pkb {
@@ -104,6 +105,9 @@ class CudaRuntime final : public Runtime {
                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     hold_blocks_ = std::max(1, sms * per_sm);
     hold_fills_ = per_sm * kHoldThreads == threads_per_sm;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gate::gate_hold_kernel, gate::kHoldThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    gate_blocks_ = std::max(1, sms * per_sm);
     MPI_Barrier(comm_);
   }
   ~CudaRuntime() override {
@@ -113,6 +117,8 @@ class CudaRuntime final : public Runtime {
     cudaFree(bases_[rank_]);
     cudaFree(bases_device_);
     cudaFree(hold_traces_);
+    cudaFree(gate_state_);
+    for (void* p : registered_) cudaHostUnregister(p);
     for (void* p : private_) cudaFree(p);
     for (auto e : events_) cudaEventDestroy(e);
     if (owns_stream_) cudaStreamDestroy(stream_);
@@ -220,6 +226,42 @@ class CudaRuntime final : public Runtime {
     }
     return out;
   }
+  void* map_host_memory(void* host, size_t bytes) override {
+    cuda_check(cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister");
+    registered_.push_back(host);
+    void* device = nullptr;
+    cuda_check(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
+    if (!gate_state_) {  // the holds' release flag and trace: this process's memory, out of the runner's reach
+      cuda_check(cudaMalloc(&gate_state_, sizeof(GateState)), "cudaMalloc(gate state)");
+      cuda_check(cudaMemset(gate_state_, 0, sizeof(GateState)), "cudaMemset(gate state)");
+    }
+    return device;
+  }
+  void gate_hold(const uint32_t* armed, uint32_t seq, double max_us) override {
+    if (!gate_state_) throw Error("gate_hold before map_host_memory");
+    gate::gate_hold_kernel<<<gate_blocks_, gate::kHoldThreads, 0, stream_>>>(
+        armed, &gate_state_->release, seq, static_cast<unsigned long long>(max_us * 1e3), &gate_state_->trace);
+    cuda_check(cudaGetLastError(), "gate hold launch");
+  }
+  void flag_write(uint32_t* flag, uint32_t value) override {
+    gate::flag_write_kernel<<<1, 1, 0, stream_>>>(flag, value);
+    cuda_check(cudaGetLastError(), "flag write launch");
+  }
+  void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us) override {
+    gate::flag_wait_kernel<<<1, 1, 0, stream_>>>(flag, abort, seq, static_cast<unsigned long long>(max_us * 1e3));
+    cuda_check(cudaGetLastError(), "flag wait launch");
+  }
+  GateTrace gate_trace() override {
+    GateTrace out;
+    if (!gate_state_) return out;
+    GateState s{};
+    copy(&s, gate_state_, sizeof s);
+    out.holds = static_cast<long long>(s.trace.holds);
+    out.timeouts = static_cast<long long>(s.trace.timeouts);
+    out.mean_wait_us = s.trace.holds ? s.trace.wait_ns_sum / 1e3 / s.trace.holds : 0;
+    out.max_wait_us = s.trace.wait_ns_max / 1e3;
+    return out;
+  }
   void* const* heap_bases_device() const override { return static_cast<void* const*>(bases_device_); }
   std::string heap_ipc_handles() const override { return ipc_handles_; }
   void barrier() override {
@@ -240,7 +282,15 @@ class CudaRuntime final : public Runtime {
   bool hold_fills_ = false;
   DeviceHoldTrace* hold_traces_ = nullptr;
   int hold_slots_ = 0;
-  std::string ipc_handles_;  // every rank's cudaIpcMemHandle_t, in rank order
+  struct GateState {
+    uint32_t release;
+    uint32_t pad[31];
+    gate::HoldTrace trace;
+  };
+  GateState* gate_state_ = nullptr;
+  int gate_blocks_ = 1;
+  std::vector<void*> registered_;  // host memory mapped for the device (map_host_memory)
+  std::string ipc_handles_;        // every rank's cudaIpcMemHandle_t, in rank order
 };
 
 }  // namespace

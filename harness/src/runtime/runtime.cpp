@@ -48,6 +48,14 @@ double Runtime::host_now_us() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+void* Runtime::map_host_memory(void*, size_t) { throw Error("the call gate needs a GPU"); }
+void Runtime::gate_hold(const uint32_t*, uint32_t, double) { throw Error("the call gate needs a GPU"); }
+void Runtime::flag_write(uint32_t*, uint32_t) { throw Error("the call gate needs a GPU"); }
+void Runtime::flag_wait(const uint32_t*, const uint32_t*, uint32_t, double) {
+  throw Error("the call gate needs a GPU");
+}
+Runtime::GateTrace Runtime::gate_trace() { return {}; }
+
 void* Runtime::peer(const void* p, int peer) const {
   auto* c = static_cast<const char*>(p);
   if (peer < 0 || peer >= world_ || c < heap_base(rank_) || c >= heap_base(rank_) + heap_size_) return nullptr;
@@ -57,8 +65,7 @@ void* Runtime::peer(const void* p, int peer) const {
 namespace {
 
 // Timers on the host's steady clock, no holds, and a barrier that is MPI's on a communicator of its own (so that a
-// candidate's barriers can never pair up with the harness's own MPI_Barrier calls on the world): what CPU ranks use,
-// and what a monitor times another process's calls with (host_clock_view).
+// candidate's barriers can never pair up with the harness's own MPI_Barrier calls on the world): what CPU ranks use.
 class HostTimedRuntime : public Runtime {
  public:
   explicit HostTimedRuntime(MPI_Comm comm) : Runtime(comm) { MPI_Comm_dup(comm, &barrier_comm_); }
@@ -125,31 +132,7 @@ class CpuRuntime final : public HostTimedRuntime {
   std::deque<std::vector<char>> private_;  // deque: earlier blocks never move
 };
 
-class HostClockView final : public HostTimedRuntime {
- public:
-  HostClockView(Runtime& inner, MPI_Comm comm) : HostTimedRuntime(comm), in_(inner) {}
-  bool is_cuda() const override { return false; }
-  int device() const override { return -1; }
-  void* stream() const override { return in_.stream(); }
-  void copy(void* dst, const void* src, size_t bytes) override { in_.copy(dst, src, bytes); }
-  void fill(void* dst, uint8_t byte, size_t bytes) override { in_.fill(dst, byte, bytes); }
-  void copy_async(void* dst, const void* src, size_t bytes) override { in_.copy_async(dst, src, bytes); }
-  void draw(void* dst, const ElementDraw& d, int64_t n) override { in_.draw(dst, d, n); }
-  bool same_bytes(const void* a, const void* b, size_t bytes) override { return in_.same_bytes(a, b, bytes); }
-  void* private_alloc(size_t bytes) override { return in_.private_alloc(bytes); }
-  std::string synchronize() override { return in_.synchronize(); }
-  std::string stream_synchronize() override { return in_.stream_synchronize(); }
-  void* const* heap_bases_device() const override { return in_.heap_bases_device(); }
-
- private:
-  Runtime& in_;
-};
-
 }  // namespace
-
-std::unique_ptr<Runtime> host_clock_view(Runtime& inner, MPI_Comm comm) {
-  return std::make_unique<HostClockView>(inner, comm);
-}
 
 std::unique_ptr<Runtime> make_cpu_runtime(MPI_Comm comm, size_t heap_bytes, const std::string& job_tag) {
   return std::make_unique<CpuRuntime>(comm, heap_bytes, job_tag);

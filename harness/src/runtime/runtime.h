@@ -68,6 +68,20 @@ class Runtime {
   };
   virtual std::vector<HoldTrace> hold_traces(int n) { return std::vector<HoldTrace>(n); }
 
+  // A GPU runner's call gate (worker/call_gate.h), on the stream. Each throws pkb::Error on the CPU.
+  // Host memory (page-aligned, `bytes` long) made readable and writable by the device; returns its device address.
+  virtual void* map_host_memory(void* host, size_t bytes);
+  // Takes every SM until *armed (host memory) reaches seq or max_us passed: no other kernel runs meanwhile.
+  virtual void gate_hold(const uint32_t* armed, uint32_t seq, double max_us);
+  virtual void flag_write(uint32_t* flag, uint32_t value);
+  // Waits until *flag or *abort (nullptr: none) reaches seq, or max_us passed.
+  virtual void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us);
+  struct GateTrace {
+    long long holds = 0, timeouts = 0;
+    double mean_wait_us = 0, max_wait_us = 0;
+  };
+  virtual GateTrace gate_trace();  // what the gate's holds saw so far (waits for the stream)
+
   // Symmetric heap: one region per rank, mapped into every rank of the job at the same offsets.
   char* heap_base(int rank) const { return static_cast<char*>(bases_[rank]); }
   size_t heap_size() const { return heap_size_; }
@@ -111,11 +125,6 @@ std::unique_ptr<Runtime> make_cpu_runtime(MPI_Comm comm, size_t heap_bytes, cons
 // fresh non-blocking stream, or with legacy_stream on the legacy default stream (ATen's and the NCCL
 // communicator's, for timing references).
 std::unique_ptr<Runtime> make_cuda_runtime(MPI_Comm comm, size_t heap_bytes, bool legacy_stream = false);
-// A view of `inner` whose timers are the host's steady clock and whose barrier is MPI's, with no holds: how a monitor
-// times calls that run in another process (a runner), whose device work its own events cannot see. It reports
-// is_cuda() false, so the timing loop measures host windows (no device view, no escape probe); memory operations and
-// synchronize go to `inner`. The heap stays inner's.
-std::unique_ptr<Runtime> host_clock_view(Runtime& inner, MPI_Comm comm);
 // L2 size of the current device in bytes (0 without CUDA).
 size_t cuda_l2_bytes();
 

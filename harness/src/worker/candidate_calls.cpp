@@ -84,7 +84,8 @@ json tensor_json(const Runtime& rt, const Slot& s) {
 
 class RunnerCalls final : public CandidateCalls {
  public:
-  RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
+  RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap)
+      : rt_(rt), outputs_(heap.outputs) {
     json layout = {{"library", o.candidate},
                    {"rank", env.rank},
                    {"world", env.world},
@@ -94,8 +95,11 @@ class RunnerCalls final : public CandidateCalls {
                    {"arena_offset", heap.arena_offset},
                    {"host_bytes", heap.host_bytes}};
     if (env.cuda)
-      layout["cuda"] = {
-          {"device", rt.device()}, {"ipc", hex(rt.heap_ipc_handles())}, {"flags_offset", heap.flags_offset}};
+      layout["cuda"] = {{"device", rt.device()},
+                        {"ipc", hex(rt.heap_ipc_handles())},
+                        {"flags_offset", heap.flags_offset},
+                        {"gate_host_offset", heap.gate_host_offset},
+                        {"gate_offset", heap.gate_offset}};
     for (const auto& slot : heap.inputs) {
       json tensors = json::array();
       for (const Slot& s : slot) tensors.push_back(tensor_json(rt, s));
@@ -129,20 +133,47 @@ class RunnerCalls final : public CandidateCalls {
                                "/proc/filesystems",
                                "/proc/uptime",
                                "/proc/loadavg"};
+    if (env.cuda)
+      gate_ =
+          std::make_unique<CallGate>(rt, heap.own_host_segment, heap.host_bytes,
+                                     reinterpret_cast<runner::GateHost*>(heap.own_host_segment + heap.gate_host_offset),
+                                     reinterpret_cast<runner::GateDevice*>(rt.heap_base(rt.rank()) + heap.gate_offset));
     runner_ = std::make_unique<RunnerProcess>(runner_program(), layout, heap.host_fds, work);
   }
   std::string load_error() const override { return runner_->loaded().error; }
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
-  CallOutcome call(runner::Op op, int slot) override { return outcome(runner_->call(op, slot)); }
+  CallOutcome call(runner::Op op, int slot) override {
+    if (!gate_) return outcome(runner_->call(op, slot));
+    const uint32_t seq = runner_->next_seq();
+    gate_->open(
+        seq, [&] { poison(); }, next_bracket_);
+    next_bracket_ = {};
+    CallOutcome r = outcome(runner_->call(op, slot));
+    gate_->close(seq);
+    return r;
+  }
   std::string where() const override { return "runner process"; }
   std::string lockdown_note() const override { return runner_->lockdown_note(); }
-  double doorbell_us() override { return runner_->doorbell_us(); }
+  double doorbell_us() override {
+    if (!gate_) return runner_->doorbell_us();
+    return RunnerProcess::median_us(21, [&] { return call(runner::kPing, 0).failure.empty(); });
+  }
+  bool gated() const override { return gate_ != nullptr; }
+  void bracket_next_call(CallBracket bracket) override { next_bracket_ = std::move(bracket); }
+  nlohmann::json gate_json() override { return gate_ ? gate_->to_json() : nlohmann::json(nullptr); }
 
  private:
+  void poison() {
+    for (const Slot& s : outputs_) rt_.fill(s.data, 0xFF, s.bytes);
+  }
   static CallOutcome outcome(const RunnerProcess::Outcome& r) {
     return {r.failure, r.killed_by_signal ? r.signal : 0, r.rc, r.error};
   }
   std::unique_ptr<RunnerProcess> runner_;
+  Runtime& rt_;
+  std::vector<Slot> outputs_;
+  std::unique_ptr<CallGate> gate_;
+  CallBracket next_bracket_;
 };
 
 // ---- GPUs: the library in this process ----

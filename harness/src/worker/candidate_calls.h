@@ -10,6 +10,7 @@
 
 #include "inputs/host_tensor.h"
 #include "runtime/runtime.h"
+#include "worker/call_gate.h"
 #include "worker/runner_protocol.h"
 #include "worker/worker.h"
 
@@ -46,6 +47,11 @@ class CandidateCalls {
   virtual std::string lockdown_note() const { return ""; }
   // The median time of calls that do nothing (waking the runner until it is frozen again); 0 in process.
   virtual double doorbell_us() { return 0; }
+  // GPU runners: every call passes the call gate (worker/call_gate.h), which poisons the outputs after its hold;
+  // `bracket` is what the next call's window holds (one call only). The gate's record ("" elsewhere: null).
+  virtual bool gated() const { return false; }
+  virtual void bracket_next_call(CallBracket bracket) { (void)bracket; }
+  virtual nlohmann::json gate_json() { return nullptr; }
 };
 
 // The heap's input slots and outputs, and what the candidate's side needs to see them.
@@ -59,6 +65,9 @@ struct HeapLayout {
   std::vector<int> host_fds;
   size_t host_bytes = 0, sync_offset = 0;
   size_t flags_offset = 0;  // GPUs: the runners' device-barrier flags, at this offset of every heap
+  // GPU runners: the call gate's flags, in this rank's host segment (`own_host_segment`, host_bytes long) and heap.
+  char* own_host_segment = nullptr;
+  size_t gate_host_offset = 0, gate_offset = 0;
 };
 
 // The candidate library in a pkb-runner process beside this one (CPU ranks).

@@ -129,12 +129,20 @@ class CandidateHost {
       return;
     }
     if (!use_runner_) return;
-    sync_rt_ = make_cpu_runtime(MPI_COMM_WORLD, std::max<size_t>(sync_bytes, 4096), "rsync");
+    // The call gate's host flags go after the SyncLines, in every rank's segment at the same offset (each pair uses
+    // its own rank's).
+    const size_t gate_host_bytes = align_to_heap(sizeof(runner::GateHost));
+    sync_rt_ = make_cpu_runtime(MPI_COMM_WORLD, std::max<size_t>(sync_bytes + gate_host_bytes, 4096), "rsync");
     heap_.sync_offset = static_cast<char*>(sync_rt_->alloc(sync_bytes, false)) - sync_rt_->heap_base(env_.rank);
+    heap_.gate_host_offset =
+        static_cast<char*>(sync_rt_->alloc(gate_host_bytes, false)) - sync_rt_->heap_base(env_.rank);
+    heap_.own_host_segment = sync_rt_->heap_base(env_.rank);
     heap_.host_fds = sync_rt_->heap_fds();
     heap_.host_bytes = sync_rt_->heap_size();
     void* flags = rt_->alloc(align_to_heap(sizeof(uint32_t) * static_cast<size_t>(env_.world)), false);  // zeroed
     heap_.flags_offset = static_cast<char*>(flags) - rt_->heap_base(env_.rank);
+    void* gate = rt_->alloc(align_to_heap(sizeof(runner::GateDevice)), false);  // zeroed too
+    heap_.gate_offset = static_cast<char*>(gate) - rt_->heap_base(env_.rank);
     l2_scratch_bytes_ = 2 * cuda_l2_bytes();
     l2_scratch_ = l2_scratch_bytes_ ? rt_->private_alloc(l2_scratch_bytes_) : nullptr;
   }
@@ -290,10 +298,10 @@ class CandidateHost {
     else if (per_call_upload_)
       upload(contents_[copy], slot);
     // A GPU runner's inputs were just written through the L2: evict them, as the baselines' rotation keeps a call's
-    // inputs out of it, and have every write done before the runner wakes (it sees only the device's memory).
+    // inputs out of it. Its call gate poisons the outputs after its hold and orders the runner's work after all of
+    // this (worker/call_gate.h).
     if (l2_scratch_) rt_->fill(l2_scratch_, 0, l2_scratch_bytes_);
-    poison_outputs();
-    if (use_runner_ && env_.cuda) throw_if_error(rt_->stream_synchronize(), "before a call");
+    if (!calls_->gated()) poison_outputs();
   }
 
   // Copy `copy`'s inputs drawn by the runtime (a kernel on GPUs) straight to `into` (one pointer an input), nothing
@@ -328,21 +336,30 @@ class CandidateHost {
   // Each copy's capture is one of its calls that ran, drawn uniformly as they come (a reservoir of one): any call may
   // be the checked one, a revisit of a copy as much as its first call. Where the monitor captures only the checked
   // copies (a runner's), every call's outputs and inputs are read the same way, into scratch where the call is not the
-  // one kept: the time between two calls does not tell the candidate which copies the driver checks.
+  // one kept: the time between two calls does not tell the candidate which copies the driver checks. Through a call
+  // gate the readback is enqueued with the call, right after its window (readback); elsewhere here, after it.
   void after_call(int copy) {
-    probe_after_window();
+    if (!calls_->gated()) {
+      probe_after_window();
+      readback(copy);
+    }
     distinct_contents_ += !seen_[copy];
     seen_[copy] = 1;
-    const bool keep = capture_[copy] && draw_() % static_cast<uint64_t>(++visits_[copy]) == 0;
-    if (!keep && !per_call_upload_) return;  // in process every copy is captured; this call is not kept
-    char* to = keep ? capture_[copy] : capture_scratch_;
-    size_t off = 0;
-    for (const auto& s : heap_.outputs) rt_->copy_async(to + off, s.data, s.bytes), off += s.bytes;
     // A runner's inputs are checked after every call (they are written anew before each, so a change would not
     // outlive it) and recorded at the kept one; in process every copy's once after the loop.
     if (!per_call_upload_) return;
     const std::vector<std::string> changed = inputs_changed(copy);
-    if (keep) mutated_.insert(changed.begin(), changed.end());
+    if (keep_) mutated_.insert(changed.begin(), changed.end());
+  }
+
+  // The call's outputs into the copy's capture if this call is the one kept (keep_), else (where every call is read)
+  // into scratch.
+  void readback(int copy) {
+    keep_ = capture_[copy] && draw_() % static_cast<uint64_t>(++visits_[copy]) == 0;
+    if (!keep_ && !per_call_upload_) return;  // in process every copy is captured; this call is not kept
+    char* to = keep_ ? capture_[copy] : capture_scratch_;
+    size_t off = 0;
+    for (const auto& s : heap_.outputs) rt_->copy_async(to + off, s.data, s.bytes), off += s.bytes;
   }
 
   // The inputs whose slot no longer holds what the call was given: the copy's host contents, or where copies are
@@ -495,10 +512,11 @@ class CandidateHost {
     hooks.before = [&](int k) { before_call(k); };
     hooks.after_timed = [&](int, int k) { after_call(k); };
     hooks.before_calls = [&](int first, int count) { make_copies_of_calls(first, count); };
-    // A runner's device work is not on this process's stream, so a GPU runner's calls are timed by the host window
-    // (wake to stop, the runner synchronizing its device before it stops), as CPU ranks' are.
-    std::unique_ptr<Runtime> host_window = use_runner_ && env_.cuda ? host_clock_view(*rt_, MPI_COMM_WORLD) : nullptr;
-    Runtime& timing_rt = host_window ? *host_window : *rt_;
+    // A GPU runner's calls are timed on this process's stream through the call gate (worker/call_gate.h): the
+    // view hands each timed call's timers to the gate, which records them around the call's device work.
+    int next_window = -1;
+    std::unique_ptr<Runtime> gated = calls_->gated() ? gated_window_view(*rt_, next_window) : nullptr;
+    Runtime& timing_rt = gated ? *gated : *rt_;
     TimingStats stats;
     // A failed call ends the loop on this rank at once (its record says why); rank_main then ends the job, whose other
     // ranks may be waiting for this one in a collective.
@@ -507,6 +525,14 @@ class CandidateHost {
       stats = time_iterations(
           timing_rt, plan_,
           [&](int k) {
+            if (gated) {  // every call read back alike, warm-ups too; the probe after timed windows only
+              const bool timed = next_window >= 0;
+              calls_->bracket_next_call({next_window, [this, k, timed] {
+                                           readback(k);
+                                           if (timed) probe_after_window();
+                                         }});
+              next_window = -1;
+            }
             if (!invoke(runner::kRun, slot_of(k), "while timing", false)) throw CallFailed{};
           },
           o_.timing, &hooks);
@@ -555,6 +581,7 @@ class CandidateHost {
     record_post_window_probes(record_["timing"]);
     record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
+    if (calls_->gated()) record_["timing"]["call_gate"] = calls_->gate_json();
     write_rank_record(o_.out_dir, env_.rank, record_);
   }
 
@@ -585,6 +612,7 @@ class CandidateHost {
   double doorbell_us_ = 0;
   int copies_made_ = 0, captures_sent_ = 0;
   int post_window_probes_ = 0, probes_made_ = 0;  // GPU runners: holds enqueued right after timed windows
+  bool keep_ = false;                             // the last call read back is its copy's capture
   double in_loop_generate_s_ = 0;                 // of the timing loop's wall time, making copies between repetitions
 };
 

@@ -12,6 +12,7 @@
 #include "reference/libtorch_version.h"
 #include "reference/reference.h"
 #include "runtime/runtime.h"
+#include "worker/call_gate.h"
 #include "worker/runner_host.h"
 #include "worker/worker.h"
 
@@ -174,24 +175,25 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
   nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
   nlohmann::json chase_probes = nlohmann::json::array();
-  // Where candidates run in a runner (CPU ranks; GPUs with --candidate-process runner) their calls are timed from
-  // waking the runner until it is stopped again (worker/runner_host.h), the runner synchronizing its device first:
-  // each baseline call rings a runner with nothing to run as well, and on GPUs is timed by the same host window up to
-  // a synchronize, so both sides' windows hold one doorbell.
+  // Where candidates run in a runner their calls are timed by its protocol, and the baselines' the same way. CPU ranks:
+  // from waking the runner until it is stopped again (worker/runner_host.h), so each baseline call rings a runner with
+  // nothing to run as well and both sides' windows hold one doorbell. GPUs: on the device through the call gate
+  // (worker/call_gate.h), whose flag operations each baseline window holds too.
   const bool runner_protocol = o.uses_runner();
   std::unique_ptr<RunnerProcess> doorbell;
-  if (runner_protocol)
+  if (runner_protocol && !env.cuda)
     doorbell = RunnerProcess::ping_only(runner_program(),
                                         std::filesystem::path(o.out_dir) / ("doorbell" + std::to_string(env.rank)));
   const double doorbell_us = doorbell ? doorbell->doorbell_us() : 0;
-  std::unique_ptr<Runtime> host_window = env.cuda && runner_protocol ? host_clock_view(*rt, MPI_COMM_WORLD) : nullptr;
+  std::unique_ptr<Runtime> gate_stream =
+      env.cuda && runner_protocol ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20) : nullptr;
+  std::unique_ptr<Runtime> gated = gate_stream ? gated_baseline_view(*gate_stream, *rt) : nullptr;
   auto call = [&](int k) {
     if (doorbell) doorbell->call(runner::kPing, 0);
     ref.impl->reference(ref.ctx, rotated[k]);
-    if (host_window) rt->synchronize();
   };
   for (int r = 0; r < o.timing.repeats; ++r) {
-    TimingStats stats = time_iterations(host_window ? *host_window : *rt, CopyPlan{copies, copies}, call, o.timing);
+    TimingStats stats = time_iterations(gated ? *gated : *rt, CopyPlan{copies, copies}, call, o.timing);
     if (r == 0) record["timing"] = stats.to_json();
     medians.push_back(stats.pkb.stats.median);
     paper_medians.push_back(stats.paper.stats.median);

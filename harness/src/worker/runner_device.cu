@@ -4,6 +4,7 @@
 
 #include "../../include/pkb/device.cuh"
 #include "core/error.h"
+#include "runtime/call_gate.cuh"
 #include "worker/runner_device.h"
 
 namespace pkb::runner {
@@ -54,6 +55,15 @@ void Device::barrier(uint32_t* flags) {
 void Device::zero(void* p, size_t bytes) {
   cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream_));
   cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+}
+
+void Device::wait_flag(const uint32_t* flag, uint32_t seq, double max_us) {
+  gate::flag_wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream_)>>>(
+      flag, nullptr, seq, static_cast<unsigned long long>(max_us * 1e3));
+}
+
+void Device::write_flag(uint32_t* flag, uint32_t value) {
+  gate::flag_write_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream_)>>>(flag, value);
 }
 
 std::string Device::synchronize() {

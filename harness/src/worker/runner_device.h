@@ -1,6 +1,6 @@
 // pkb-runner's GPU side (worker/runner_main.cpp): the heaps its monitors allocated, opened by CUDA IPC, a stream of
-// its own, the device flag barrier, and a device-wide synchronize after every call. Not yet run on a GPU (docs/
-// architecture.md, "GPUs: still in process"); the monitor uses it only with --candidate-process runner.
+// its own, the device flag barrier, the call gate's flags (worker/call_gate.h), and a device-wide synchronize after
+// every call.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,10 @@ class Device {
   // The flag barrier among the runners on `flags` (world words at the same offset of every heap), on the stream.
   void barrier(uint32_t* flags);
   void zero(void* p, size_t bytes);
+  // The call gate's flags (in the monitor's heap), on the stream: a wait until *flag reaches seq (or max_us passed),
+  // and a write.
+  void wait_flag(const uint32_t* flag, uint32_t seq, double max_us);
+  void write_flag(uint32_t* flag, uint32_t value);
   // "" or the error a device-wide synchronize surfaced.
   std::string synchronize();
 

@@ -31,9 +31,11 @@ struct Host {
   Control* control = nullptr;
   std::vector<void*> bases;
   size_t heap_bytes = 0, arena_next = 0;
-  SyncLine* sync = nullptr;   // world lines in host memory all runners map (rank 0's heap on CPU ranks)
-  Device* device = nullptr;   // GPUs: the heaps by CUDA IPC, the stream, the device barrier
-  uint32_t* flags = nullptr;  // GPUs: the device barrier's flags, at the same offset of every heap
+  SyncLine* sync = nullptr;           // world lines in host memory all runners map (rank 0's heap on CPU ranks)
+  Device* device = nullptr;           // GPUs: the heaps by CUDA IPC, the stream, the device barrier
+  uint32_t* flags = nullptr;          // GPUs: the device barrier's flags, at the same offset of every heap
+  GateHost* gate_host = nullptr;      // GPUs: the call gate's host flags (this rank's host segment)
+  GateDevice* gate_device = nullptr;  // GPUs: its device flags (this rank's heap)
   uint64_t epoch = 0, alloc_seq = 0;
   pkb::ContextTables tables;                    // the parameters and groups
   std::vector<std::vector<std::string>> names;  // keeps the tensors' names alive
@@ -217,8 +219,12 @@ std::unique_ptr<Device> map_memory(Host& h, const json& layout) {
   }
   h.bases = device->bases();
   h.device = device.get();
-  h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[layout.at("rank").get<int>()]) +
-                                        cuda.at("flags_offset").get<size_t>());
+  const int rank = layout.at("rank").get<int>();
+  h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[rank]) + cuda.at("flags_offset").get<size_t>());
+  h.gate_host =
+      reinterpret_cast<GateHost*>(static_cast<char*>(host.at(rank)) + cuda.at("gate_host_offset").get<size_t>());
+  h.gate_device =
+      reinterpret_cast<GateDevice*>(static_cast<char*>(h.bases[rank]) + cuda.at("gate_offset").get<size_t>());
   return device;
 }
 
@@ -240,6 +246,11 @@ void lock_down(Host& h, const json& layout) {
   }
 }
 
+// On GPUs the call's work waits on the stream for the monitor's go (its window has started), and the monitor learns
+// that it ended from done, written on the stream after it (worker/call_gate.h); "armed" tells the monitor's gate that
+// the call is being made now.
+constexpr double kGoWaitUs = 30e6;
+
 // One call each time the monitor wakes the runner; on GPUs the device is synchronized before the call counts as done.
 [[noreturn]] void serve(Host& h, const pkb::CandidateLibrary& lib) {
   Control& ctl = *h.control;
@@ -250,7 +261,12 @@ void lock_down(Host& h, const json& layout) {
     const int op = ctl.op, slot = ctl.slot;
     if (op == kExit) _exit(0);
     if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
+    if (h.device) {
+      h.device->wait_flag(&h.gate_device->go, seq, kGoWaitUs);
+      h.gate_host->armed.store(seq, std::memory_order_release);
+    }
     const int rc = lib.error.empty() ? lib.call(static_cast<Op>(op), &h.ctx, h.inputs[slot], h.outputs) : 0;
+    if (h.device) h.device->write_flag(&h.gate_device->done, seq);
     if (h.device)
       if (std::string err = h.device->synchronize(); !err.empty()) set_error(&h, "CUDA error: " + err);
     ctl.rc = rc;

@@ -49,13 +49,13 @@ struct WorkerOptions {
   // candidate (CPU ranks, where the candidate cannot read this process): the timing copies whose outputs the driver
   // checks; only these are captured and sent (empty: every copy, as on GPUs, where the candidate shares the process)
   std::vector<int> captured_copies;
-  // candidate: runner runs a GPU candidate in pkb-runner as CPU ranks always do (automatic: on GPUs in process);
-  // reference: times the baseline by the same host window
+  // candidate: where a GPU candidate runs (core/candidate_modes.h); reference: the baselines are timed by the same
+  // protocol (the call gate's on GPUs, the runner's doorbell on CPU ranks)
   CandidateProcess candidate_process = CandidateProcess::automatic;
   // candidate: as EvalOptions::draw_copies
   DrawCopies draw_copies = DrawCopies::automatic;
-  // Whether candidates run in pkb-runner, frozen between calls, and are timed (baselines too) by its host window.
-  bool uses_runner() const { return device != "cuda" || candidate_process == CandidateProcess::runner; }
+  // Whether candidates run in pkb-runner, frozen between calls, and baselines are timed by the same protocol.
+  bool uses_runner() const { return candidate_in_runner(candidate_process, device == "cuda"); }
 };
 
 struct WorkerEnv {

@@ -37,7 +37,7 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--capture-copies", o.captured_copies, "candidate pass (runner): the only timing copies to capture")
       ->delimiter(',');
   add_enum_option(app, "--candidate-process", o.candidate_process,
-                  "runner: a GPU candidate in pkb-runner, and baselines timed by its host window");
+                  "auto/runner: the candidate in pkb-runner (baselines timed by the same protocol); in-process (GPUs)");
   add_enum_option(app, "--draw-copies", o.draw_copies, "candidate pass: on/off, draw timing copies into their slots");
   app.add_option("--timed-checks", o.timed_checks,
                  "reference pass: random draws naming the copies whose outputs are kept")

@@ -1,0 +1,72 @@
+// The call gate's device side (worker/call_gate.h), shared by the monitor's runtime (runtime/cuda_runtime.cu) and the
+// runner (worker/runner_device.cu). Sequence numbers compare modulo 2^32: `seq` is reached once the flag is at or past
+// it, so no flag ever needs resetting.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../../include/pkb/device.cuh"
+
+namespace pkb::gate {
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ bool reached(uint32_t flag, uint32_t seq) { return static_cast<int32_t>(flag - seq) >= 0; }
+
+// What the monitor's holds saw, accumulated on the device (its private memory).
+struct HoldTrace {
+  unsigned long long holds, timeouts, wait_ns_sum, wait_ns_max;
+};
+
+constexpr int kHoldThreads = 256;
+
+// The gate's hold: launched to take every thread slot of every SM (as the timing hold is), it spins until the runner
+// says it is about to make call `seq` (`armed`, host memory) or `max_ns` passed, so that no kernel of the candidate's
+// can run while its process wakes up. Block 0 watches the host flag and tells the others through `release` (device
+// memory the runner cannot reach), so that mostly one thread reads across PCIe, not every block.
+static __global__ void __launch_bounds__(kHoldThreads)
+    gate_hold_kernel(const uint32_t* armed, uint32_t* release, uint32_t seq, unsigned long long max_ns,
+                     HoldTrace* trace) {
+  const unsigned long long t0 = now_ns();
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    bool timed_out = false;
+    while (!reached(pkb_load_acquire_sys(armed), seq))
+      if (now_ns() - t0 > max_ns) {
+        timed_out = true;
+        break;
+      }
+    pkb_store_release_sys(release, seq);
+    const unsigned long long waited = now_ns() - t0;
+    atomicAdd(&trace->holds, 1ull);
+    if (timed_out) atomicAdd(&trace->timeouts, 1ull);
+    atomicAdd(&trace->wait_ns_sum, waited);
+    atomicMax(&trace->wait_ns_max, waited);
+  } else if (threadIdx.x == 0) {
+    // The others watch release, and now and then the host flag themselves: a block 0 that is not resident yet (an
+    // SM still runs a peer's kernel) holds none of them up.
+    for (unsigned i = 1; !reached(pkb_load_acquire_sys(release), seq); ++i)
+      if ((i & 63) == 0 && (reached(pkb_load_acquire_sys(armed), seq) || now_ns() - t0 > max_ns)) break;
+  }
+  __syncthreads();
+}
+
+static __global__ void flag_write_kernel(uint32_t* flag, uint32_t value) {
+  __threadfence_system();  // everything before it on the stream is visible first
+  pkb_store_release_sys(flag, value);
+}
+
+// Spins until *flag reaches seq, *abort (if given) reaches seq, or max_ns passed. One thread: it holds no SM's worth
+// of slots while a call runs beside it.
+static __global__ void flag_wait_kernel(const uint32_t* flag, const uint32_t* abort, uint32_t seq,
+                                        unsigned long long max_ns) {
+  const unsigned long long t0 = now_ns();
+  for (unsigned i = 0; !reached(pkb_load_acquire_sys(flag), seq); ++i)
+    if ((i & 31) == 0 && ((abort && reached(pkb_load_acquire_sys(abort), seq)) || now_ns() - t0 > max_ns)) break;
+}
+
+}  // namespace pkb::gate

@@ -1,0 +1,133 @@
+#include "worker/call_gate.h"
+
+#include <new>
+
+#include "core/error.h"
+
+namespace pkb {
+
+CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host,
+                   runner::GateDevice* device)
+    : rt_(rt), host_(host), device_(device) {
+  char* mapped = static_cast<char*>(rt.map_host_memory(segment, segment_bytes));
+  auto device_address = [&](const void* p) {
+    return reinterpret_cast<const uint32_t*>(mapped + (static_cast<const char*>(p) - static_cast<char*>(segment)));
+  };
+  armed_ = device_address(&host->armed);
+  abort_ = device_address(&host->abort);
+}
+
+void CallGate::open(uint32_t seq, const std::function<void()>& prepare, const CallBracket& bracket) {
+  rt_.gate_hold(armed_, seq, kGateMaxUs);
+  if (prepare) prepare();
+  if (bracket.start_timer >= 0) rt_.record(bracket.start_timer);
+  rt_.flag_write(&device_->go, seq);
+  rt_.flag_wait(&device_->done, abort_, seq, kGateDoneWaitUs);
+  if (bracket.start_timer >= 0) rt_.record(bracket.start_timer + 1);
+  if (bracket.after_window) bracket.after_window();
+}
+
+void CallGate::close(uint32_t seq) {
+  host_->armed.store(seq, std::memory_order_release);  // a runner that died before arming: the hold ends now
+  host_->abort.store(seq, std::memory_order_release);
+}
+
+nlohmann::json CallGate::to_json() {
+  const Runtime::GateTrace t = rt_.gate_trace();
+  return {{"holds", t.holds}, {"timeouts", t.timeouts}, {"mean_wait_us", t.mean_wait_us},
+          {"max_wait_us", t.max_wait_us}, {"max_us", kGateMaxUs}};
+}
+
+namespace {
+
+// Everything but the timers goes to `inner`; reports is_cuda() false (no device view, no escape probe, no holds).
+class GatedView : public Runtime {
+ public:
+  explicit GatedView(Runtime& inner) : Runtime(MPI_COMM_WORLD), in_(inner) {}
+  bool is_cuda() const override { return false; }
+  int device() const override { return in_.device(); }
+  void* stream() const override { return in_.stream(); }
+  void copy(void* dst, const void* src, size_t bytes) override { in_.copy(dst, src, bytes); }
+  void fill(void* dst, uint8_t byte, size_t bytes) override { in_.fill(dst, byte, bytes); }
+  void copy_async(void* dst, const void* src, size_t bytes) override { in_.copy_async(dst, src, bytes); }
+  void draw(void* dst, const ElementDraw& d, int64_t n) override { in_.draw(dst, d, n); }
+  bool same_bytes(const void* a, const void* b, size_t bytes) override { return in_.same_bytes(a, b, bytes); }
+  void* private_alloc(size_t bytes) override { return in_.private_alloc(bytes); }
+  std::string synchronize() override { return in_.synchronize(); }
+  std::string stream_synchronize() override { return in_.stream_synchronize(); }
+  void timers_reserve(int n) override { in_.timers_reserve(n); }
+  double elapsed_ms(int i, int j) override { return in_.elapsed_ms(i, j); }
+  bool reached(int) override { return true; }
+  void hold(double, int) override {}
+  void* const* heap_bases_device() const override { return in_.heap_bases_device(); }
+  void barrier() override { in_.barrier(); }
+
+ protected:
+  Runtime& in_;
+};
+
+class CandidateWindowView final : public GatedView {
+ public:
+  CandidateWindowView(Runtime& inner, int& next_window) : GatedView(inner), next_(next_window) {}
+  void record(int i) override {
+    if (i % 2 == 0) next_ = i;  // the gate records i and i + 1 with the next call
+  }
+
+ private:
+  int& next_;
+};
+
+// The baseline's calls as a runner's are made: `monitor` (a stream of this process's own) plays the monitor's part,
+// with the events, and the baseline's stream the runner's.
+class BaselineWindowView final : public GatedView {
+ public:
+  BaselineWindowView(Runtime& monitor, Runtime& baseline) : GatedView(monitor), baseline_(baseline) {
+    // A page of its own, registered with the runtime until the runtime goes (so never freed here: a page a timing).
+    constexpr size_t kPage = 4096;
+    page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHost{};
+    char* mapped = static_cast<char*>(monitor.map_host_memory(page_, kPage));
+    armed_ = reinterpret_cast<const uint32_t*>(mapped + (reinterpret_cast<char*>(&page_->armed) -
+                                                         reinterpret_cast<char*>(page_)));
+    flags_ = static_cast<runner::GateDevice*>(monitor.private_alloc(sizeof(runner::GateDevice)));
+    monitor.fill(flags_, 0, sizeof(runner::GateDevice));
+    throw_if(monitor.stream_synchronize());
+  }
+  // record(2i): the monitor's part of the call's gate, then the runner's wait for go, then the monitor's "armed" (it
+  // issues the call at once); record(2i + 1): the runner's done after the call's work.
+  void record(int i) override {
+    if (i % 2 == 0) {
+      ++seq_;
+      in_.gate_hold(armed_, seq_, kGateMaxUs);
+      in_.record(i);
+      in_.flag_write(&flags_->go, seq_);
+      in_.flag_wait(&flags_->done, nullptr, seq_, kGateDoneWaitUs);
+      in_.record(i + 1);
+      baseline_.flag_wait(&flags_->go, nullptr, seq_, kGateDoneWaitUs);
+      page_->armed.store(seq_, std::memory_order_release);
+    } else {
+      baseline_.flag_write(&flags_->done, seq_);
+    }
+  }
+
+ private:
+  static void throw_if(const std::string& err) {
+    if (!err.empty()) throw Error("the baselines' gate: " + err);
+  }
+  Runtime& baseline_;
+  runner::GateHost* page_ = nullptr;
+  const uint32_t* armed_ = nullptr;
+  runner::GateDevice* flags_ = nullptr;
+  uint32_t seq_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> gated_window_view(Runtime& inner, int& next_window) {
+  return std::make_unique<CandidateWindowView>(inner, next_window);
+}
+
+std::unique_ptr<Runtime> gated_baseline_view(Runtime& monitor, Runtime& baseline) {
+  return std::make_unique<BaselineWindowView>(monitor, baseline);
+}
+
+}  // namespace pkb
