@@ -144,8 +144,11 @@ if want fixtures; then
   done
 fi
 # The escape probe's thresholds (device time > 2x event time + 100 us, worker/timing.cpp): the stream-escape
-# fixture must be flagged, the expert all-reduce must not be.
+# fixture must be flagged, the expert all-reduce must not be. The probe and the device view time candidates in the
+# rank program (--candidate-process in-process); in a runner the call gate's readback catches escaped work (step
+# runner).
 if want escape; then
+  export EVAL_EXTRA="--candidate-process in-process"
   if [ "$world" != 1 ]; then
     step escape_stream_escape_flagged expect_status "$build/pkb" tests/fixtures/cuda/stream_escape.cu "$world" \
       "$out/eval_escape" incorrect true
@@ -158,17 +161,18 @@ if want escape; then
     "$out/eval_escape_w1" incorrect "" busy
   step escape_w1_expert_clean expect_status "$build/pkb" problems/001_allreduce/solution.cu 1 \
     "$out/eval_escape_w1" correct "" clean
+  unset EVAL_EXTRA
 fi
-# The GPU runner (--candidate-process runner, not the default until measured here; docs/architecture.md "GPUs: still
-# in process"): the CUDA fixtures land in their statuses (the stream-escape fixture is correct there: the runner's
-# device synchronize waits for its side stream, so the escaped work is inside the window), the expert all-reduce is
-# correct at W = 1 and at the step's W, and its record shows the host-window times, the doorbell and the baseline
-# timed alike. Not in the default steps: PKB_STEPS=runner.
+# The GPU runner (the default; docs/architecture.md, "GPUs: the runner and the call gate"): the CUDA fixtures land in
+# their statuses (host_crash at the step's W: its rank 1 crashes; the stream-escape fixture is incorrect, its side
+# stream's work unfinished when the gate reads the outputs back right after the runner's done), the expert all-reduce
+# is correct at W = 1 and at the step's W, and its record shows the call gate's holds and the post-window probes.
+# Not in the default steps: PKB_STEPS=runner.
 if want runner; then
-  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error zeros:incorrect stream_escape:correct; do
+  for fx in host_crash:crash kernel_hang:timeout illegal_address:runtime_error zeros:incorrect stream_escape:incorrect; do
     EVAL_EXTRA="--candidate-process runner" EVAL_TIMEOUT=$([ "${fx%%:*}" = kernel_hang ] && echo 30 || echo 90) \
-      step "runner_fixture_${fx%%:*}" expect_status "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" 1 \
-      "$out/eval_runner" "${fx##*:}"
+      step "runner_fixture_${fx%%:*}" expect_status "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" \
+      "$([ "${fx%%:*}" = host_crash ] && echo "$world" || echo 1)" "$out/eval_runner" "${fx##*:}"
   done
   for w in 1 "$world"; do
     EVAL_EXTRA="--candidate-process runner" step "runner_expert_w$w" expect_status "$build/pkb" \
@@ -195,20 +199,20 @@ if want runner_medians; then
   TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_in_process" \
     "$out/medians_runner" "in process" "runner (default)"
 fi
-# Timing copies drawn on the device (--draw-copies on; the default for GPUs once this passes, docs/architecture.md
-# "Timing copies drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
-# CUDA fixtures land in their statuses with drawn copies in process and in a runner, the experts are correct at W = 1
+# Timing copies drawn on the device (--draw-copies on, the GPUs' default; docs/architecture.md "Timing copies drawn
+# where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
+# CUDA fixtures land in their statuses with drawn copies in a runner and in process, the experts are correct at W = 1
 # with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
 # 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process
 # and in a runner, and of expert 001 at the step's W in a runner (issue 36's figures). Not a default step:
 # PKB_STEPS=drawn (or a part: drawn_checks, drawn_adversarial, drawn_experts, drawn_bench).
 if want drawn || want drawn_checks; then
   want unit || step drawn_device_draws mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
-  for mode in "" "--candidate-process runner"; do
+  for mode in "--candidate-process in-process" ""; do
     # (zeros, not wrong_value: at W = 1 an all-reduce is the identity, so wrong_value's copy is right there)
     for fx in zeros:incorrect illegal_address:runtime_error; do
-      EVAL_EXTRA="--draw-copies on $mode" step "drawn_fixture_${fx%%:*}${mode:+_runner}" expect_status "$build/pkb" \
-        "tests/fixtures/cuda/${fx%%:*}.cu" 1 "$out/eval_drawn${mode:+_runner}" "${fx##*:}"
+      EVAL_EXTRA="--draw-copies on $mode" step "drawn_fixture_${fx%%:*}${mode:+_in_process}" expect_status \
+        "$build/pkb" "tests/fixtures/cuda/${fx%%:*}.cu" 1 "$out/eval_drawn${mode:+_in_process}" "${fx##*:}"
     done
   done
 fi
@@ -266,7 +270,9 @@ eager = (t.get("baseline_pytorch_eager") or {}).get("median_us")
 print(r["status"], "| fresh libtorch+NCCL", t["baseline_libtorch_nccl"]["median_us"], "eager", eager,
       "| cached", b.get("libtorch_nccl_median_us"), b.get("pytorch_eager_median_us"), "| cached probe ratio",
       b.get("host_speed_ratio"), "| speedup", t.get("speedup"), "| retime_s", r["wall"].get("retime_s"))
-ok = r["status"] == "correct" and b.get("reason") == "always" and "error" not in b and b.get("pytorch_eager_retimed")
+# (in a runner, the default, there is no eager baseline to re-time)
+ok = r["status"] == "correct" and b.get("reason") == "always" and "error" not in b and \
+    (eager is None or b.get("pytorch_eager_retimed"))
 sys.exit(0 if ok else 1)
 PY
 }

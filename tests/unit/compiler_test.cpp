@@ -53,6 +53,26 @@ TEST(Compiler, CompileErrorsAreKeptAndCached) {
             pkb::CompileStatus::ok);
 }
 
+// A sandbox that cannot be started is pkb's failure, not the kernel's: the compile throws, caches nothing, and the
+// same source compiles once the sandbox is there (a missing bwrap was once cached as every kernel's compile_error).
+TEST(Compiler, ASandboxThatCannotStartCachesNoFailure) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, false);
+  o.sandbox = true;
+  auto src = pkb::repo_root() / "tests/fixtures/cpu/correct.cpp";
+  const char* had = getenv("PKB_BWRAP");
+  const std::string before = had ? had : "";
+  setenv("PKB_BWRAP", "/nonexistent/bwrap", 1);
+  EXPECT_THROW(pkb::compile_candidate(src, o), pkb::Error);
+  if (had)
+    setenv("PKB_BWRAP", before.c_str(), 1);
+  else
+    unsetenv("PKB_BWRAP");
+  auto r = pkb::compile_candidate(src, o);
+  EXPECT_EQ(r.status, pkb::CompileStatus::ok) << r.log;
+  EXPECT_FALSE(r.cached);
+}
+
 // A failure entry is believed only with the digest that binds it to its key and log: an edited log, a planted
 // failure for a source that compiles, or a status pkb never caches is compiled again.
 TEST(Compiler, AFailureEntryIsBelievedOnlyWithItsDigest) {

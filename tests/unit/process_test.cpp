@@ -162,10 +162,20 @@ TEST(Process, SignalIsReported) {
   EXPECT_NE(r.summary().find("signal 11"), std::string::npos);
 }
 
-TEST(Process, MissingProgramIs127) {
+// A program that cannot be started is the caller's error, never a result of the program's own (a missing bwrap once
+// became a cached compile_error), and leaves no child behind.
+TEST(Process, AMissingProgramThrowsAndSaysWhich) {
   pkb::ProcessOptions o;
-  auto r = pkb::run_process({"/nonexistent/program"}, o);
-  EXPECT_EQ(r.exit_code, 127);
+  try {
+    pkb::run_process({"/nonexistent/program"}, o);
+    ADD_FAILURE() << "no exception for a program that does not exist";
+  } catch (const pkb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot execute /nonexistent/program: No such file"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a child was left to reap";
+  // A program that starts and then fails is still a result.
+  EXPECT_EQ(pkb::run_process({"sh", "-c", "exit 127"}, o).exit_code, 127);
 }
 
 // The W ranks of a Python job: one rank failing must not leave its peers (blocked in a collective) running until

@@ -668,7 +668,12 @@ json record_header(const Evaluation& ev, const fs::path& source) {
 std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, CompileResult& cr) {
   CompileOptions co = eval_compile_options(ev.o);
   auto t0 = std::chrono::steady_clock::now();
-  cr = compile_candidate(source, co);
+  try {
+    cr = compile_candidate(source, co);
+  } catch (const Error& e) {  // the compiler (or its sandbox) could not be started: nothing is cached, no verdict
+    ev.wall["compile_s"] = wall_seconds_since(t0);
+    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+  }
   ev.wall["compile_s"] = wall_seconds_since(t0);
   json lint = json::array();
   for (const auto& f : cr.lint) lint.push_back({{"rule", f.rule}, {"line", f.line}, {"text", f.text}});

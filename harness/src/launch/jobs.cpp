@@ -162,9 +162,13 @@ const std::string& python_with_torch() {
     for (const auto& py : candidates) {
       ProcessOptions po;
       po.timeout_s = 60;
-      if (run_process({py, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"}, po)
-              .ok())
-        return py;
+      try {
+        if (run_process({py, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"},
+                        po)
+                .ok())
+          return py;
+      } catch (const Error&) {  // no such program: the next candidate
+      }
     }
     return std::string();
   }();

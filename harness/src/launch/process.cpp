@@ -193,6 +193,10 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   if (out_fd < 0 || err_fd < 0) throw Error("run_process: cannot open output files for " + argv[0]);
   int info[2] = {-1, -1};
   if (opts.info_fd >= 0 && pipe2(info, O_CLOEXEC) != 0) throw Error("run_process: pipe failed");
+  // The child reports a failed exec here (the pipe closes unread on a successful one): a program that cannot be
+  // started is the caller's error, never a result of the program's (a compile_error cached for a missing bwrap).
+  int exec_errors[2] = {-1, -1};
+  if (pipe2(exec_errors, O_CLOEXEC) != 0) throw Error("run_process: pipe failed");
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
@@ -221,15 +225,31 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     }
     if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
     execvpe(args[0], args.data(), envp.data());
-    dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
+    const int exec_errno = errno;
+    dprintf(2, "cannot execute %s: %s\n", args[0], strerror(exec_errno));
+    (void)!write(exec_errors[1], &exec_errno, sizeof exec_errno);
     _exit(127);
   }
+  close(exec_errors[1]);
   setpgid(pid, group ? group : pid);  // also from the parent, so the group exists before we might signal it
   // Tracked before waiting for the child's report: bwrap takes tens of ms to build the namespaces, and a SIGTERM
   // then (a Slurm requeue) must still kill the group, else bwrap's own forks outlive this process.
   if (group == 0) track_child(pid);
   close(out_fd);
   close(err_fd);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_errors[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(exec_errors[0]);
+  if (got == sizeof exec_errno) {
+    if (info[0] >= 0) close(info[0]), close(info[1]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    if (group == 0) untrack_child(pid);
+    throw Error("cannot execute " + argv[0] + ": " + strerror(exec_errno));
+  }
   if (info[1] >= 0) {
     close(info[1]);
     *namespace_init = open_reported_init(info[0]);

@@ -113,14 +113,14 @@ const std::string& sandbox_unavailable() {
     ProcessResult r;
     try {
       r = run_sandboxed(box, {"/bin/true"}, po);
-    } catch (const std::exception& e) {
-      why = e.what();
+    } catch (const std::exception& e) {  // it cannot be started at all
+      why = std::string("bubblewrap (bwrap) is not installed (") + e.what() +
+            "): apt-get install bubblewrap, or set PKB_BWRAP";
     }
     if (why.empty() && !r.ok()) {
       std::string tail = file_tail(err, 400);
       while (!tail.empty() && tail.back() == '\n') tail.pop_back();
-      why = r.exit_code == 127 ? "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set PKB_BWRAP"
-                               : "bubblewrap cannot create its namespaces here (" + r.summary() + "): " + tail;
+      why = "bubblewrap cannot create its namespaces here (" + r.summary() + "): " + tail;
     }
     std::error_code ec;
     fs::remove(err, ec);

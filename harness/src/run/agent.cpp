@@ -383,7 +383,14 @@ std::string AgentSample::run_tool(const std::string& name, const std::string& so
   }
   if (name == kAgentTools[0]) {
     CompileOptions co = eval_compile_options(o_.eval);
-    CompileResult c = compile_candidate(run_dir_ / rel, co);
+    CompileResult c;
+    try {
+      c = compile_candidate(run_dir_ / rel, co);
+    } catch (const Error& e) {  // the compiler (or its sandbox) could not be started: pkb's failure, not the kernel's
+      is_error = true;
+      extra["status"] = "harness_error";
+      return std::string("the compile tool failed: ") + e.what();
+    }
     extra["status"] = compile_status_name(c.status);
     if (c.status == CompileStatus::ok) return "ok";
     is_error = false;  // the tool worked; the kernel did not compile

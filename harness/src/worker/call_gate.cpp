@@ -6,8 +6,7 @@
 
 namespace pkb {
 
-CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host,
-                   runner::GateDevice* device)
+CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host, runner::GateDevice* device)
     : rt_(rt), host_(host), device_(device) {
   char* mapped = static_cast<char*>(rt.map_host_memory(segment, segment_bytes));
   auto device_address = [&](const void* p) {
@@ -34,8 +33,11 @@ void CallGate::close(uint32_t seq) {
 
 nlohmann::json CallGate::to_json() {
   const Runtime::GateTrace t = rt_.gate_trace();
-  return {{"holds", t.holds}, {"timeouts", t.timeouts}, {"mean_wait_us", t.mean_wait_us},
-          {"max_wait_us", t.max_wait_us}, {"max_us", kGateMaxUs}};
+  return {{"holds", t.holds},
+          {"timeouts", t.timeouts},
+          {"mean_wait_us", t.mean_wait_us},
+          {"max_wait_us", t.max_wait_us},
+          {"max_us", kGateMaxUs}};
 }
 
 namespace {
@@ -86,8 +88,8 @@ class BaselineWindowView final : public GatedView {
     constexpr size_t kPage = 4096;
     page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHost{};
     char* mapped = static_cast<char*>(monitor.map_host_memory(page_, kPage));
-    armed_ = reinterpret_cast<const uint32_t*>(mapped + (reinterpret_cast<char*>(&page_->armed) -
-                                                         reinterpret_cast<char*>(page_)));
+    armed_ = reinterpret_cast<const uint32_t*>(
+        mapped + (reinterpret_cast<char*>(&page_->armed) - reinterpret_cast<char*>(page_)));
     flags_ = static_cast<runner::GateDevice*>(monitor.private_alloc(sizeof(runner::GateDevice)));
     monitor.fill(flags_, 0, sizeof(runner::GateDevice));
     throw_if(monitor.stream_synchronize());

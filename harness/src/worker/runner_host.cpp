@@ -87,14 +87,10 @@ std::unique_ptr<RunnerProcess> RunnerProcess::ping_only(const std::filesystem::p
 }
 
 double RunnerProcess::doorbell_us(int n) {
-  return median_us(n, [&] { return call(kPing, 0).failure.empty(); });
-}
-
-double RunnerProcess::median_us(int n, const std::function<bool()>& call) {
   std::vector<double> us;
   for (int i = 0; i < n; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (!call()) return 0;
+    if (!call(kPing, 0).failure.empty()) return 0;
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::nth_element(us.begin(), us.begin() + n / 2, us.end());

@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -44,8 +43,6 @@ class RunnerProcess {
   // The median time of `n` calls that do nothing, in µs, by the steady clock: what every window includes (0 if the
   // runner failed one: the first real call says why).
   double doorbell_us(int n = 21);
-  // The median time in µs of n calls of `call` (0 if one returned false).
-  static double median_us(int n, const std::function<bool()>& call);
   uint32_t next_seq() const { return seq_ + 1; }     // the sequence number the next call will carry
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
   std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
