@@ -99,6 +99,9 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
   w.timing = o.timing;
+  // The baselines' own speed, by events on their stream: no candidate to compare with, so no call gate's flag
+  // operations (an evaluation times its baselines by the candidates' protocol, eval/reference.cpp).
+  w.candidate_process = CandidateProcess::in_process;
   RankJob job{o.world,    o.device == "cuda",
               to_args(w), batch_dir,
               "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
