@@ -109,7 +109,7 @@ TimedLoop::TimedLoop(Runtime& rt, const CopyPlan& plan, const std::function<void
       hooks_(hooks),
       root_(rt.rank() == 0),
       untrusted_(hooks && hooks->untrusted),
-      clocks_(rt.is_cuda() ? rt.device() : -1) {
+      clocks_(rt.device()) {  // a runner's gated view has a device, though no queue of its own to hold
   s_.dispatch_cpu = pin_.cpu();
   s_.dispatch_note = pin_.note();
 }
