@@ -3,30 +3,15 @@ matched by file name), their medians side by side. Usage: python3 scripts/compar
 Prints, per record: status both ways, the candidate's and the libtorch+NCCL baseline's median (us) and their
 B/A ratios, the speedups, and the evaluation's wall beyond compile (s)."""
 import glob
-import json
 import os
 import sys
 
-
-def load(path):
-    try:
-        return json.load(open(path))
-    except (OSError, ValueError):
-        return None
-
-
-def median(r, key):
-    t = ((r or {}).get("timing") or {}).get(key)
-    return t.get("median_us") if isinstance(t, dict) else None
+from eval_records import fmt, load, median_us as median
 
 
 def beyond_compile(r):
     w = (r or {}).get("wall") or {}
     return w.get("total_s", 0) - w.get("compile_s", 0) if w else None
-
-
-def fmt(x, spec="{:.1f}"):
-    return spec.format(x) if isinstance(x, (int, float)) else "-"
 
 
 def ratio(b, a):

@@ -1,28 +1,19 @@
 """Prints a markdown table from pkb eval --json records: status, baselines, candidate time, speedups, SOL%.
 A record whose ranks shared a GPU (timing.contended) timed contention, not the kernel: its times are shown, its
 speedups and SOL% are not (as in pkb's own reports)."""
-import json
 import sys
 
-
-def us(t):
-    return t.get("median_us") if isinstance(t, dict) else None
-
-
-def fmt(x, spec="{:.1f}"):
-    return spec.format(x) if isinstance(x, (int, float)) else "-"
-
+from eval_records import fmt, load, median_us
 
 rows = []
 for path in sys.argv[1:]:
-    try:
-        r = json.load(open(path))
-    except (OSError, ValueError):
+    r = load(path)
+    if r is None:
         rows.append(f"| {path} | no record | | | | | | |")
         continue
     t = r.get("timing", {})
     roof = r.get("roofline", {})
-    py, cpp, cand = us(t.get("baseline_pytorch_eager")), us(t.get("baseline_libtorch_nccl")), us(t.get("candidate"))
+    py, cpp, cand = (median_us(r, k) for k in ("baseline_pytorch_eager", "baseline_libtorch_nccl", "candidate"))
     claims = not t.get("contended")
     rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
         r["problem"]["folder"], r["status"] + ("" if claims else " (ranks shared a GPU)"), fmt(py), fmt(cpp),
