@@ -362,3 +362,16 @@ TEST(CandidateProcess, TheRunnerIsTheDefaultOnEveryDevice) {
   EXPECT_EQ(pkb::enum_from_name<CandidateProcess>("in-process").value_or(CandidateProcess::runner),
             CandidateProcess::in_process);
 }
+
+// Times that measure contention claim no speedup: ranks that shared a GPU, or a GPU runner whose CUDA context took
+// turns with its monitor's (no MPS). A runner that MPS served, or a CPU-rank record, is timed as usual.
+TEST(Verdict, ContentionIsNamedWhereTimesMeasureIt) {
+  using nlohmann::json;
+  EXPECT_EQ(pkb::contention_reason(json::object()), "");
+  EXPECT_EQ(pkb::contention_reason(json{{"runner_mps", true}}), "");
+  EXPECT_EQ(pkb::contention_reason(json{{"gpu_sharing", {{"note", "2 ranks share each GPU"}}}}),
+            "2 ranks share each GPU");
+  const std::string why = pkb::contention_reason(json{{"runner_mps", "nvidia-cuda-mps-control -d: exit 1"}});
+  EXPECT_NE(why.find("without MPS"), std::string::npos) << why;
+  EXPECT_NE(why.find("exit 1"), std::string::npos) << why;
+}

@@ -435,7 +435,7 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   RetimePolicy policy = o.retime_baseline;
   if (policy == RetimePolicy::automatic) policy = o.device == "cuda" ? RetimePolicy::drift : RetimePolicy::never;
   const bool retime =
-      bad.empty() && !ev.rec().contains("gpu_sharing") && t.candidate.is_object() &&
+      bad.empty() && contention_reason(ev.rec()).empty() && t.candidate.is_object() &&
       (policy == RetimePolicy::always || (policy == RetimePolicy::drift && cached_drift.value("host_drift", false)));
   if (!retime) return;
   auto t_retime = std::chrono::steady_clock::now();
@@ -518,13 +518,14 @@ bool record_timing_flags(const std::vector<json>& records, const Timings& t, jso
   return escape;
 }
 
-// 5. The verdict: incorrect on the first failed check; correct otherwise, without speedups where ranks shared a GPU.
+// 5. The verdict: incorrect on the first failed check; correct otherwise, without speedups where the times measure
+// contention (contention_reason).
 EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
   json& rec = ev.rec();
   if (!bad.empty()) return ev.finish(EvalStatus::incorrect, bad);
-  if (rec.contains("gpu_sharing")) {
-    // Ranks shared a GPU: the verdict stands, the times measure contention. No speedup or SOL% is claimed, by
-    // either method (a rescore with --timing-method reads by_method).
+  if (const std::string why = contention_reason(rec); !why.empty()) {
+    // The verdict stands, the times measure contention. No speedup or SOL% is claimed, by either method (a rescore
+    // with --timing-method reads by_method).
     json& t = rec["timing"];
     t["contended"] = true;
     for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
@@ -533,7 +534,7 @@ EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
     }
     for (const char* k : {"sol_candidate", "sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
       rec["roofline"].erase(k);
-    return ev.finish(EvalStatus::correct, "correct (functional check: " + rec["gpu_sharing"].value("note", "") + ")");
+    return ev.finish(EvalStatus::correct, "correct (functional check: " + why + ")");
   }
   return ev.finish(EvalStatus::correct,
                    escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
@@ -578,6 +579,15 @@ json host_speed_comparison(const json& candidate_timing, const json& baseline_ti
   double c = chase_median(candidate_timing), b = chase_median(baseline_timing);
   if (c <= 0 || b <= 0) return json::object();
   return {{"host_speed_ratio", c / b}, {"host_drift", c / b > kHostDriftRatio || b / c > kHostDriftRatio}};
+}
+
+std::string contention_reason(const json& record) {
+  if (const auto s = record.find("gpu_sharing"); s != record.end() && s->is_object())
+    return s->value("note", std::string("ranks shared a GPU"));
+  if (const auto m = record.find("runner_mps"); m != record.end() && m->is_string())
+    return "the candidate's runner ran without MPS, its CUDA context taking turns with its monitor's: " +
+           m->get<std::string>();
+  return "";
 }
 
 CompileOptions eval_compile_options(const EvalOptions& o) {

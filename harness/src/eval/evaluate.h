@@ -108,6 +108,11 @@ constexpr double kHostDriftRatio = 1.2;
 // ratio. Empty when either timing lacks the probe (records from before it, CPU-less stubs).
 nlohmann::json host_speed_comparison(const nlohmann::json& candidate_timing, const nlohmann::json& baseline_timing);
 
+// Why a record's times measure contention rather than the kernel ("" when they do not): its ranks shared a GPU
+// (`gpu_sharing`), or a GPU candidate's runner ran without MPS (`runner_mps` a note), so that its CUDA context and
+// its monitor's took turns on the GPU. Such a verdict stands; no speedup is claimed.
+std::string contention_reason(const nlohmann::json& record);
+
 // One readable verdict: status, errors, times, speedup.
 std::string format_verdict(const nlohmann::json& record);
 
