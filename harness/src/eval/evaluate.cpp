@@ -300,8 +300,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
     if (res.process.ok() && !g.ended && res.ended.empty())
       res.ended = "rank " + std::to_string(r) + " exited without finishing (exit(0) from candidate code?)";
   }
-  // Where the candidate ran (its own runner process on CPU ranks, the rank program on GPUs), and what of the runner's
-  // lockdown its kernel refused, as rank 0's monitor recorded them.
+  // Where the candidate ran (its own runner process, or with --candidate-process in-process the rank program), and what
+  // of the runner's lockdown its kernel refused, as rank 0's monitor recorded them.
   if (!res.records.empty() && res.records[0].is_object()) {
     const json& rank0 = res.records[0];
     if (rank0.contains("candidate_process")) res.sandbox["candidate_process"] = rank0["candidate_process"];

@@ -66,7 +66,7 @@ std::vector<std::pair<std::string, int64_t>> all_params(const WorkerEnv& env) {
   return params;
 }
 
-// ---- The candidate in pkb-runner, frozen between calls (CPU ranks; GPUs with --candidate-process runner) ----
+// ---- The candidate in pkb-runner, frozen between calls (the default everywhere) ----
 
 std::string hex(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";

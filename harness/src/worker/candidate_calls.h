@@ -1,5 +1,6 @@
-// How the candidate pass reaches the candidate's code: through a runner process (CPU ranks: the candidate never runs
-// in the process that judges it, worker/runner_host.h) or, on GPUs, by calling the library loaded into this process.
+// How the candidate pass reaches the candidate's code: through a runner process (the default: the candidate never runs
+// in the process that judges it, worker/runner_host.h; on GPUs through the call gate) or, on GPUs with
+// --candidate-process in-process, by calling the library loaded into this process.
 // Both see the same heap slots; the pass (worker/candidate_pass.cpp) never knows which one it drives.
 #pragma once
 
@@ -70,10 +71,10 @@ struct HeapLayout {
   size_t gate_host_offset = 0, gate_offset = 0;
 };
 
-// The candidate library in a pkb-runner process beside this one (CPU ranks).
+// The candidate library in a pkb-runner process beside this one (the default).
 std::unique_ptr<CandidateCalls> start_runner(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
                                              const HeapLayout& heap);
-// The candidate library loaded into this process (GPUs).
+// The candidate library loaded into this process (GPUs with --candidate-process in-process).
 std::unique_ptr<CandidateCalls> load_in_process(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
                                                 const HeapLayout& heap);
 

@@ -1,7 +1,8 @@
 // The candidate pass, as this rank's monitor runs it: the heap, the inputs, the poison, the clock, the captures, the
 // record and the sealed channel are all here; the candidate's code is reached only through CandidateCalls
-// (worker/candidate_calls.h): on CPU ranks a pkb-runner process that is frozen whenever it is not inside a call, on
-// GPUs the library loaded into this process. Stages: load the candidate and lay out the heap; the checked trials
+// (worker/candidate_calls.h): a pkb-runner process that is frozen whenever it is not inside a call (on GPUs timed
+// through the call gate, worker/call_gate.h), or with --candidate-process in-process on GPUs the library loaded into
+// this process. Stages: load the candidate and lay out the heap; the checked trials
 // (fresh inputs, poisoned outputs, every rank ready before the call and finished before anything is read); timing
 // over input copies of distinct contents, every call poisoned, one call per copy captured, drawn among all of the
 // copy's calls that ran (docs/architecture.md, "Security model"); one more trial with fresh inputs. Outputs and
@@ -84,15 +85,16 @@ class CandidateHost {
  private:
   // ---- Stage 1: the heap and the candidate ----
 
-  // The heap: the input slots (on CPU ranks the warm-up rotation, each call's contents copied in just before it; on
-  // GPUs one slot per timing copy), the outputs, the runners' barrier lines, and the candidate's symm_alloc arena.
+  // The heap: the input slots (in a runner the warm-up rotation, each call's contents copied or drawn in just before
+  // it; in process one slot per timing copy), the outputs, the runners' barrier lines, and the candidate's symm_alloc
+  // arena.
   void make_heap() {
     const ProblemSpec& spec = env_.spec;
     size_t in_bytes = heap_copy_bytes(spec, env_.run, true), out_bytes = heap_copy_bytes(spec, env_.run, false);
     if (o_.time)
       plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
                                      : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
-    // CPU ranks always, GPUs when asked (--candidate-process runner): the candidate in its own process.
+    // The candidate in its own process unless a GPU candidate is asked in (--candidate-process in-process).
     use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;
     in_copy_bytes_ = in_bytes;
@@ -289,8 +291,8 @@ class CandidateHost {
   int slot_of(int copy) const { return per_call_upload_ ? copy % static_cast<int>(heap_.inputs.size()) : copy; }
 
   // Before every timing call (outside its window): the copy's contents into its slot where they are not there already
-  // (on CPU ranks always: a slot holds a copy only during its call, so no call sees another's inputs ahead of time,
-  // and whatever a call left in its inputs is gone), then the outputs poisoned.
+  // (in a runner always: a slot holds a copy only during its call, so no call sees another's inputs ahead of time,
+  // and whatever a call left in its inputs is gone), then the outputs poisoned (through a call gate, by the gate).
   void before_call(int copy) {
     int slot = slot_of(copy);
     if (per_call_upload_ && draw_in_place_)
