@@ -149,7 +149,10 @@ class VirtualGateRuntime : public pkb::Runtime {
   bool reached(int) override { return true; }
   void hold(double, int) override { log.push_back("probe"); }
   void* const* heap_bases_device() const override { return nullptr; }
-  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void barrier() override {
+    log.push_back("barrier");
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
   void* map_host_memory(void* host, size_t) override { return host; }
   void gate_hold(const uint32_t* armed, uint32_t seq, double) override {
     seq_ = seq;
@@ -420,7 +423,9 @@ void gate_checks() {
     host->armed.store(seq);
     rt.work_us[seq] = seq % 2 ? 10 : 30;
     gate.close(seq);
-    std::vector<std::string> want = {"hold " + std::to_string(seq), "poison"};
+    std::vector<std::string> want = {"hold " + std::to_string(seq)};
+    if (world > 1) want.push_back("barrier");  // the ranks' windows start together, once every runner is armed
+    want.push_back("poison");
     if (timed) want.push_back("record " + std::to_string(bracket.start_timer));
     want.push_back("write " + std::to_string(seq));
     want.push_back("wait " + std::to_string(seq));
@@ -447,7 +452,8 @@ void gate_checks() {
   baseline->record(0);
   base.log.push_back("work");
   baseline->record(1);
-  const std::vector<std::string> want_monitor = {"fill", "hold 1", "record 0", "write 1", "wait 1", "record 1"};
+  std::vector<std::string> want_monitor = {"fill", "hold 1", "record 0", "write 1", "wait 1", "record 1"};
+  if (world > 1) want_monitor.insert(want_monitor.begin() + 2, "barrier");
   check(monitor.log == want_monitor, "the baselines' gate: the monitor's part");
   check(base.log == std::vector<std::string>({"wait 1", "work", "write 1"}), "the baselines' gate: the runner's part");
   check(monitor.armed_at_hold_ == 0, "the baselines' gate is armed after its hold is enqueued");

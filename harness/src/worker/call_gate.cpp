@@ -18,6 +18,9 @@ CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::Gat
 
 void CallGate::open(uint32_t seq, const std::function<void()>& prepare, const CallBracket& bracket) {
   rt_.gate_hold(armed_, seq, kGateMaxUs);
+  // Every rank's window starts once every rank's runner is armed: one woken late would otherwise hold its peers'
+  // calls (waiting for it in the candidate's barrier) inside their windows.
+  if (rt_.world() > 1) rt_.barrier();
   if (prepare) prepare();
   if (bracket.start_timer >= 0) rt_.record(bracket.start_timer);
   rt_.flag_write(&device_->go, seq);
@@ -100,6 +103,7 @@ class BaselineWindowView final : public GatedView {
     if (i % 2 == 0) {
       ++seq_;
       in_.gate_hold(armed_, seq_, kGateMaxUs);
+      if (in_.world() > 1) in_.barrier();  // as the candidates' gate aligns its ranks' windows
       in_.record(i);
       in_.flag_write(&flags_->go, seq_);
       in_.flag_wait(&flags_->done, nullptr, seq_, kGateDoneWaitUs);

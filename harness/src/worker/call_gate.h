@@ -4,6 +4,7 @@
 // Before it wakes the runner for call `seq`, the monitor enqueues on its stream:
 //   hold     every SM taken until the runner is about to call (host flag `armed`), or kGateMaxUs passed: nothing of
 //            the candidate's runs on an SM while its process wakes up
+//   barrier  (W > 1) the monitors' device barrier: every rank's window starts once every runner is armed
 //   poison   the outputs, so whatever anything wrote into them before the window is gone
 //   start    the window's first event
 //   go       a device flag the runner's stream waits on before the call's work
