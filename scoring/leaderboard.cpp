@@ -170,9 +170,11 @@ std::string ranking_table(const Leaderboard& board) {
 
 // One row per run: what it was measured under, so a reader sees that the ranked runs are comparable.
 std::string settings_table(const Leaderboard& board) {
-  std::vector<Column> cols = {{"model", "model", false},   {"problems", "problems"},        {"world", "W", false},
-                              {"dtype", "dtype", false},   {"device", "device", false},     {"gpu", "GPU", false},
-                              {"timing", "timing", false}, {"baseline", "baseline", false}, {"turns", "turns"}};
+  std::vector<Column> cols = {
+      {"model", "model", false},   {"problems", "problems"},        {"world", "W", false},
+      {"dtype", "dtype", false},   {"device", "device", false},     {"gpu", "GPU", false},
+      {"timing", "timing", false}, {"baseline", "baseline", false}, {"candidate_process", "candidate process", false},
+      {"turns", "turns"}};
   std::vector<std::vector<Cell>> rows;
   auto values = [](const ojson& v) {
     std::string out;
@@ -190,6 +192,7 @@ std::string settings_table(const Leaderboard& board) {
                     html::text_cell(values(c["world"])), html::text_cell(values(c["dtype"])),
                     html::text_cell(values(c["device"])), html::text_cell(values(c["gpu"])),
                     html::text_cell(values(c["timing"])), html::text_cell(values(c["baseline"])),
+                    html::text_cell(values(c["candidate_process"])),
                     html::number_cell(c["turns"][0].get<double>(), 0)});
   }
   return html::sortable_table("settings", cols, rows);
@@ -278,6 +281,7 @@ ojson comparable_settings(const LeaderboardEntry& e) {
           {"gpu", fp.contains("gpu") ? ojson(fp["gpu"]) : ojson::array()},
           {"timing", seen("timing")},
           {"baseline", seen("baseline")},
+          {"candidate_process", seen("candidate_process")},  // on GPUs: the call gate's timing or in process
           {"timing_method", e.scores.settings.timing_method.empty() ? seen("timing_method")
                                                                     : ojson::array({e.scores.settings.timing_method})},
           {"turns", ojson::array({turns})},

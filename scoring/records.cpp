@@ -64,6 +64,9 @@ void note_settings(LoadedResults& r, const ResultRecord& rec) {
   add_distinct(r.settings["timing"],
                {{"trials", or_null(rec.trials)}, {"warmup", or_null(rec.warmup)}, {"iters", or_null(rec.iters)}});
   if (!rec.baseline.empty()) add_distinct(r.settings["baseline"], rec.baseline);
+  // On GPUs where the candidate ran is how both sides were timed (the call gate's flags, or events in process).
+  if (!rec.candidate_process.empty() && rec.device == "cuda")
+    add_distinct(r.settings["candidate_process"], rec.candidate_process);
   add_distinct(r.settings["timing_method"], rec.timing_method.empty() ? "pkb" : rec.timing_method);
 }
 

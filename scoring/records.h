@@ -71,7 +71,7 @@ struct LoadedResults {
   nlohmann::json fingerprint = nlohmann::json::object();    // provenance field -> distinct values seen
   nlohmann::json configurations = nlohmann::json::array();  // distinct {world, device, dtype}
   // What two runs must share to be ranked together (leaderboard): distinct values seen per setting
-  // (world, dtype, device, gpu, timing {trials, warmup, iters}, baseline).
+  // (world, dtype, device, gpu, timing {trials, warmup, iters}, baseline, and on GPUs candidate_process).
   nlohmann::json settings = nlohmann::json::object();
 };
 

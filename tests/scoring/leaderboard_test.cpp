@@ -181,4 +181,16 @@ TEST(Leaderboard, RefusesRunsThatAreNotComparable) {
   Leaderboard same =
       build_leaderboard({h200, write_run(tmp, "h200b", "m", {{.sha256 = "a", .speedup = 1.0}})}, ScoreSettings{});
   EXPECT_TRUE(same.mixed.empty());
+  // On GPUs, a run timed through the call gate (a runner) and one timed in the rank program measured differently.
+  auto with_process = [&](const std::string& name, const std::string& where) {
+    nlohmann::json r = nlohmann::json::parse(record_line({.sha256 = "a", .speedup = 2.0}));
+    r["sandbox"] = {{"candidate_process", where}};
+    pkb::test::write_file(tmp.path() / name / "results.jsonl", r.dump() + "\n");
+    return tmp.path() / name;
+  };
+  auto gated = with_process("gated", "runner process"), in_process = with_process("in_process", "in process");
+  EXPECT_THROW(build_leaderboard({gated, in_process}, ScoreSettings{}), pkb::Error);
+  EXPECT_EQ(build_leaderboard({gated, in_process}, ScoreSettings{}, true).mixed,
+            (std::vector<std::string>{"candidate_process"}));
+  EXPECT_TRUE(build_leaderboard({gated, h200}, ScoreSettings{}).mixed.empty());  // a run that never said: no conflict
 }

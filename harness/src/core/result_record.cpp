@@ -142,6 +142,7 @@ ResultRecord record_from_json(const json& j) {
   r.pkb_pass = value<bool>(j, {"checks", "pkb_pass"});
   r.speedup = value<double>(j, {"timing", "speedup"});
   r.baseline = text(j, {"timing", "baseline"});
+  r.candidate_process = text(j, {"sandbox", "candidate_process"});
   r.timing_method = text(j, {"timing", "method"});
   r.speedup_pkb = value<double>(j, {"timing", "by_method", "pkb", "speedup"});
   r.speedup_paper = value<double>(j, {"timing", "by_method", "paper", "speedup"});
@@ -185,6 +186,7 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"checks", "pkb_pass"}, r.pkb_pass);
   put(j, {"timing", "speedup"}, r.speedup);
   put(j, {"timing", "baseline"}, nonempty(r.baseline));
+  put(j, {"sandbox", "candidate_process"}, nonempty(r.candidate_process));
   put(j, {"timing", "method"}, nonempty(r.timing_method));
   put(j, {"timing", "by_method", "pkb", "speedup"}, r.speedup_pkb);
   put(j, {"timing", "by_method", "paper", "speedup"}, r.speedup_paper);

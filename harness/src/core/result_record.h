@@ -74,6 +74,9 @@ struct ResultRecord {
   std::optional<double> speedup;                       // timing.speedup: baseline median / candidate median (x)
   std::string baseline;                                // timing.baseline: pytorch_eager or libtorch_nccl
   std::string timing_method;  // timing.method: which timing `speedup` is (pkb, paper; "" = pkb)
+  // sandbox.candidate_process: where the candidate ran ("runner process", "in process"; "" = not said), which on GPUs
+  // is also how its calls and the baselines were timed (the call gate, or events in the rank program)
+  std::string candidate_process;
   // timing.by_method.<m>.speedup: each method's speedup (device: where both device views measured)
   std::optional<double> speedup_pkb, speedup_paper, speedup_device;
   std::optional<double> speedup_by(TimingMethod m) const {
