@@ -234,7 +234,7 @@ pkb::PythonRunnerJob tiny_python_job(const std::filesystem::path& root, const st
   std::filesystem::create_directories(root / "io/trial0");
   pkb::write_safetensors(root / "io/trial0/inputs.rank0.safetensors", inputs);
   pkb::PythonRunnerJob job;
-  job.device = "cpu";
+  job.device = pkb::DeviceKind::cpu;
   job.problem_dir = root / "problem";
   job.io_dir = root / "io";
   job.timeout_s = 120;

@@ -293,7 +293,7 @@ pkb::WorkerOptions parse_worker_args(const std::vector<std::string>& args) {
 TEST(WorkerArgs, RoundTripEveryOption) {
   pkb::WorkerOptions o;
   o.problem_dir = "/pkb/problems/001_allreduce";
-  o.device = "cuda";
+  o.device = pkb::DeviceKind::cuda;
   o.dtype = "fp32";
   o.trials = {0, 1, 2};
   o.seed = 18446744073709551615ull;
@@ -353,9 +353,9 @@ TEST(CandidateProcess, TheRunnerIsTheDefaultOnEveryDevice) {
   EXPECT_FALSE(pkb::candidate_in_runner(CandidateProcess::in_process, true));
   EXPECT_TRUE(pkb::candidate_in_runner(CandidateProcess::in_process, false));  // CPU ranks: always
   pkb::WorkerOptions w;
-  w.device = "cuda";
+  w.device = pkb::DeviceKind::cuda;
   pkb::EvalOptions e;
-  e.device = "cuda";
+  e.device = pkb::DeviceKind::cuda;
   EXPECT_TRUE(w.uses_runner() && e.uses_runner());
   w.candidate_process = e.candidate_process = CandidateProcess::in_process;
   EXPECT_FALSE(w.uses_runner() || e.uses_runner());

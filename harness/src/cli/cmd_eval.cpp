@@ -82,7 +82,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("file", o->file, "Candidate source (.cu for --device cuda, .cpp for --device cpu)")->required();
   cmd->add_option("--problem", o->problem, "Problem id or slug")->required();
   cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(kPositive);
-  cmd->add_option("--device", o->e.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  add_enum_option(*cmd, "--device", o->e.device, "cuda or cpu");
   cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
   cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")
       ->check(kPositive);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "core/enum_option.h"
 #include "core/error.h"
 #include "spec/catalog.h"
 #include "validate/validate.h"
@@ -66,10 +67,11 @@ int run_validate(ValidateCliOptions& o) {
   auto selected = c.select(o.selection);
   int passed = 0, failed = 0, skipped = 0;
   std::map<std::string, int> python_verdicts;  // agrees, skipped, disagrees, failed
-  bool python_asked = o.v.python == PythonCheck::on || (o.v.python == PythonCheck::auto_detect && o.v.device == "cuda");
+  bool python_asked =
+      o.v.python == PythonCheck::on || (o.v.python == PythonCheck::auto_detect && o.v.device == DeviceKind::cuda);
   auto print = [&](const ValidationResult& r) {
     std::printf("%s %-28s W=%d %s %s %5.1fs  %s\n", verdict_name(r.verdict), r.problem.c_str(), o.v.world,
-                o.v.device.c_str(), o.v.dtype.c_str(), r.wall_s, r.detail.c_str());
+                enum_name(o.v.device), o.v.dtype.c_str(), r.wall_s, r.detail.c_str());
     if (python_asked && !r.python.empty()) {
       std::printf("     %-28s python: %s\n", "", r.python.c_str());
       python_verdicts[r.python.substr(0, r.python.find(':'))]++;
@@ -81,7 +83,7 @@ int run_validate(ValidateCliOptions& o) {
   std::vector<ValidationResult> results = validate_problems(selected, o.v, print);
   if (o.v.time) print_timing_table(results, o.v);
   std::printf("validate: %d passed, %d failed, %d skipped (W=%d, %s, %s)\n", passed, failed, skipped, o.v.world,
-              o.v.device.c_str(), o.v.dtype.c_str());
+              enum_name(o.v.device), o.v.dtype.c_str());
   if (python_asked) {
     std::string line;
     for (const auto& [verdict, n] : python_verdicts)
@@ -99,7 +101,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("validate", "Check references against their oracles (and reference.py)");
   cmd->add_option("problems", o->selection, "ids, ranges (9-30), lists (1,4,7), slugs or all")->required();
   cmd->add_option("-w,--world", o->v.world, "World size (ranks)")->check(kPositive);
-  cmd->add_option("--device", o->v.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  add_enum_option(*cmd, "--device", o->v.device, "cpu or cuda");
   cmd->add_option("--dtype", o->v.dtype, "Float dtype of the run")->check(CLI::IsMember({"bf16", "fp32"}));
   cmd->add_option("--trials", o->v.trials, "Trials with fresh random inputs")->check(kPositive);
   cmd->add_option("--seed", o->v.seed, "Base seed")->check(kNonNegative);

@@ -270,7 +270,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
   Sandbox box;
   if (boxed) {
-    box.gpu = o.device == "cuda";
+    box.gpu = o.device == DeviceKind::cuda;
     box.read_only_at = {
         {spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
     box.writable = {scratch};
@@ -279,7 +279,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
     size_t heap_bound = kTimingCopyBudgetCpu + 4 * (in_bytes + out_bytes) + ((o.heap_mib ? o.heap_mib : 16) << 20);
     job.limits.file_size = std::max<size_t>(size_t{256} << 20, 2 * heap_bound);
     box.tmpfs_bytes = std::max<size_t>(size_t{1} << 30, static_cast<size_t>(o.world) * 2 * heap_bound);
-    if (o.device != "cuda") job.limits.address_space = size_t{32} << 30;  // CUDA reserves far more address space
+    if (o.device != DeviceKind::cuda)
+      job.limits.address_space = size_t{32} << 30;  // CUDA reserves far more address space
     job.limits.cpu_s = 2 * o.timeout_s + 30;
     job.limits.processes = 256 + 16 * static_cast<size_t>(o.world);
     job.sandbox = &box;
@@ -433,7 +434,8 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   const json cached_drift = host_speed_comparison(t.candidate, t.libtorch_nccl);
   const EvalOptions& o = ev.o;
   RetimePolicy policy = o.retime_baseline;
-  if (policy == RetimePolicy::automatic) policy = o.device == "cuda" ? RetimePolicy::drift : RetimePolicy::never;
+  if (policy == RetimePolicy::automatic)
+    policy = o.device == DeviceKind::cuda ? RetimePolicy::drift : RetimePolicy::never;
   const bool retime =
       bad.empty() && contention_reason(ev.rec()).empty() && t.candidate.is_object() &&
       (policy == RetimePolicy::always || (policy == RetimePolicy::drift && cached_drift.value("host_drift", false)));
@@ -545,7 +547,7 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   const EvalOptions& o = ev.o;
   fs::path cand_dir = o.out_dir / "runs" /
                       (ev.spec.folder() + "-" + ev.source_hash.substr(0, 12) + "-w" + std::to_string(o.world) + "-" +
-                       o.device + "-" + o.dtype);
+                       enum_name(o.device) + "-" + o.dtype);
   json ref_record = read_json_or_null(ref_dir / "rank0.json");
   std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
   CandidateRun cand = candidate_stage(ev, cr.library, cand_dir, ref_record, calls);
@@ -592,7 +594,7 @@ std::string contention_reason(const json& record) {
 
 CompileOptions eval_compile_options(const EvalOptions& o) {
   CompileOptions co;
-  co.cuda = o.device == "cuda";
+  co.cuda = o.device == DeviceKind::cuda;
   co.arch = o.arch;
   co.timeout_s = o.compile_timeout_s;
   co.allow_nccl = o.allow_nccl;
@@ -636,7 +638,7 @@ EvalOptions checked_options(const fs::path& source, const EvalOptions& options) 
   o.timing = o.timing.for_device(o.device);  // every pass and record sees the same calls per repetition
   auto dtype = dtype_from_name(o.dtype);
   if (!dtype || !dtype_is_floating(*dtype)) throw Error("--dtype must be bf16 or fp32");
-  if (o.device != "cuda" && o.device != "cpu") throw Error("--device must be cuda or cpu");
+  if (o.device != DeviceKind::cuda && o.device != DeviceKind::cpu) throw Error("--device must be cuda or cpu");
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
   // A directory opens and reads as empty text, which compiles to a library without pkb_run: a usage error instead.
   if (fs::is_directory(source)) throw Error(source.string() + ": is a directory, not a candidate source file");
@@ -661,7 +663,7 @@ json record_header(const Evaluation& ev, const fs::path& source) {
                 {"category", category_name(ev.spec.category)}}},
               {"candidate", {{"path", fs::absolute(source).string()}, {"sha256", ev.source_hash}}},
               {"world", o.world},
-              {"device", o.device},
+              {"device", enum_name(o.device)},
               {"dtype", o.dtype},
               {"params", ev.run.params},
               {"trials", o.trials},
@@ -722,7 +724,7 @@ ReferenceOutcome run_reference(const Evaluation& ev, const GpuSharing& sharing) 
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free. Ranks sharing a GPU: times measure contention, no eager baseline.
   bool python =
-      o.baseline == "auto" && o.device == "cuda" && sharing.ranks_per_gpu == 1 && !o.uses_runner() &&
+      o.baseline == "auto" && o.device == DeviceKind::cuda && sharing.ranks_per_gpu == 1 && !o.uses_runner() &&
       (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   ReferenceOutcome r{{}, {{"python", python}, {"timeout_s", reference_deadline_s(o)}}, "", 0};
   auto t0 = std::chrono::steady_clock::now();
@@ -748,7 +750,7 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceO
   GpuSharing sharing = gpu_sharing(ev.o);
   if (sharing.ranks_per_gpu > 1)
     rec["gpu_sharing"] = {{"ranks_per_gpu", sharing.ranks_per_gpu}, {"mps", sharing.mps}, {"note", sharing.note}};
-  else if (ev.o.device == "cuda" && ev.o.uses_runner())
+  else if (ev.o.device == DeviceKind::cuda && ev.o.uses_runner())
     rec["runner_mps"] = sharing.mps ? json(true) : json(sharing.note);
   auto t0 = std::chrono::steady_clock::now();
   ReferenceOutcome r = pending.get();

@@ -12,6 +12,7 @@
 
 #include "compile/compiler.h"
 #include "core/candidate_modes.h"
+#include "core/device_kind.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
@@ -36,7 +37,7 @@ const char* eval_status_name(EvalStatus s);
 
 struct EvalOptions {
   int world = 2;
-  std::string device = "cuda";  // cuda: .cu with nvcc; cpu: .cpp with the host compiler
+  DeviceKind device = DeviceKind::cuda;  // cuda: .cu with nvcc; cpu: .cpp with the host compiler
   std::string dtype = "bf16";
   int trials = 5;  // checked trials before timing; one more fresh-input trial follows timing
   uint64_t seed = 1;
@@ -72,7 +73,7 @@ struct EvalOptions {
   // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: on on GPUs,
   // off on CPU ranks (there a host draw per call costs more than a copy).
   DrawCopies draw_copies = DrawCopies::automatic;
-  bool uses_runner() const { return candidate_in_runner(candidate_process, device == "cuda"); }
+  bool uses_runner() const { return candidate_in_runner(candidate_process, device == DeviceKind::cuda); }
 };
 
 struct EvalResult {

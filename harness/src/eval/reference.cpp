@@ -196,13 +196,13 @@ WorkerOptions worker_options(const ProblemSpec& spec, const EvalOptions& o, cons
   w.timing = o.timing;
   for (const auto& [k, v] : o.params) w.params.push_back(k + "=" + std::to_string(v));
   // The baselines are timed by the candidates' protocol (on GPUs the call gate's, or in process the events').
-  if (o.device == "cuda")
+  if (o.device == DeviceKind::cuda)
     w.candidate_process = o.uses_runner() ? CandidateProcess::runner : CandidateProcess::in_process;
   return w;
 }
 
 GpuSharing gpu_sharing(const EvalOptions& o) {
-  if (o.device != "cuda") return {};
+  if (o.device != DeviceKind::cuda) return {};
   int gpus = o.visible_devices.empty()
                  ? static_cast<int>(visible_gpus().size())
                  : 1 + static_cast<int>(std::count(o.visible_devices.begin(), o.visible_devices.end(), ','));
@@ -211,14 +211,14 @@ GpuSharing gpu_sharing(const EvalOptions& o) {
 
 RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, const fs::path& dir,
                  const std::string& tag, double timeout_s) {
-  RankJob job{o.world, o.device == "cuda", args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
+  RankJob job{o.world, o.device == DeviceKind::cuda, args, dir, tag, timeout_s, gpu_sharing(o).env, nullptr, {}};
   if (!o.visible_devices.empty() && o.ranks_per_gpu <= 1) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return job;
 }
 
 json provenance(const EvalOptions& o) {
   RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
-  auto [gpu, driver] = o.device == "cuda" ? nvidia_proc_info() : std::pair<std::string, std::string>{};
+  auto [gpu, driver] = o.device == DeviceKind::cuda ? nvidia_proc_info() : std::pair<std::string, std::string>{};
   return {{"pkb_git", repo_revision()},
           {"gpu", gpu},
           {"driver", driver},
@@ -237,7 +237,7 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"reference_py", read_text_file(spec.dir / "reference.py")},
               {"params", run.params},
               {"world", o.world},
-              {"device", o.device},
+              {"device", enum_name(o.device)},
               {"dtype", o.dtype},
               {"seed", o.seed},
               {"trials", o.trials},
@@ -245,9 +245,9 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"machine", fingerprint(prov)},
               {"python", python},
               // how the baselines were timed: the candidates' protocol (docs/architecture.md)
-              {"baseline_protocol", !o.uses_runner()     ? "events"
-                                    : o.device == "cuda" ? "call_gate"
-                                                         : "doorbell"}};
+              {"baseline_protocol", !o.uses_runner()               ? "events"
+                                    : o.device == DeviceKind::cuda ? "call_gate"
+                                                                   : "doorbell"}};
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }

@@ -192,7 +192,8 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
   std::vector<std::string> argv = {python, (repo_root() / "harness/python/run_reference.py").string()};
   for (const auto& e : entries)
     argv.insert(argv.end(), {"--problem-dir", e.problem_dir.string(), "--io", e.io_dir.string()});
-  argv.insert(argv.end(), {"--trials", job.trials, "--device", job.device, "--timeout", std::to_string(job.timeout_s)});
+  argv.insert(argv.end(),
+              {"--trials", job.trials, "--device", enum_name(job.device), "--timeout", std::to_string(job.timeout_s)});
   argv.insert(argv.end(), job.extra_args.begin(), job.extra_args.end());
   const std::filesystem::path& log_dir = entries.front().io_dir;  // the ranks' stdout and stderr
   std::vector<std::map<std::string, std::string>> dispatch_env;   // the ranks inherit this process's allowed CPUs

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "launch/process.h"
 #include "launch/sandbox.h"
 
@@ -47,7 +48,7 @@ std::future<void> prefetch_rank_job_libraries();
 
 struct PythonRunnerJob {
   int world = 1;
-  std::string device = "cuda";
+  DeviceKind device = DeviceKind::cuda;
   std::filesystem::path problem_dir, io_dir;  // io_dir holds trialT/inputs.rankR.safetensors
   std::string trials = "0";
   std::vector<std::string> extra_args;  // e.g. --time --warmup N --iters N

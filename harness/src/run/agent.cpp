@@ -420,7 +420,7 @@ ResultRecord base_record(const ProblemSpec& spec, int sample, const RunOptions& 
   r.problem_category = category_name(spec.category);
   r.candidate_sha256 = "agent:" + spec.folder() + ":" + std::to_string(sample);
   r.world = o.world;
-  r.device = o.eval.device;
+  r.device = enum_name(o.eval.device);
   r.dtype = o.eval.dtype;
   return r;
 }

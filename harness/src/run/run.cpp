@@ -46,7 +46,7 @@ json run_key(const RunOptions& o, const std::string& selection) {
   return {{"model", o.model},
           {"problems", selection},
           {"world", o.world},
-          {"device", o.eval.device},
+          {"device", enum_name(o.eval.device)},
           {"dtype", o.eval.dtype},
           {"topology", o.topology},
           {"arch", o.eval.arch},
@@ -194,7 +194,7 @@ ResultRecord generation_failed_record(const Task& t, const RunOptions& o) {
   r.input_tokens = t.input_tokens, r.output_tokens = t.output_tokens, r.cost_usd = t.cost_usd;
   r.model = o.model;
   r.world = o.world;
-  r.device = o.eval.device;
+  r.device = enum_name(o.eval.device);
   r.dtype = o.eval.dtype;
   // A request the model service rejected (HTTP 400) has a status of its own: the model never saw the prompt.
   bool rejected = t.failure_status == generate::sample_status_name(generate::SampleStatus::bad_request);
@@ -282,7 +282,7 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
   for (const ProblemSpec* p : problems) {
     ValidateOptions v;
     v.world = o.world;
-    v.device = "cpu";
+    v.device = DeviceKind::cpu;
     v.dtype = o.eval.dtype;
     v.trials = 1;
     v.seed = o.eval.seed;
@@ -307,9 +307,9 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
 std::vector<std::string> evaluation_slots(const RunOptions& o, const std::vector<std::string>& gpus,
                                           bool gpu_evaluation) {
   std::vector<std::string> slots;
-  if (o.eval.device == "cuda" && gpu_evaluation && gpus.size() < static_cast<size_t>(o.world)) {
+  if (o.eval.device == DeviceKind::cuda && gpu_evaluation && gpus.size() < static_cast<size_t>(o.world)) {
     slots.push_back("");  // more ranks than GPUs: one slot, ranks share the GPUs (launch/gpus.h)
-  } else if (o.eval.device == "cuda" && gpu_evaluation) {
+  } else if (o.eval.device == DeviceKind::cuda && gpu_evaluation) {
     for (size_t first = 0; first + o.world <= gpus.size(); first += o.world) {
       std::string ids;
       for (int i = 0; i < o.world; ++i) ids += (i ? "," : "") + gpus[first + i];
@@ -579,8 +579,9 @@ std::string resolve_settings(const Catalog& catalog, RunOptions& o, const std::v
   if (o.agent.enabled && o.device != "cpu" && gpus.empty())
     throw Error("--agent evaluates as it goes: it needs a GPU, or --device cpu");
   sum.gpu_evaluation = o.device == "cpu" || !gpus.empty();
-  o.eval.device = o.device == "cpu" ? "cpu" : "cuda";
-  if (o.world <= 0) o.world = o.eval.device == "cuda" && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
+  // --device auto|cpu|cuda: auto evaluates on GPUs where there are some (else compiles and validates only)
+  o.eval.device = o.device == "cpu" ? DeviceKind::cpu : DeviceKind::cuda;
+  if (o.world <= 0) o.world = o.eval.device == DeviceKind::cuda && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
   o.eval.world = o.world;
   Topology topo = prompt::choose_topology(o.topology, o.world);
   o.topology = topo.name;
@@ -595,7 +596,7 @@ std::string resolve_settings(const Catalog& catalog, RunOptions& o, const std::v
   if (selection.empty()) selection = "all";
   if (o.out_dir.empty())
     o.out_dir = fs::path("results/runs") / (generate::file_safe(o.model) + "-w" + std::to_string(o.world) + "-" +
-                                            o.eval.device + "-" + o.eval.dtype);
+                                            enum_name(o.eval.device) + "-" + o.eval.dtype);
   if (o.shard.sharded()) {
     o.generate.cache_dir = fs::absolute(o.out_dir) / "cache";
     o.out_dir /= o.shard.dir_name();
@@ -688,9 +689,9 @@ RunSummary run_benchmark(const Catalog& catalog, RunOptions o) {
   if (o.progress)
     std::fprintf(stderr, "pkb run: model %s, %zu problems x %d samples, W=%d, %s -> %s\n", o.model.c_str(),
                  problems.size(), o.samples, o.world,
-                 o.eval.device == "cpu" ? "CPU ranks"
-                 : sum.gpu_evaluation   ? "GPUs"
-                                        : "no GPU",
+                 o.eval.device == DeviceKind::cpu ? "CPU ranks"
+                 : sum.gpu_evaluation             ? "GPUs"
+                                                  : "no GPU",
                  sum.dir.c_str());
   generate::GenerateOptions g = generation_options(o, selection, sum);
   std::function<bool(const ProblemSpec*, int)> mine = shard_filter(problems, o);

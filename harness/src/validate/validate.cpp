@@ -102,12 +102,12 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   // The baselines' own speed, by events on their stream: no candidate to compare with, so no call gate's flag
   // operations (an evaluation times its baselines by the candidates' protocol, eval/reference.cpp).
   w.candidate_process = CandidateProcess::in_process;
-  RankJob job{o.world,    o.device == "cuda",
+  RankJob job{o.world,    o.device == DeviceKind::cuda,
               to_args(w), batch_dir,
               "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
               {},         nullptr,
               {}};
-  if (o.device == "cuda")
+  if (o.device == DeviceKind::cuda)
     job.env = plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).env;
   ProcessResult pr = run_rank_job(job);
   size_t finished = 0;
@@ -128,9 +128,9 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
     for (const auto& t : o.timing.to_args()) extra.push_back(t);
   }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
-  bool shared = o.device == "cuda" &&
+  bool shared = o.device == DeviceKind::cuda &&
                 plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
-  return {o.world, shared ? "cpu" : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
+  return {o.world, shared ? DeviceKind::cpu : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
 }
 
 std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
@@ -174,7 +174,7 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];
   double floor = roof["floor_us"].get<double>();
-  const char* name = o.device == "cuda" ? "libtorch+NCCL" : "libtorch+MPI on CPU";
+  const char* name = o.device == DeviceKind::cuda ? "libtorch+NCCL" : "libtorch+MPI on CPU";
   int n =
       std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us%s)", name, median_us(cpp),
                     cpp.value("iqr_us", 0.0), 100 * floor / median_us(cpp), paper_us(cpp), device_part(cpp).c_str());
@@ -238,12 +238,12 @@ Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
     finish(p, Verdict::fail, "no reference.cpp registered for '" + spec.slug + "'");
     return p;
   }
-  p.dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + o.device + "_" + o.dtype);
+  p.dir = o.out_dir / spec.folder() / ("w" + std::to_string(o.world) + "_" + enum_name(o.device) + "_" + o.dtype);
   fs::remove_all(p.dir);
   fs::create_directories(p.dir);
   p.want_python = o.python == PythonCheck::on ||
-                  (o.python == PythonCheck::auto_detect && o.device == "cuda" && python_torch_available());
-  p.res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", o.device},    {"dtype", o.dtype},
+                  (o.python == PythonCheck::auto_detect && o.device == DeviceKind::cuda && python_torch_available());
+  p.res.record = {{"problem", spec.folder()}, {"world", o.world}, {"device", enum_name(o.device)}, {"dtype", o.dtype},
                   {"trials", o.trials},       {"seed", o.seed},   {"params", p.run.params}};
   return p;
 }
@@ -316,8 +316,9 @@ void conclude(Planned& p) {
   if (!p.want_python) {
     p.python_verdict = "skipped";
     p.python_detail = o.python == PythonCheck::off ? "--python off"
-                      : o.device == "cuda"         ? "no python3 here can import torch"
-                                           : "on --device cpu the reference.py cross-check runs with --python on";
+                      : o.device == DeviceKind::cuda
+                          ? "no python3 here can import torch"
+                          : "on --device cpu the reference.py cross-check runs with --python on";
   }
   if (o.time) p.res.timing = baseline_timing(*p.spec, p.run, o, p.dir, p.python_verdict == "agrees", p.res.record);
   if (!p.tally.pass) return finish(p, Verdict::fail, p.tally.first_failure);
@@ -335,7 +336,7 @@ std::vector<ValidationResult> validate_problems(const std::vector<const ProblemS
   ValidateOptions options = given;
   options.timing = options.timing.for_device(options.device);  // once, for every launch and record: as evaluate does
   std::vector<ValidationResult> results;
-  const size_t batch = options.device == "cpu" ? kValidateBatchCpu : kValidateBatch;
+  const size_t batch = options.device == DeviceKind::cpu ? kValidateBatchCpu : kValidateBatch;
   for (size_t first = 0; first < specs.size(); first += batch) {
     std::vector<Planned> chunk;
     for (size_t i = first; i < std::min(specs.size(), first + batch); ++i) {

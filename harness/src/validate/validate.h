@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
@@ -21,7 +22,7 @@ enum class PythonCheck { auto_detect, on, off };
 
 struct ValidateOptions {
   int world = 2;
-  std::string device = "cpu";  // cpu | cuda
+  DeviceKind device = DeviceKind::cpu;
   std::string dtype = "bf16";  // bf16 | fp32
   int trials = 3;
   uint64_t seed = 1;

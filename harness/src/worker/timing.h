@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "core/timing_method.h"
 #include "runtime/runtime.h"
 #include "spec/problem_spec.h"
@@ -57,10 +58,10 @@ struct TimingOptions {
   int device_iters = 50;
 
   int calls_per_rep() const { return iters + paper_iters + device_iters; }
-  // These options for a run on `device` ("cuda" or "cpu"): the device view is off on CPU ranks.
-  TimingOptions for_device(const std::string& device) const {
+  // These options for a run on `device`: the device view is off on CPU ranks.
+  TimingOptions for_device(DeviceKind device) const {
     TimingOptions t = *this;
-    if (device != "cuda") t.device_iters = 0;
+    if (device != DeviceKind::cuda) t.device_iters = 0;
     return t;
   }
   // The paper warm-up runs in chunks, each synchronized and timed: the next chunk's size after `done` calls took

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/candidate_modes.h"
+#include "core/device_kind.h"
 #include "inputs/draw.h"
 #include "inputs/host_tensor.h"
 #include "spec/problem_spec.h"
@@ -25,7 +26,7 @@ namespace pkb {
 struct WorkerOptions {
   std::string problem_dir;
   std::string batch_file;  // instead of problem_dir and out_dir: reference passes of several problems (JSON)
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::cpu;
   std::string dtype = "bf16";
   std::vector<int> trials = {0};
   uint64_t seed = 0;
@@ -55,7 +56,7 @@ struct WorkerOptions {
   // candidate: as EvalOptions::draw_copies
   DrawCopies draw_copies = DrawCopies::automatic;
   // Whether candidates run in pkb-runner, frozen between calls, and baselines are timed by the same protocol.
-  bool uses_runner() const { return candidate_in_runner(candidate_process, device == "cuda"); }
+  bool uses_runner() const { return candidate_in_runner(candidate_process, device == DeviceKind::cuda); }
 };
 
 struct WorkerEnv {

@@ -16,7 +16,7 @@ std::vector<std::string> to_args(const WorkerOptions& o) {
   };
   if (!o.problem_dir.empty()) add("--problem-dir", o.problem_dir);
   if (!o.batch_file.empty()) add("--batch", o.batch_file);
-  add("--device", o.device);
+  add("--device", enum_name(o.device));
   add("--dtype", o.dtype);
   add("--trials", joined(o.trials));
   add("--seed", std::to_string(o.seed));

@@ -14,7 +14,7 @@ inline void add_worker_flags(CLI::App& app, WorkerOptions& o) {
   auto* batch_opt = app.add_option("--batch", o.batch_file,
                                    "reference pass for several problems: a JSON array of {problem_dir, out, params}");
   problem_opt->excludes(batch_opt);
-  app.add_option("--device", o.device, "cpu or cuda");
+  add_enum_option(app, "--device", o.device, "cpu or cuda");
   app.add_option("--dtype", o.dtype, "float dtype: bf16 or fp32");
   app.add_option("--trials", o.trials, "trial indices")->delimiter(',');
   app.add_option("--seed", o.seed, "base seed");
