@@ -413,11 +413,10 @@ void gate_checks() {
     const bool timed = next_window >= 0;
     (timed ? timed_windows : untimed) += 1;
     ++seq;
-    CallBracket bracket{next_window, [&] { rt.log.push_back("after"); }};
+    CallBracket bracket{[&] { rt.log.push_back("poison"); }, next_window, [&] { rt.log.push_back("after"); }};
     next_window = -1;
     rt.log.clear();
-    gate.open(
-        seq, [&] { rt.log.push_back("poison"); }, bracket);
+    gate.open(seq, bracket);
     // The runner wakes (host time the window must not see), arms, works 10 or 30 us on its stream, stops.
     spin_us(50);
     host->armed.store(seq);

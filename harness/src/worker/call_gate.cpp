@@ -16,12 +16,12 @@ CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::Gat
   abort_ = device_address(&host->abort);
 }
 
-void CallGate::open(uint32_t seq, const std::function<void()>& prepare, const CallBracket& bracket) {
+void CallGate::open(uint32_t seq, const CallBracket& bracket) {
   rt_.gate_hold(armed_, seq, kGateMaxUs);
   // Every rank's window starts once every rank's runner is armed: one woken late would otherwise hold its peers'
   // calls (waiting for it in the candidate's barrier) inside their windows.
   if (rt_.world() > 1) rt_.barrier();
-  if (prepare) prepare();
+  if (bracket.prepare) bracket.prepare();
   if (bracket.start_timer >= 0) rt_.record(bracket.start_timer);
   rt_.flag_write(&device_->go, seq);
   rt_.flag_wait(&device_->done, abort_, seq, kGateDoneWaitUs);
@@ -82,32 +82,24 @@ class CandidateWindowView final : public GatedView {
   int& next_;
 };
 
-// The baseline's calls as a runner's are made: `monitor` (a stream of this process's own) plays the monitor's part,
-// with the events, and the baseline's stream the runner's.
+// The baseline's calls as a runner's are made: a CallGate on `monitor` (a stream of this process's own) enqueues the
+// monitor's part, and the baseline's stream plays the runner's.
 class BaselineWindowView final : public GatedView {
  public:
   BaselineWindowView(Runtime& monitor, Runtime& baseline) : GatedView(monitor), baseline_(baseline) {
     // A page of its own, registered with the runtime until the runtime goes (so never freed here: a page a timing).
     constexpr size_t kPage = 4096;
     page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHost{};
-    char* mapped = static_cast<char*>(monitor.map_host_memory(page_, kPage));
-    armed_ = reinterpret_cast<const uint32_t*>(
-        mapped + (reinterpret_cast<char*>(&page_->armed) - reinterpret_cast<char*>(page_)));
     flags_ = static_cast<runner::GateDevice*>(monitor.private_alloc(sizeof(runner::GateDevice)));
     monitor.fill(flags_, 0, sizeof(runner::GateDevice));
-    throw_if(monitor.stream_synchronize());
+    if (std::string err = monitor.stream_synchronize(); !err.empty()) throw Error("the baselines' gate: " + err);
+    gate_ = std::make_unique<CallGate>(monitor, page_, kPage, page_, flags_);
   }
-  // record(2i): the monitor's part of the call's gate, then the runner's wait for go, then the monitor's "armed" (it
-  // issues the call at once); record(2i + 1): the runner's done after the call's work.
+  // record(2i): the gate and window of the call (the monitor's part), the runner's wait for go, then "armed" (the
+  // monitor issues the call at once, as a woken runner does); record(2i + 1): the runner's done after its work.
   void record(int i) override {
     if (i % 2 == 0) {
-      ++seq_;
-      in_.gate_hold(armed_, seq_, kGateMaxUs);
-      if (in_.world() > 1) in_.barrier();  // as the candidates' gate aligns its ranks' windows
-      in_.record(i);
-      in_.flag_write(&flags_->go, seq_);
-      in_.flag_wait(&flags_->done, nullptr, seq_, kGateDoneWaitUs);
-      in_.record(i + 1);
+      gate_->open(++seq_, {nullptr, i, nullptr});
       baseline_.flag_wait(&flags_->go, nullptr, seq_, kGateDoneWaitUs);
       page_->armed.store(seq_, std::memory_order_release);
     } else {
@@ -116,13 +108,10 @@ class BaselineWindowView final : public GatedView {
   }
 
  private:
-  static void throw_if(const std::string& err) {
-    if (!err.empty()) throw Error("the baselines' gate: " + err);
-  }
   Runtime& baseline_;
   runner::GateHost* page_ = nullptr;
-  const uint32_t* armed_ = nullptr;
   runner::GateDevice* flags_ = nullptr;
+  std::unique_ptr<CallGate> gate_;
   uint32_t seq_ = 0;
 };
 

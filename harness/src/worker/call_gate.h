@@ -34,9 +34,10 @@ constexpr double kGateMaxUs = 200;
 // How long the monitor's stream waits for `done` (an aborted call ends the wait at once).
 constexpr double kGateDoneWaitUs = 600e6;
 
-// What the monitor enqueues around one call besides the gate: the window's timers (start_timer, start_timer + 1; -1:
-// untimed) and what comes right after the window.
+// What the monitor enqueues around one call besides the gate: what comes after the hold (the outputs' poison), the
+// window's timers (start_timer, start_timer + 1; -1: untimed) and what comes right after the window.
 struct CallBracket {
+  std::function<void()> prepare;
   int start_timer = -1;
   std::function<void()> after_window;
 };
@@ -46,8 +47,8 @@ class CallGate {
   // host: this rank's GateHost in the host segment `segment` (page-aligned, `segment_bytes`) that the runner maps
   // too; device: this rank's GateDevice in its heap.
   CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host, runner::GateDevice* device);
-  // Before the runner is woken for call `seq` (it is frozen): the gate, `prepare` (after the hold), the window.
-  void open(uint32_t seq, const std::function<void()>& prepare, const CallBracket& bracket);
+  // Before the runner is woken for call `seq` (it is frozen): the gate with `bracket`'s work in it.
+  void open(uint32_t seq, const CallBracket& bracket);
   // Once the runner has stopped (or died): nothing on the stream waits for call `seq` any more.
   void close(uint32_t seq);
   nlohmann::json to_json();  // the holds' waits and timeouts (waits for the stream)

@@ -84,8 +84,7 @@ json tensor_json(const Runtime& rt, const Slot& s) {
 
 class RunnerCalls final : public CandidateCalls {
  public:
-  RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap)
-      : rt_(rt), outputs_(heap.outputs) {
+  RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
     json layout = {{"library", o.candidate},
                    {"rank", env.rank},
                    {"world", env.world},
@@ -142,12 +141,10 @@ class RunnerCalls final : public CandidateCalls {
   }
   std::string load_error() const override { return runner_->loaded().error; }
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
-  CallOutcome call(runner::Op op, int slot) override {
+  CallOutcome call(runner::Op op, int slot, const CallBracket& bracket) override {
     if (!gate_) return outcome(runner_->call(op, slot));
     const uint32_t seq = runner_->next_seq();
-    gate_->open(
-        seq, [&] { poison(); }, next_bracket_);
-    next_bracket_ = {};
+    gate_->open(seq, bracket);
     CallOutcome r = outcome(runner_->call(op, slot));
     gate_->close(seq);
     return r;
@@ -157,21 +154,14 @@ class RunnerCalls final : public CandidateCalls {
   // Through the call gate the doorbell is in no window (the gate's holds record how long waking takes).
   double doorbell_us() override { return gate_ ? 0 : runner_->doorbell_us(); }
   bool gated() const override { return gate_ != nullptr; }
-  void bracket_next_call(CallBracket bracket) override { next_bracket_ = std::move(bracket); }
   nlohmann::json gate_json() override { return gate_ ? gate_->to_json() : nlohmann::json(nullptr); }
 
  private:
-  void poison() {
-    for (const Slot& s : outputs_) rt_.fill(s.data, 0xFF, s.bytes);
-  }
   static CallOutcome outcome(const RunnerProcess::Outcome& r) {
     return {r.failure, r.killed_by_signal ? r.signal : 0, r.rc, r.error};
   }
   std::unique_ptr<RunnerProcess> runner_;
-  Runtime& rt_;
-  std::vector<Slot> outputs_;
   std::unique_ptr<CallGate> gate_;
-  CallBracket next_bracket_;
 };
 
 // ---- GPUs: the library in this process ----
@@ -217,7 +207,7 @@ class InProcessCalls final : public CandidateCalls {
     lib_ = CandidateLibrary::open(o.candidate);
   }
   std::string load_error() const override { return lib_.error; }
-  CallOutcome call(runner::Op op, int slot) override {
+  CallOutcome call(runner::Op op, int slot, const CallBracket&) override {
     CallOutcome r;
     r.rc = lib_.call(op, &host_.ctx, inputs_.at(slot), outputs_);
     r.callback_error = host_.callback_error;

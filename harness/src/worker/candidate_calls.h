@@ -41,17 +41,16 @@ class CandidateCalls {
   // "" once the library is loaded with pkb_run; else why not (a load_error). A crash while loading: load_outcome.
   virtual std::string load_error() const = 0;
   virtual CallOutcome load_outcome() const { return {}; }
-  virtual CallOutcome call(runner::Op op, int slot) = 0;
+  // `bracket`: what a call gate enqueues around the call (GPU runners; ignored elsewhere).
+  virtual CallOutcome call(runner::Op op, int slot, const CallBracket& bracket) = 0;
   // Where the candidate runs, for the record ("runner process" or "in process"), and what of the runner's lockdown
   // could not be applied ("" when all of it was, or where there is no runner).
   virtual std::string where() const = 0;
   virtual std::string lockdown_note() const { return ""; }
   // The median time of calls that do nothing (waking the runner until it is frozen again); 0 in process.
   virtual double doorbell_us() { return 0; }
-  // GPU runners: every call passes the call gate (worker/call_gate.h), which poisons the outputs after its hold;
-  // `bracket` is what the next call's window holds (one call only). The gate's record ("" elsewhere: null).
+  // GPU runners: every call passes the call gate (worker/call_gate.h). The gate's record (elsewhere null).
   virtual bool gated() const { return false; }
-  virtual void bracket_next_call(CallBracket bracket) { (void)bracket; }
   virtual nlohmann::json gate_json() { return nullptr; }
 };
 

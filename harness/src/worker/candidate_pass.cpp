@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "core/dispatch_pin.h"
 #include "core/error.h"
@@ -196,8 +197,11 @@ class CandidateHost {
 
   // One call of the candidate, judged: false (recorded) if it failed. A timed call does not wait for the device
   // (the timing loop synchronizes where its methods allow); its device errors surface at the loop's next synchronize.
-  bool invoke(runner::Op op, int slot, const std::string& what, bool synchronize = true) {
-    CallOutcome r = calls_->call(op, slot);
+  // Through a call gate every call's outputs are poisoned after the gate's hold (bracket.prepare), and `bracket` adds
+  // the window's timers and what follows it.
+  bool invoke(runner::Op op, int slot, const std::string& what, bool synchronize = true, CallBracket bracket = {}) {
+    if (calls_->gated()) bracket.prepare = [this] { poison_outputs(); };
+    CallOutcome r = calls_->call(op, slot, bracket);
     if (!r.failure.empty()) return fail(r.signal > 0 ? r.failure + " " + what : what + ": " + r.failure, r.signal);
     std::string err = synchronize ? rt_->synchronize() : "";
     if (!r.callback_error.empty()) return fail(r.callback_error);
@@ -292,7 +296,8 @@ class CandidateHost {
 
   // Before every timing call (outside its window): the copy's contents into its slot where they are not there already
   // (in a runner always: a slot holds a copy only during its call, so no call sees another's inputs ahead of time,
-  // and whatever a call left in its inputs is gone), then the outputs poisoned (through a call gate, by the gate).
+  // and whatever a call left in its inputs is gone), then the outputs poisoned (through a call gate: after its hold,
+  // invoke).
   void before_call(int copy) {
     int slot = slot_of(copy);
     if (per_call_upload_ && draw_in_place_)
@@ -300,8 +305,7 @@ class CandidateHost {
     else if (per_call_upload_)
       upload(contents_[copy], slot);
     // A GPU runner's inputs were just written through the L2: evict them, as the baselines' rotation keeps a call's
-    // inputs out of it. Its call gate poisons the outputs after its hold and orders the runner's work after all of
-    // this (worker/call_gate.h).
+    // inputs out of it. A call gate orders the runner's work after all of this (worker/call_gate.h).
     if (l2_scratch_) rt_->fill(l2_scratch_, 0, l2_scratch_bytes_);
     if (!calls_->gated()) poison_outputs();
   }
@@ -527,15 +531,16 @@ class CandidateHost {
       stats = time_iterations(
           timing_rt, plan_,
           [&](int k) {
+            CallBracket bracket;
             if (gated) {  // every call read back alike, warm-ups too; the probe after timed windows only
               const bool timed = next_window >= 0;
-              calls_->bracket_next_call({next_window, [this, k, timed] {
-                                           readback(k);
-                                           if (timed) probe_after_window();
-                                         }});
-              next_window = -1;
+              bracket.start_timer = std::exchange(next_window, -1);
+              bracket.after_window = [this, k, timed] {
+                readback(k);
+                if (timed) probe_after_window();
+              };
             }
-            if (!invoke(runner::kRun, slot_of(k), "while timing", false)) throw CallFailed{};
+            if (!invoke(runner::kRun, slot_of(k), "while timing", false, bracket)) throw CallFailed{};
           },
           o_.timing, &hooks);
     } catch (const CallFailed&) {
