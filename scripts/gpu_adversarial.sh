@@ -116,5 +116,18 @@ check "got_event's time near slow_control's (no forged event time)" python3 -c '
 m = [json.load(open(f))["timing"]["candidate"]["median_us"] for f in sys.argv[1:]]
 print("    medians us: slow_control %.0f, got_event %.0f" % tuple(m)); sys.exit(m[1] < 0.5 * m[0])' \
   "$out/slow_control.json" "$out/got_event.json"
+# The runner's freeze and lockdown (a runner only: in process nothing is frozen between calls). A SIGCONT timer that
+# resumes the runner between calls, for work off the clock: the monitor sees the continue it did not send. Signals by
+# proxy (an I/O owner by fcntl or ioctl, to the monitor or the sandbox's first process) and inotify watches on the
+# hidden paths: refused, the honest verdict stands.
+if [[ " ${extra[*]:-} " != *" in-process "* ]]; then
+  TIMING=$slow evaluate resume_off_clock runtime_error "ran between calls"
+  for route in 0 1 2 3 4; do
+    { echo "#define PKB_ROUTE $route"; cat "$work/src/signal_others.cu"; } >"$work/src/signal_others_$route.cu"
+    evaluate "signal_others_$route" correct
+  done
+  check "no signal sent by proxy, no hidden path watched" bash -c \
+    '! grep -hE "signal route: sent|hidden paths watched: [1-9]" "$1"/signal_others_*.stderr "$1"/eval -r 2>/dev/null' _ "$out"
+fi
 echo "adversarial: $failures failed expectations"
 exit $((failures > 0))

@@ -278,6 +278,31 @@ PY
 }
 export -f retime_check
 want retime && step retime retime_check "$build/pkb" "$out/retime"
+# The call gate's own cost (PKB_STEPS=gate): a kernel that does almost nothing (the zeros fixture on problem 13, a
+# memset of its output) in process, through the gate with its flags as kernels, and as stream memory operations (the
+# default where the driver has them); candidate and baseline medians side by side.
+if want gate; then
+  for mode in in_process kernels stream_memory_ops; do
+    flags=$([ "$mode" = kernels ] && echo kernels || echo default)
+    where=$([ "$mode" = in_process ] && echo in-process || echo runner)
+    TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
+      "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where"
+  done
+  TAIL_LINES=12 step gate_table python3 - "$out" <<'PY'
+import glob, json, statistics, sys
+print("| mode | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
+print("|---|---|---|---|---|")
+for mode in ("in_process", "kernels", "stream_memory_ops"):
+    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{mode}/run*.json"))]
+    t = [r.get("timing", {}) for r in runs]
+    cand = [x["candidate"]["median_us"] for x in t if (x.get("candidate") or {}).get("median_us")]
+    base = [x["baseline_libtorch_nccl"]["median_us"] for x in t if (x.get("baseline_libtorch_nccl") or {}).get("median_us")]
+    gate = [(x.get("candidate") or {}).get("call_gate") or {} for x in t]
+    fmt = lambda v: "%.2f (%s)" % (statistics.median(v), ", ".join("%.2f" % y for y in v)) if v else "-"
+    print(f"| {mode} | {fmt(cand)} | {fmt(base)} | {gate[-1].get('flags', '-') if gate else '-'} | "
+          f"{gate[-1].get('mean_wait_us', '-') if gate else '-'} |")
+PY
+fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"

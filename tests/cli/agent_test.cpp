@@ -16,6 +16,7 @@
 #include <regex>
 #include <thread>
 
+#include "../unit/leftovers.h"
 #include "../unit/test_util.h"
 #include "core/files.h"
 #include "loopback_server.h"
@@ -358,6 +359,28 @@ TEST(Agent, KilledMidStepResumesLosingOnlyThatStep) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(server.request_count(), 3);
   EXPECT_EQ(lines_of(run / "results.jsonl").size(), 1u);
+}
+
+// `pkb run --agent` killed by SIGKILL at random moments of a sample (asking the model, compiling, evaluating through
+// the tool, judging the submitted kernel): 5 s later no process of the run is left. The run's files, the cache too,
+// all lie under one directory, so that every process of the run names it or works there.
+TEST(Agent, KilledAtRandomMomentsLeavesNothing) {
+  const tw::Format f = tw::Format::chat;
+  testing::LoopbackServer server;
+  server.set_responder([f](const testing::RecordedRequest& req) {
+    auto results = tw::tool_results(f, json::parse(req.body));
+    if (results.empty())
+      return tw::reply(f, false, "", {{"c0", "evaluate_kernel", source_args(cpu_fixture("correct"))}});
+    return tw::reply(f, false, "", {{"c1", "submit_kernel", source_args(cpu_fixture("correct"))}});
+  });
+  TempDir tmp;
+  auto args = agent_args("openai", tmp.path() / "run", false);
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--cache") args[i + 1] = (tmp.path() / "cache").string();
+  const unsigned seed = std::random_device{}();
+  auto left = test::leftovers_after_random_kills(PKB_BINARY, args, env_for("openai", server.url()), tmp.path(), 10, 8.0,
+                                                 seed, [&] { fs::remove_all(tmp.path() / "run"); });
+  for (size_t i = 0; i < left.size(); ++i) EXPECT_EQ(left[i], 0) << "kill " << i << " (seed " << seed << ")";
 }
 
 // The service rejects the second request of a conversation (HTTP 400): the sample stays unrecorded, its transcript

@@ -42,13 +42,15 @@ struct Eval {
 
 // `fixture` (a .cpp of tests/fixtures/adversarial, or of tests/fixtures/cpu) in a folder of its own beside
 // fixture.h and inprocess.h, evaluated on problem 1 at W = 2 on CPU ranks in the sandbox.
-Eval eval(const fs::path& dir, const std::string& fixture, const std::vector<std::string>& settings) {
+// `macros` are prepended to the fixture's source.
+Eval eval(const fs::path& dir, const std::string& fixture, const std::vector<std::string>& settings,
+          const std::string& macros = "") {
   fs::create_directories(dir / "cand");
   for (const fs::path& h : {kShared / "fixture.h", kFixtures / "inprocess.h"})
     fs::copy_file(h, dir / "cand" / h.filename(), fs::copy_options::overwrite_existing);
   fs::path src = kFixtures / (fixture + ".cpp");
   if (!fs::exists(src)) src = kShared / (fixture + ".cpp");
-  fs::copy_file(src, dir / "cand" / src.filename(), fs::copy_options::overwrite_existing);
+  pkb::test::write_file(dir / "cand" / src.filename(), macros + pkb::read_text_file(src));
   std::vector<std::string> args = {"eval",      (dir / "cand" / src.filename()).string(),
                                    "--problem", "1",
                                    "-w",        "2",
@@ -88,20 +90,22 @@ constexpr double kSleepUs = 2000;  // the slow kernel's sleep (tests/fixtures/ad
 
 // An honest kernel that sleeps 2 ms a call, whatever it does to the timer, times near the honest slow control (both
 // evaluated side by side, so both see the same load).
-void expect_slow_stays_slow(const std::string& fixture) {
+// Returns the attack's evaluation.
+Eval expect_slow_stays_slow(const std::string& fixture, const std::string& macros = "") {
   pkb::test::TempDir tmp;
   auto control =
       std::async(std::launch::async, [&] { return eval(tmp.path() / "control", "slow_control", kSlowTiming); });
-  Eval attack = eval(tmp.path() / "attack", fixture, kSlowTiming);
+  Eval attack = eval(tmp.path() / "attack", fixture, kSlowTiming, macros);
   Eval slow = control.get();
-  ASSERT_EQ(status(slow), "correct") << summary(slow);
-  if (status(attack) != "correct") return;  // a crash or a flagged run is no forged time
+  EXPECT_EQ(status(slow), "correct") << summary(slow);
+  if (status(slow) != "correct" || status(attack) != "correct") return attack;  // a flagged run is no forged time
   // Within noise of the control: a loaded machine may stretch either one's sleep, never shrink it below 2 ms, and the
   // attacks that worked (ef1618e) timed at 1-300 us.
   const double floor_us = std::min(0.5 * median_us(slow), 0.9 * kSleepUs);
   EXPECT_GE(median_us(attack), floor_us) << fixture << " hid its time: " << median_us(attack)
                                          << " us against the control's " << median_us(slow) << " us\n"
                                          << summary(attack);
+  return attack;
 }
 
 // A kernel that skips the work of calls it believes unchecked (it says so once on stderr) is not `correct`; where
@@ -127,6 +131,20 @@ TEST(InProcess, StackScanCannotShrinkTheSamples) { expect_slow_stays_slow("stack
 // Correct results computed by a thread during the untimed warm-ups: the work shows in the time (or the results
 // are wrong), never correct and fast.
 TEST(InProcess, WorkDuringTheWarmupsIsNotFree) { expect_slow_stays_slow("warmup_thread"); }
+
+// Work on a thread of its own while the runner is meant to be frozen, the runner resumed by a SIGCONT timer: the
+// monitor sees the continue it did not send and fails the candidate, saying why.
+TEST(InProcess, ATimerCannotResumeTheRunnerOffTheClock) {
+  Eval e = expect_slow_stays_slow("resume_off_clock", "#define PKB_RESUME 0\n");
+  EXPECT_EQ(status(e), "runtime_error") << summary(e);
+  EXPECT_NE(e.record.value("message", "").find("ran between calls"), std::string::npos) << summary(e);
+}
+// The same work, resumed by the monitor's own writes to the sealed channel (an inotify watch with O_ASYNC and
+// F_SETSIG SIGCONT): the lockdown refuses the watch, so the work is paid inside the calls.
+TEST(InProcess, WatchedWritesCannotResumeTheRunner) {
+  Eval e = expect_slow_stays_slow("resume_off_clock", "#define PKB_RESUME 1\n");
+  EXPECT_EQ(e.logs.find("resume off the clock: armed"), std::string::npos) << e.logs.substr(0, 3000);
+}
 
 TEST(InProcess, RecordEditCannotHideSkippedCalls) { expect_skipping_is_not_correct("record_edit", kFastTiming); }
 TEST(InProcess, ReturnAddressCannotTellTimedCallsApart) {

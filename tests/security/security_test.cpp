@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "../unit/leftovers.h"
 #include "../unit/test_util.h"
 #include "core/dispatch_pin.h"
 #include "core/files.h"
@@ -103,38 +104,8 @@ std::map<std::string, std::string> digests(const fs::path& dir) {
   return d;
 }
 
-// Processes whose command line contains `needle`.
-// Processes come and go while /proc is walked: one that exits mid-read (ESRCH) is simply not counted.
-int processes_with(const std::string& needle) {
-  int n = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    int fd = ::open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    std::string cmd;
-    char buf[4096];
-    for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(got));
-    ::close(fd);
-    if (cmd.find(needle) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-// Processes whose working directory lies under `dir` (those whose /proc entries this process may read).
-int processes_in(const fs::path& dir) {
-  int n = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    std::error_code link_ec;
-    fs::path cwd = fs::read_symlink(it->path() / "cwd", link_ec);
-    if (!link_ec && cwd.string().rfind(dir.string(), 0) == 0) ++n;
-  }
-  return n;
-}
+using pkb::test::processes_in;
+using pkb::test::processes_with;
 
 // A TCP listener on the host's loopback that counts the connections it accepts.
 class Listener {
@@ -362,6 +333,37 @@ TEST(Security, DamagedCachesAreRebuilt) {
   EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
 }
 
+// Everything an evaluation left in its directory, with pkb's own output: where a candidate's stderr lands.
+std::string logs_of(const Eval& e, const fs::path& dir) {
+  std::string logs = e.out + e.err;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) logs += pkb::read_text_file(it->path());
+  return logs;
+}
+
+// The kernel signals nothing on the runner's behalf: an I/O owner by fcntl (to the monitor, to the sandbox's first
+// process) or by ioctl, each with a stopping or killing signal, is refused; the honest verdict stands.
+TEST(Security, NoSignalReachesAnotherProcessByProxy) {
+  for (int route = 0; route < 4; ++route) {
+    SCOPED_TRACE("route " + std::to_string(route));
+    pkb::test::TempDir tmp;
+    std::string macros = "#define PKB_ROUTE " + std::to_string(route) + "\n";
+    auto e = eval(stage(tmp.path() / "cand", "signal_others", macros), tmp.path() / "eval", kSharedCache, 30);
+    EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+    EXPECT_NE(logs_of(e, tmp.path() / "eval").find("signal route: refused"), std::string::npos);
+  }
+}
+
+// No inotify watch on the paths the lockdown hides (the seal's FIFOs, /tmp, /dev/shm, other processes' /proc).
+TEST(Security, HiddenPathsCannotBeWatched) {
+  pkb::test::TempDir tmp;
+  auto e =
+      eval(stage(tmp.path() / "cand", "signal_others", "#define PKB_ROUTE 4\n"), tmp.path() / "eval", kSharedCache, 30);
+  EXPECT_EQ(e.record.value("status", ""), "correct") << e.record.dump(2).substr(0, 3000);
+  EXPECT_NE(logs_of(e, tmp.path() / "eval").find("hidden paths watched: 0"), std::string::npos);
+}
+
 // pkb killed (SIGTERM, as Slurm cancels a job, or SIGKILL) while its candidate spins inside the sandbox and has
 // started daemons there: nothing survives.
 void kill_pkb_mid_evaluation(int sig) {
@@ -404,6 +406,30 @@ void kill_pkb_mid_evaluation(int sig) {
 }
 
 TEST(Security, KillingPkbLeavesNothingRunning) { kill_pkb_mid_evaluation(SIGKILL); }
+
+// pkb eval killed by SIGKILL at random moments of an evaluation (compiling, building the reference, starting the
+// sandbox, inside the candidate's pass): 5 s later no process of it is left. Its files all lie under one directory,
+// the cache too, so that every process of the run names it or works there.
+TEST(Security, KilledAtRandomMomentsPkbEvalLeavesNothing) {
+  pkb::test::TempDir tmp;
+  fs::path src = honest(tmp.path() / "cand");
+  std::vector<std::string> args = {"eval",      src.string(),
+                                   "--problem", "1",
+                                   "-w",        "2",
+                                   "--device",  "cpu",
+                                   "--param",   "M=64",
+                                   "--param",   "N=48",
+                                   "--trials",  "1",
+                                   "--warmup",  "1",
+                                   "--iters",   "3",
+                                   "--out",     (tmp.path() / "eval").string(),
+                                   "--cache",   (tmp.path() / "cache").string()};
+  args.insert(args.end(), pkb::test::kShortTiming.begin(), pkb::test::kShortTiming.end());
+  const unsigned seed = std::random_device{}();
+  auto left = pkb::test::leftovers_after_random_kills(PKB_BINARY, args, {}, tmp.path(), 10, 6.0, seed,
+                                                      [&] { fs::remove_all(tmp.path() / "eval"); });
+  for (size_t i = 0; i < left.size(); ++i) EXPECT_EQ(left[i], 0) << "kill " << i << " (seed " << seed << ")";
+}
 TEST(Security, TerminatingPkbLeavesNothingRunning) { kill_pkb_mid_evaluation(SIGTERM); }
 
 }  // namespace

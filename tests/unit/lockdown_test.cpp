@@ -5,6 +5,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -83,6 +86,54 @@ TEST(Lockdown, TheSyscallFilterRefusesOtherProcessesAndKeepsThreads) {
     if (!ran) w += "no thread ran; ";
     return w;
   });
+  EXPECT_EQ(why, "");
+}
+
+// Routes by which the kernel signals another process for the runner (an I/O owner, leases, dnotify, a terminal's
+// group) and watches that would report activity on hidden paths: all refused; plain fcntl and ioctl calls still work.
+TEST(Lockdown, NoSignalByProxyAndNoWatches) {
+  std::string why = in_child([] {
+    const pid_t parent = getppid();
+    int fds[2];
+    if (pipe(fds) != 0) return std::string("pipe failed");
+    pkb::runner::restrict_syscalls();
+    std::string w;
+    w += expect_errno("F_SETOWN to the parent", fcntl(fds[0], F_SETOWN, parent), EPERM);
+    f_owner_ex owner{F_OWNER_PID, parent};
+    w += expect_errno("F_SETOWN_EX", fcntl(fds[0], F_SETOWN_EX, &owner), EPERM);
+    w += expect_errno("F_SETSIG", fcntl(fds[0], F_SETSIG, SIGCONT), EPERM);
+    w += expect_errno("F_SETFL with O_ASYNC", fcntl(fds[0], F_SETFL, O_ASYNC | O_NONBLOCK), EPERM);
+    w += expect_errno("F_SETLEASE", fcntl(fds[0], F_SETLEASE, F_RDLCK), EPERM);
+    w += expect_errno("F_NOTIFY", fcntl(fds[0], F_NOTIFY, DN_MODIFY), EPERM);
+    int pid_arg = parent, on = 1;
+    w += expect_errno("FIOSETOWN", ioctl(fds[0], FIOSETOWN, &pid_arg), EPERM);
+    w += expect_errno("SIOCSPGRP", ioctl(fds[0], SIOCSPGRP, &pid_arg), EPERM);
+    w += expect_errno("FIOASYNC", ioctl(fds[0], FIOASYNC, &on), EPERM);
+    w += expect_errno("TIOCSPGRP", ioctl(fds[0], TIOCSPGRP, &pid_arg), EPERM);
+    w += expect_errno("inotify_init1", inotify_init1(0), EPERM);
+    w += expect_errno("fanotify_init", syscall(SYS_fanotify_init, 0, 0), EPERM);
+    w += expect_errno("inotify_add_watch", syscall(SYS_inotify_add_watch, 0, "/tmp", IN_ALL_EVENTS), EPERM);
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) w += "F_SETFL without O_ASYNC was refused; ";
+    if (fcntl(fds[0], F_GETOWN) < 0) w += "F_GETOWN was refused; ";
+    int pending = 0;
+    if (ioctl(fds[0], FIONREAD, &pending) != 0) w += "FIONREAD was refused; ";
+    return w;
+  });
+  EXPECT_EQ(why, "");
+}
+
+// Where the kernel has Landlock's signal scope (ABI 6), the domain alone refuses a signal to a process outside it.
+TEST(Lockdown, TheLandlockDomainSignalsNothingOutsideIt) {
+  if (syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /* VERSION */) < 6)
+    GTEST_SKIP() << "Landlock ABI below 6: the syscall filter is the only guard";
+  std::string why = in_child([] {
+    const pid_t parent = getppid();
+    if (std::string n = pkb::runner::hide_paths({"/nonexistent-pkb-test"}, {}); !n.empty()) return "SKIP " + n;
+    std::string w = expect_errno("kill of the parent", kill(parent, 0), EPERM);
+    if (kill(getpid(), 0) != 0) w += "a signal to itself was refused; ";
+    return w;
+  });
+  if (why.rfind("SKIP ", 0) == 0) GTEST_SKIP() << why;
   EXPECT_EQ(why, "");
 }
 

@@ -45,10 +45,10 @@ int run_eval(EvalCliOptions& o) {
 
 void add_eval_timing_flags(CLI::App* cmd, EvalOptions& e) {
   add_timing_flags(cmd, e.timing);
-  cmd->add_option(
-         "--timing-method", e.timing_method,
-         "Which timing drives the speedup, fast_p and the curves: pkb (default), paper or device (GPUs at W = 1); "
-         "all that measured are recorded")
+  cmd->add_option("--timing-method", e.timing_method,
+                  "Which timing drives the speedup, fast_p and the curves: pkb (default), paper or device (GPUs at W = "
+                  "1, candidates in process only); "
+                  "all that measured are recorded")
       ->check(CLI::IsMember(timing_method_names()));
   add_enum_option(*cmd, "--retime-baseline", e.retime_baseline,
                   "Time the baselines again right after a correct candidate, in place of the cached ones: drift "

@@ -644,6 +644,14 @@ EvalOptions checked_options(const fs::path& source, const EvalOptions& options) 
   if (fs::is_directory(source)) throw Error(source.string() + ": is a directory, not a candidate source file");
   if (!timing_method_from_name(o.timing_method))
     throw Error("--timing-method must be pkb, paper or device, got '" + o.timing_method + "'");
+  // The device view times a stream of the timing process's own; a runner's calls run in another process's context,
+  // where only the call gate's windows (the pkb and paper methods) see them.
+  if (o.device == DeviceKind::cuda && o.uses_runner() &&
+      *timing_method_from_name(o.timing_method) == TimingMethod::device)
+    throw Error(
+        "--timing-method device cannot time a candidate in a runner: its kernels run in the runner's CUDA "
+        "context, out of the monitor's device view; the call gate times them for the pkb and paper methods "
+        "(or pass --candidate-process in-process, which the candidate can forge)");
   o.timing.validate();
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +

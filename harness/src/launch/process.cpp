@@ -140,6 +140,117 @@ std::string file_tail(const std::filesystem::path& p, size_t max_bytes) {
 
 namespace {
 
+// ---- The keeper: nothing a child starts outlives pkb ----
+//
+// Every command runs under a keeper: a forked copy of pkb (no exec) that is a child subreaper and the command's
+// parent. Whatever the command leaves when it dies (a sandbox's namespace init, the ranks of a killed mpirun) is
+// re-parented to the keeper, which kills and reaps it; when pkb dies, even by SIGKILL, the keeper is told by its
+// parent-death signal and kills the command and everything under it. The keeper then ends as the command ended, so
+// pkb waits on it as it would on the command. Between fork and exec only system calls run: pkb has threads.
+
+constexpr int kParentDied = SIGUSR2;  // the keeper's parent-death signal (pkb sends it to no one)
+
+struct LinuxDirent64 {  // what getdents64 returns (glibc's struct dirent64 is not promised to match)
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
+// Kills every child of this process (a /proc scan by parent pid: raw system calls, no allocation) and reaps them and
+// whatever they leave, until there are no children at all.
+void kill_all_children() {
+  const pid_t self = getpid();
+  for (;;) {
+    int dir = static_cast<int>(syscall(SYS_open, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    char entries[4096];
+    for (long got; dir >= 0 && (got = syscall(SYS_getdents64, dir, entries, sizeof entries)) > 0;) {
+      for (long at = 0; at < got; at += reinterpret_cast<const LinuxDirent64*>(entries + at)->reclen) {
+        const auto* e = reinterpret_cast<const LinuxDirent64*>(entries + at);
+        long pid = 0;
+        for (const char* c = e->name; *c; ++c) pid = (*c >= '0' && *c <= '9') ? pid * 10 + (*c - '0') : -1;
+        if (pid <= 0 || pid == self) continue;
+        char path[64] = "/proc/", stat[512];
+        size_t len = 6;
+        for (const char* c = e->name; *c && len < 40;) path[len++] = *c++;
+        for (const char* c = "/stat"; *c;) path[len++] = *c++;
+        path[len] = 0;
+        int fd = static_cast<int>(syscall(SYS_open, path, O_RDONLY | O_CLOEXEC));
+        if (fd < 0) continue;
+        long n = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (n <= 0) continue;
+        stat[n] = 0;
+        const char* paren = strrchr(stat, ')');  // "pid (comm) state ppid ...": comm may hold anything
+        if (!paren) continue;
+        long ppid = 0;
+        const char* c = paren + 4;  // ") S "
+        while (*c >= '0' && *c <= '9') ppid = ppid * 10 + (*c++ - '0');
+        if (ppid == self) kill(static_cast<pid_t>(pid), SIGKILL);
+      }
+    }
+    if (dir >= 0) close(dir);
+    pid_t r;
+    while ((r = waitpid(-1, nullptr, WNOHANG | __WALL)) > 0) {
+    }
+    if (r < 0 && errno == ECHILD) return;
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// Ends this process as `status` says the command ended.
+[[noreturn]] void end_as(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+// In the forked child: returns 0 in the command's process (a new child of this one); this process stays the keeper
+// and never returns. Nonzero: the keeper could not be set up (pkb already gone).
+int become_keeper(pid_t parent, sigset_t* caller_mask) {
+  sigset_t kept;
+  sigemptyset(&kept);
+  for (int sig : {SIGCHLD, kParentDied, SIGTERM, SIGINT, SIGHUP}) sigaddset(&kept, sig);
+  sigprocmask(SIG_BLOCK, &kept, caller_mask);
+  signal(SIGCHLD, SIG_DFL);  // reported, never reaped for us
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  prctl(PR_SET_PDEATHSIG, kParentDied);
+  // A parent that died before the prctl (killed while forking: too early to have tracked this child, too late to
+  // signal it) leaves an orphan that would go on to start a sandbox nobody waits for.
+  if (getppid() != parent) return 1;
+  const pid_t command = fork();
+  if (command == 0) return 0;
+  syscall(SYS_close_range, 3, ~0U, 0);  // hold none of pkb's descriptors: pipes must see their EOF
+  if (command < 0) _exit(127);
+  for (;;) {
+    siginfo_t info;
+    const int sig = sigwaitinfo(&kept, &info);
+    if (sig == kParentDied) {
+      kill_all_children();
+      _exit(137);
+    }
+    if (sig != SIGCHLD) continue;  // SIGTERM and the like reach the command's group directly
+    int status = 0;
+    for (pid_t r; (r = waitpid(-1, &status, WNOHANG | __WALL)) > 0;) {
+      if (r != command) continue;
+      kill_all_children();  // what the command left behind
+      end_as(status);
+    }
+  }
+}
+
 // The pidfd of the process a child reports on its info pipe (`"child-pid": N`, bwrap's --info-fd JSON), or -1.
 // bwrap writes it once the namespaces exist, before the command starts; EOF (bwrap failed) or 10 s end the wait.
 // A termination that comes meanwhile (deferred, see ReportingStart) cuts the wait to 2 s from then.
@@ -202,10 +313,13 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
   if (pid == 0) {
     setpgid(0, group);
+    const pid_t keeper = getpid();
+    sigset_t caller_mask;
+    if (become_keeper(parent, &caller_mask) != 0) _exit(127);
+    // The command's own process, the keeper's only child. It dies with the keeper.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // A parent that died before the prctl (killed while forking: too early to have tracked this child, too late
-    // to signal it) leaves an orphan that would go on to start a sandbox nobody waits for.
-    if (getppid() != parent) _exit(127);
+    if (getppid() != keeper) _exit(127);
+    sigprocmask(SIG_SETMASK, &caller_mask, nullptr);
     // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, 0);

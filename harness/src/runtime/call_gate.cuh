@@ -55,6 +55,34 @@ static __global__ void __launch_bounds__(kHoldThreads)
   __syncthreads();
 }
 
+// Stream memory operations: the GPU's front end writes a flag, or holds a stream until a flag reaches a value, with
+// no kernel and no SM (a kernel boundary on each side of a flag was most of the gate's cost). From the driver by entry
+// point, so that nothing links libcuda. Wait: cyclic >= (CU_STREAM_WAIT_VALUE_GEQ, the same compare as reached()).
+// Write: preceded by a system-wide memory fence (CU_STREAM_WRITE_VALUE_DEFAULT), so the work before it is visible.
+struct MemOps {
+  using Fn = int (*)(cudaStream_t, unsigned long long, uint32_t, unsigned);  // CUresult (*)(CUstream, CUdeviceptr, ...)
+  Fn write = nullptr, wait = nullptr;
+  bool available() const { return write && wait; }
+};
+inline const MemOps& mem_ops() {
+  static const MemOps ops = [] {
+    MemOps m;
+    auto find = [](const char* name) -> MemOps::Fn {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult found;
+      if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+          found != cudaDriverEntryPointSuccess)
+        return nullptr;
+      return reinterpret_cast<MemOps::Fn>(fn);
+    };
+    m.write = find("cuStreamWriteValue32");
+    m.wait = find("cuStreamWaitValue32");
+    return m;
+  }();
+  return ops;
+}
+constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
+
 static __global__ void flag_write_kernel(uint32_t* flag, uint32_t value) {
   __threadfence_system();  // everything before it on the stream is visible first
   pkb_store_release_sys(flag, value);

@@ -2,8 +2,10 @@
 // heap over NVLink), events for per-iteration timing, and a one-block flag barrier kernel on the stream.
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "../../include/pkb/device.cuh"
@@ -16,6 +18,18 @@ namespace {
 
 void cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(rc));
+}
+
+void mem_op_check(int rc, const char* what) {
+  if (rc != 0) throw Error(std::string(what) + " failed: CUresult " + std::to_string(rc));
+}
+
+// The gate's flags as stream memory operations where the driver has them; PKB_GATE_FLAGS=kernels keeps the kernels
+// (to measure one against the other).
+bool use_mem_ops() {
+  const char* choice = getenv("PKB_GATE_FLAGS");
+  if (choice && std::string(choice) == "kernels") return false;
+  return gate::mem_ops().available();
 }
 
 __global__ void barrier_kernel(uint32_t* flags, void* const* bases, int rank, int world, uint32_t epoch) {
@@ -112,6 +126,8 @@ class CudaRuntime final : public Runtime {
   }
   ~CudaRuntime() override {
     cudaDeviceSynchronize();
+    if (waited_) cudaEventDestroy(waited_);
+    if (release_stream_) cudaStreamDestroy(release_stream_);
     for (int q = 0; q < world_; ++q)
       if (q != rank_ && bases_[q]) cudaIpcCloseMemHandle(bases_[q]);
     cudaFree(bases_[rank_]);
@@ -244,13 +260,38 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaGetLastError(), "gate hold launch");
   }
   void flag_write(uint32_t* flag, uint32_t value) override {
+    if (memops_) {
+      mem_op_check(gate::mem_ops().write(stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
+                   "cuStreamWriteValue32");
+      return;
+    }
     gate::flag_write_kernel<<<1, 1, 0, stream_>>>(flag, value);
     cuda_check(cudaGetLastError(), "flag write launch");
   }
   void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us) override {
+    if (memops_) {
+      mem_op_check(gate::mem_ops().wait(stream_, reinterpret_cast<uintptr_t>(flag), seq, gate::kWaitGeq),
+                   "cuStreamWaitValue32");
+      if (!waited_) cuda_check(cudaEventCreateWithFlags(&waited_, cudaEventDisableTiming), "cudaEventCreate");
+      cuda_check(cudaEventRecord(waited_, stream_), "cudaEventRecord");
+      return;
+    }
     gate::flag_wait_kernel<<<1, 1, 0, stream_>>>(flag, abort, seq, static_cast<unsigned long long>(max_us * 1e3));
     cuda_check(cudaGetLastError(), "flag wait launch");
   }
+  // A stream-op wait knows no abort: if the stream is still held by the last wait 2 ms after the call ended (its
+  // process died, or never wrote the flag), the flag is written from a stream of its own. An honest runner's flag was
+  // written before it stopped, so the wait has passed: nothing is written that could overtake a later call's flag.
+  void flag_release(uint32_t* flag, uint32_t value) override {
+    if (!memops_ || !waited_) return;
+    for (int i = 0; i < 2000 && cudaEventQuery(waited_) == cudaErrorNotReady; ++i) usleep(1);
+    if (cudaEventQuery(waited_) != cudaErrorNotReady) return;
+    if (!release_stream_)
+      cuda_check(cudaStreamCreateWithFlags(&release_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    mem_op_check(gate::mem_ops().write(release_stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
+                 "cuStreamWriteValue32 (release)");
+  }
+  const char* flag_mechanism() const override { return memops_ ? "stream_memory_ops" : "kernels"; }
   GateTrace gate_trace() override {
     GateTrace out;
     if (!gate_state_) return out;
@@ -272,6 +313,9 @@ class CudaRuntime final : public Runtime {
 
  private:
   std::vector<void*> private_;
+  bool memops_ = use_mem_ops();
+  cudaEvent_t waited_ = nullptr;           // after the last stream-op wait
+  cudaStream_t release_stream_ = nullptr;  // where flag_release writes
   int device_ = 0;
   bool owns_stream_ = true;
   cudaStream_t stream_ = nullptr;  // nullptr: the legacy default stream

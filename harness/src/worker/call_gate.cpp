@@ -32,6 +32,7 @@ void CallGate::open(uint32_t seq, const CallBracket& bracket) {
 void CallGate::close(uint32_t seq) {
   host_->armed.store(seq, std::memory_order_release);  // a runner that died before arming: the hold ends now
   host_->abort.store(seq, std::memory_order_release);
+  rt_.flag_release(&device_->done, seq);
 }
 
 nlohmann::json CallGate::to_json() {
@@ -40,7 +41,8 @@ nlohmann::json CallGate::to_json() {
           {"timeouts", t.timeouts},
           {"mean_wait_us", t.mean_wait_us},
           {"max_wait_us", t.max_wait_us},
-          {"max_us", kGateMaxUs}};
+          {"max_us", kGateMaxUs},
+          {"flags", rt_.flag_mechanism()}};
 }
 
 namespace {

@@ -98,7 +98,8 @@ class RunnerCalls final : public CandidateCalls {
                         {"ipc", hex(rt.heap_ipc_handles())},
                         {"flags_offset", heap.flags_offset},
                         {"gate_host_offset", heap.gate_host_offset},
-                        {"gate_offset", heap.gate_offset}};
+                        {"gate_offset", heap.gate_offset},
+                        {"gate_flags", rt.flag_mechanism()}};
     for (const auto& slot : heap.inputs) {
       json tensors = json::array();
       for (const Slot& s : slot) tensors.push_back(tensor_json(rt, s));
@@ -143,6 +144,7 @@ class RunnerCalls final : public CandidateCalls {
   CallOutcome load_outcome() const override { return outcome(runner_->loaded()); }
   CallOutcome call(runner::Op op, int slot, const CallBracket& bracket) override {
     if (!gate_) return outcome(runner_->call(op, slot));
+    if (std::string why = runner_->ran_between_calls(); !why.empty()) return CallOutcome{.failure = why};
     const uint32_t seq = runner_->next_seq();
     gate_->open(seq, bracket);
     CallOutcome r = outcome(runner_->call(op, slot));

@@ -7,6 +7,7 @@
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -89,6 +90,24 @@ class Filter {
     ret(SECCOMP_RET_ALLOW);
     ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(err));
   }
+  // Refused when argument `arg`'s low 32 bits equal `value`.
+  void deny_if_arg(long nr, int arg, uint32_t value, int err) {
+    load_nr();
+    jump(BPF_JEQ, static_cast<uint32_t>(nr), 0, 3);
+    load(arg_low(arg));
+    jump(BPF_JEQ, value, 0, 1);
+    ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(err));
+  }
+  // Refused when argument `arg` equals `value` and argument `flags_arg` has a bit of `mask`.
+  void deny_if_arg_and_flag(long nr, int arg, uint32_t value, int flags_arg, uint32_t mask, int err) {
+    load_nr();
+    jump(BPF_JEQ, static_cast<uint32_t>(nr), 0, 5);
+    load(arg_low(arg));
+    jump(BPF_JEQ, value, 0, 3);
+    load(arg_low(flags_arg));
+    jump(BPF_JSET, mask, 0, 1);
+    ret(SECCOMP_RET_ERRNO | static_cast<uint32_t>(err));
+  }
   void deny_at_or_above(uint32_t nr, int err) {
     load_nr();
     jump(BPF_JGE, nr, 0, 1);
@@ -105,6 +124,7 @@ class Filter {
  private:
   void load(uint32_t offset) { code_.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
   void load_nr() { load(offsetof(seccomp_data, nr)); }
+  static uint32_t arg_low(int i) { return offsetof(seccomp_data, args) + 8 * i; }  // little-endian machines
   void jump(uint16_t op, uint32_t k, uint8_t jt, uint8_t jf) {
     code_.push_back(BPF_JUMP(BPF_JMP | op | BPF_K, k, jt, jf));
   }
@@ -112,11 +132,39 @@ class Filter {
   std::vector<sock_filter> code_;
 };
 
+// Ways to have the kernel signal a process on the runner's behalf: an owner for an open file's I/O signals (SIGIO or
+// F_SETSIG's choice to any pid or group, sent when data arrives), leases and dnotify, a terminal's process group.
+// Landlock's signal scope (hide_paths) covers these where the kernel has it; this is the floor where it does not.
+void deny_signal_routes(Filter& f) {
+  for (uint32_t cmd : {F_SETOWN, F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY}) f.deny_if_arg(SYS_fcntl, 1, cmd, EPERM);
+  f.deny_if_arg_and_flag(SYS_fcntl, 1, F_SETFL, 2, O_ASYNC, EPERM);
+  for (uint32_t request : {FIOSETOWN, SIOCSPGRP, FIOASYNC, TIOCSPGRP, TIOCSCTTY, TIOCSTI})
+    f.deny_if_arg(SYS_ioctl, 1, request, EPERM);
+}
+
+// Watches on paths report activity in places Landlock hides (the seal's FIFOs, /tmp, other processes' /proc).
+void deny_watches(Filter& f) {
+#ifdef SYS_inotify_init
+  f.deny(SYS_inotify_init, EPERM);
+#endif
+  for (long nr : {SYS_inotify_init1, SYS_inotify_add_watch, SYS_fanotify_init, SYS_fanotify_mark}) f.deny(nr, EPERM);
+}
+
 }  // namespace
 
 std::string hide_paths(const std::vector<std::string>& hidden, const std::vector<std::string>& granted) {
-  landlock_ruleset_attr attr{kAllDirRights};
-  int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  // Landlock's ruleset as of ABI 6 (Debian 12's headers know ABI 1): from ABI 6 the domain is also scoped, so that
+  // nothing inside signals (by kill or by an I/O owner) or reaches the abstract sockets of a process outside it.
+  struct {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+  } attr{kAllDirRights, 0, 0};
+  constexpr uint64_t kScopeAbstractUnixSocket = 1, kScopeSignal = 2;
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  size_t attr_size = sizeof attr.handled_access_fs;
+  if (abi >= 6) attr.scoped = kScopeAbstractUnixSocket | kScopeSignal, attr_size = sizeof attr;
+  int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0));
   if (ruleset < 0) return std::string("Landlock unavailable: ") + std::strerror(errno);
   grant_beside(ruleset, "", hidden);
   for (const auto& g : granted) grant(ruleset, g);
@@ -175,6 +223,8 @@ void restrict_syscalls() {
   for (long nr : {SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo})
     f.allow_if_arg0(nr, BPF_JEQ, self, EPERM);
   f.allow_if_arg0(SYS_socket, BPF_JEQ, AF_UNIX, EPERM);
+  deny_signal_routes(f);
+  deny_watches(f);
   f.install();
 }
 

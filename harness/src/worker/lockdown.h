@@ -13,9 +13,12 @@ namespace pkb::runner {
 // (the runner's own directory) stay open. Returns "" or why it could not (a kernel without Landlock).
 std::string hide_paths(const std::vector<std::string>& hidden, const std::vector<std::string>& granted);
 
+// From Landlock ABI 6 the domain is also scoped: no signal to, and no abstract socket of, a process outside it.
+//
 // seccomp (with no_new_privs): no ptrace or cross-process memory access, no new processes (threads only), no
-// signals to other processes, no io_uring or asynchronous I/O (kernel work that would go on while the runner is
-// frozen), no sockets but Unix ones, no exec. Throws pkb::Error if the filter cannot be installed.
+// signals to other processes (neither directly nor by proxy: I/O owners, F_SETSIG, leases, dnotify, a terminal's
+// process group), no inotify or fanotify watches, no io_uring or asynchronous I/O (kernel work that would go on
+// while the runner is frozen), no sockets but Unix ones, no exec. Throws pkb::Error if the filter cannot be installed.
 void restrict_syscalls();
 
 }  // namespace pkb::runner

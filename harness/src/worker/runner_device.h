@@ -14,7 +14,8 @@ namespace pkb::runner {
 class Device {
  public:
   // Opens rank q's heap from ipc_handles (cudaIpcMemHandle_t bytes, rank order) on `device`; throws pkb::Error.
-  Device(int device, const std::string& ipc_handles, int rank, int world);
+  // mem_ops: the gate's flags as stream memory operations (as the monitor's are), else kernels.
+  Device(int device, const std::string& ipc_handles, int rank, int world, bool mem_ops);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -25,8 +26,8 @@ class Device {
   // The flag barrier among the runners on `flags` (world words at the same offset of every heap), on the stream.
   void barrier(uint32_t* flags);
   void zero(void* p, size_t bytes);
-  // The call gate's flags (in the monitor's heap), on the stream: a wait until *flag reaches seq (or max_us passed),
-  // and a write.
+  // The call gate's flags (in the monitor's heap), on the stream: a wait until *flag reaches seq (or max_us passed,
+  // kernels only), and a write.
   void wait_flag(const uint32_t* flag, uint32_t seq, double max_us);
   void write_flag(uint32_t* flag, uint32_t value);
   // "" or the error a device-wide synchronize surfaced.
@@ -34,6 +35,7 @@ class Device {
 
  private:
   int rank_, world_;
+  bool mem_ops_;
   uint32_t epoch_ = 0;
   std::vector<void*> bases_;
   void** bases_device_ = nullptr;

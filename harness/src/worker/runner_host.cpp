@@ -9,16 +9,39 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "core/error.h"
 
 namespace pkb {
 
 using namespace runner;
+
+namespace {
+
+// SIGCONTs this process received: job control (a Slurm suspend and resume) continues the runner too, so a continue
+// of the runner's that comes with one of the monitor's own is not the candidate's doing.
+std::atomic<unsigned> g_monitor_continues{0};
+
+extern "C" void count_continue(int) { g_monitor_continues.fetch_add(1, std::memory_order_relaxed); }
+
+void count_monitor_continues() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa = {};
+    sa.sa_handler = count_continue;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, nullptr);
+  });
+}
+
+}  // namespace
 
 RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohmann::json& layout,
                              const std::vector<int>& heap_fds, const std::filesystem::path& work_dir) {
@@ -62,6 +85,7 @@ RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohman
     _exit(127);
   }
   close(control_fd);
+  count_monitor_continues();
   loaded_ = wait_stopped(0);
 }
 
@@ -101,8 +125,28 @@ std::string RunnerProcess::lockdown_note() const {
   return std::string(control_->lockdown_note, strnlen(control_->lockdown_note, sizeof control_->lockdown_note));
 }
 
+std::string RunnerProcess::ran_between_calls() {
+  int st = 0;
+  pid_t r;
+  while ((r = waitpid(pid_, &st, WNOHANG | WUNTRACED | WCONTINUED)) < 0 && errno == EINTR) {
+  }
+  if (r != pid_) return "";  // no change of state since the monitor saw it stop
+  if (WIFEXITED(st) || WIFSIGNALED(st)) {
+    gone_ = true;
+    return WIFSIGNALED(st)
+               ? "the candidate's process was killed by signal " + std::to_string(WTERMSIG(st)) + " between calls"
+               : "the candidate's process exited between calls";
+  }
+  if (g_monitor_continues.load() != continues_at_stop_) return "";  // job control resumed both: not the candidate
+  return "the candidate's process ran between calls: it was resumed while frozen by a continue the monitor did not "
+         "send (a timer or signal of its own), so work could run off the clock";
+}
+
 RunnerProcess::Outcome RunnerProcess::call(Op op, int slot) {
   if (gone_) return Outcome{.failure = "the candidate's process is gone"};
+  // Every continue or stop since the last call's stop is reported here (waitpid keeps the latest change of state
+  // until it is reaped, and only this monitor reaps it): a runner that resumed itself cannot hide it by stopping again.
+  if (std::string why = ran_between_calls(); !why.empty()) return Outcome{.failure = why};
   control_->op = op;
   control_->slot = slot;
   control_->rc = 0;
@@ -136,6 +180,7 @@ RunnerProcess::Outcome RunnerProcess::wait_stopped(uint32_t seq) {
       return o;
     }
   }
+  continues_at_stop_ = g_monitor_continues.load();
   // Frozen: nothing of the candidate's runs while these are read.
   o.rc = control_->rc;
   o.error.assign(control_->error, strnlen(control_->error, sizeof control_->error));

@@ -46,11 +46,15 @@ class RunnerProcess {
   uint32_t next_seq() const { return seq_ + 1; }     // the sequence number the next call will carry
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
   std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
-  Outcome call(runner::Op op, int slot);
+  Outcome call(runner::Op op, int slot);             // checks ran_between_calls first
+  // Why the runner is not as the last call left it (resumed, stopped again or gone since), or "". A call gate asks
+  // before it enqueues anything: a runner that woke between calls must not get device work in ahead of the hold.
+  std::string ran_between_calls();
 
  private:
   Outcome wait_stopped(uint32_t seq);
   pid_t pid_ = -1;
+  unsigned continues_at_stop_ = 0;  // the monitor's own SIGCONTs when the runner last stopped
   runner::Control* control_ = nullptr;
   uint32_t seq_ = 0;
   bool gone_ = false;

@@ -167,6 +167,18 @@ void fill_context(Host& h, const json& layout) {
   _exit(3);
 }
 
+// Stopped until the monitor's next call; returns its sequence number. A continue that brings no new call (job
+// control resuming the whole job) stops it again at once: the monitor tells such a continue from one of the
+// candidate's own by its own SIGCONTs (worker/runner_host.cpp).
+uint32_t freeze(const Control& ctl) {
+  const uint32_t last = ctl.done.load();
+  uint32_t seq;
+  do {
+    raise(SIGSTOP);
+  } while ((seq = ctl.seq.load()) == last);
+  return seq;
+}
+
 // A runner without a library, for the baselines' timing on CPU ranks: each call is a doorbell and nothing else, so a
 // baseline's window pays what a candidate's does (the same wake-up and stop, the same syscall filter on the way).
 [[noreturn]] void ping_only(Control& ctl) {
@@ -177,8 +189,7 @@ void fill_context(Host& h, const json& layout) {
   }
   ctl.done.store(ctl.seq.load());
   for (;;) {
-    raise(SIGSTOP);
-    const uint32_t seq = ctl.seq.load();
+    const uint32_t seq = freeze(ctl);
     if (ctl.op == kExit) _exit(0);
     ctl.rc = 0;
     ctl.done.store(seq);
@@ -213,7 +224,8 @@ std::unique_ptr<Device> map_memory(Host& h, const json& layout) {
   std::unique_ptr<Device> device;
   try {
     device = std::make_unique<Device>(cuda.at("device").get<int>(), unhex(cuda.at("ipc")), layout.at("rank").get<int>(),
-                                      layout.at("world").get<int>());
+                                      layout.at("world").get<int>(),
+                                      cuda.value("gate_flags", std::string("kernels")) == "stream_memory_ops");
   } catch (const std::exception& e) {
     die(e.what());
   }
@@ -256,8 +268,7 @@ constexpr double kGoWaitUs = 30e6;
   Control& ctl = *h.control;
   ctl.done.store(ctl.seq.load());
   for (;;) {
-    raise(SIGSTOP);  // frozen until the monitor's next call
-    const uint32_t seq = ctl.seq.load();
+    const uint32_t seq = freeze(ctl);
     const int op = ctl.op, slot = ctl.slot;
     if (op == kExit) _exit(0);
     if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");

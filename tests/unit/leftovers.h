@@ -1,0 +1,100 @@
+// Processes a test's run left behind, and pkb killed by SIGKILL at random moments (nothing it started may outlive it).
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pkb::test {
+
+// Processes whose command line contains `needle`. Processes come and go while /proc is walked: one that exits
+// mid-read is simply not counted.
+inline int processes_with(const std::string& needle) {
+  int n = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
+    int fd = ::open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string cmd;
+    char buf[4096];
+    for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(got));
+    ::close(fd);
+    if (cmd.find(needle) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// Processes whose working directory lies under `dir` (those whose /proc entries this process may read).
+inline int processes_in(const std::filesystem::path& dir) {
+  int n = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
+    std::error_code link_ec;
+    std::filesystem::path cwd = std::filesystem::read_symlink(it->path() / "cwd", link_ec);
+    if (!link_ec && cwd.string().rfind(dir.string(), 0) == 0) ++n;
+  }
+  return n;
+}
+
+// Every process of a run whose files (out dir, cache, sources) all lie under `dir`: its command line names them or
+// it works there.
+inline int processes_of_run(const std::filesystem::path& dir) {
+  return processes_with(dir.string()) + processes_in(dir);
+}
+
+// Starts `program args` (env added) as a child of its own, without a terminal or output.
+inline pid_t start_detached(const std::string& program, const std::vector<std::string>& args,
+                            const std::map<std::string, std::string>& env) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  int null = ::open("/dev/null", O_RDWR);
+  dup2(null, 0), dup2(null, 1), dup2(null, 2);
+  std::vector<char*> argv = {const_cast<char*>(program.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(program.c_str(), argv.data());
+  _exit(127);
+}
+
+// Runs `program args` `times` times, each killed by SIGKILL (pkb alone, not its group) after a random delay in
+// [0, max_delay_s): returns, per kill, how many processes of the run (processes_of_run(dir)) were left 5 s later.
+// `fresh_start` runs before each start (removing what a resumed run would skip).
+inline std::vector<int> leftovers_after_random_kills(const std::string& program, const std::vector<std::string>& args,
+                                                     const std::map<std::string, std::string>& env,
+                                                     const std::filesystem::path& dir, int times, double max_delay_s,
+                                                     unsigned seed, const std::function<void()>& fresh_start) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> delay(0, max_delay_s);
+  std::vector<int> left;
+  for (int i = 0; i < times; ++i) {
+    fresh_start();
+    pid_t pid = start_detached(program, args, env);
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay(rng)));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    int n = processes_of_run(dir);
+    for (int tick = 0; tick < 50 && n > 0; ++tick) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      n = processes_of_run(dir);
+    }
+    left.push_back(n);
+  }
+  return left;
+}
+
+}  // namespace pkb::test
