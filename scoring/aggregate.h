@@ -74,6 +74,10 @@ struct Aggregate {
   std::vector<double> pass_robust, pass_pkb, fast;  // sums of per-problem estimates: "count out of N problems"
   Mean log_speedup, sol_candidate, sol_baseline;    // pooled over every robust-correct sample
   double mean(double sum) const { return problems ? sum / problems : 0.0; }
+  // The mean where some sample was evaluated; none (shown "-", never 0.000) where nothing was.
+  std::optional<double> evaluated_mean(double sum) const {
+    return problems && samples ? std::optional<double>(sum / problems) : std::nullopt;
+  }
   std::optional<double> geomean_speedup() const;
 };
 

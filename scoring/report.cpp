@@ -72,7 +72,7 @@ std::string estimate_text(const AtK& x, bool unknown) {
 
 std::string aggregate_cell(const Aggregate& a, double sum) {
   if (a.problems == 0) return "-";  // every problem of the set was left out: no estimate
-  return fixed(a.mean(sum), 3) + " (" + fixed(sum, 2) + "/" + std::to_string(a.problems) + ")";
+  return or_dash(a.evaluated_mean(sum), 3) + " (" + fixed(sum, 2) + "/" + std::to_string(a.problems) + ")";
 }
 
 // The metric columns shared by both tables, in order: pass@k, pkb pass@k, fast_p@k per k.

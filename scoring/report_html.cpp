@@ -105,11 +105,12 @@ std::string headline(const Scores& s) {
   const auto& ks = s.settings.ks;
   std::string out = "<div class=\"cards\">\n";
   for (size_t i = 0; i < ks.size(); ++i) {
-    out +=
-        card("pass@" + std::to_string(ks[i]), fixed(a.mean(a.pass_robust[i]), 3), mean_and_count(a, a.pass_robust[i]));
-    out += card(fast_name(s.settings) + "@" + std::to_string(ks[i]), fixed(a.mean(a.fast[i]), 3),
+    out += card("pass@" + std::to_string(ks[i]), or_dash(a.evaluated_mean(a.pass_robust[i]), 3),
+                mean_and_count(a, a.pass_robust[i]));
+    out += card(fast_name(s.settings) + "@" + std::to_string(ks[i]), or_dash(a.evaluated_mean(a.fast[i]), 3),
                 mean_and_count(a, a.fast[i]));
-    out += card("pkb pass@" + std::to_string(ks[i]), fixed(a.mean(a.pass_pkb[i]), 3), mean_and_count(a, a.pass_pkb[i]));
+    out += card("pkb pass@" + std::to_string(ks[i]), or_dash(a.evaluated_mean(a.pass_pkb[i]), 3),
+                mean_and_count(a, a.pass_pkb[i]));
   }
   out += card("geomean speedup", or_dash(a.geomean_speedup(), 2, "x"),
               shared && !a.geomean_speedup() ? "none claimed: ranks shared a GPU" : "over robust-correct samples");

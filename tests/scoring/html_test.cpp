@@ -243,3 +243,18 @@ TEST(Html, PageIsSelfContained) {
   EXPECT_NE(page.find("<table class=\"sortable\" id=\"problems\">"), std::string::npos);
   EXPECT_NE(page.find("<table class=\"sortable\" id=\"categories\">"), std::string::npos);
 }
+
+// A run that evaluated nothing (no GPU: every sample compiled, none judged) shows "-" in its headline cards, never a
+// 0.000 that reads as a measured failure.
+TEST(Html, HeadlineCardsShowADashWhenNothingWasEvaluated) {
+  std::istringstream in(record_line({.sha256 = "a", .status = "not_evaluated"}) +
+                        record_line({.id = 2, .folder = "002_allgather", .slug = "allgather", .sha256 = "b",
+                                     .status = "not_evaluated"}));
+  LoadedResults loaded = parse_results(in, "nothing.jsonl");
+  std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
+  size_t cards = page.find("<div class=\"cards\">"), end = page.find("</div>\n<p class=\"note\">", cards);
+  ASSERT_NE(cards, std::string::npos) << page.substr(0, 3000);
+  std::string headline = page.substr(cards, end - cards);
+  EXPECT_EQ(headline.find("0.000"), std::string::npos) << headline;
+  EXPECT_GE(count(headline, "<div class=\"v\">-</div>"), 3u) << headline;
+}

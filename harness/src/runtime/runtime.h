@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "core/element_draw.h"
+#include "protocol/heap_alignment.h"
 
 namespace pkb {
-
-// Every block of the symmetric heap starts at a multiple of this (harness/include/pkb/abi.h promises it).
-constexpr size_t kHeapAlignment = 256;
-constexpr size_t align_to_heap(size_t bytes) { return (bytes + kHeapAlignment - 1) / kHeapAlignment * kHeapAlignment; }
 
 class Runtime {
  public:

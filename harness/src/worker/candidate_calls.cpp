@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "inputs/draw.h"
+#include "protocol/runner_layout.h"
 #include "worker/candidate_library.h"
 #include "worker/runner_host.h"
 
@@ -75,43 +76,29 @@ std::string hex(const std::string& bytes) {
   return out;
 }
 
-json tensor_json(const Runtime& rt, const Slot& s) {
-  return {{"name", s.name},
-          {"dtype", static_cast<int>(abi_dtype(s.dtype))},
-          {"shape", s.shape},
-          {"offset", static_cast<const char*>(s.data) - rt.heap_base(rt.rank())}};
+protocol::LayoutTensor layout_tensor(const Runtime& rt, const Slot& s) {
+  return {s.name, static_cast<int>(abi_dtype(s.dtype)), s.shape,
+          static_cast<size_t>(static_cast<const char*>(s.data) - rt.heap_base(rt.rank()))};
 }
 
 class RunnerCalls final : public CandidateCalls {
  public:
   RunnerCalls(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt, const HeapLayout& heap) {
-    json layout = {{"library", o.candidate},
-                   {"rank", env.rank},
-                   {"world", env.world},
-                   {"local_rank", env.local_rank},
-                   {"heap_bytes", rt.heap_size()},
-                   {"sync_offset", heap.sync_offset},
-                   {"arena_offset", heap.arena_offset},
-                   {"host_bytes", heap.host_bytes}};
+    protocol::RunnerLayout layout;
+    layout.library = o.candidate;
+    layout.rank = env.rank, layout.world = env.world, layout.local_rank = env.local_rank;
+    layout.heap_bytes = rt.heap_size();
+    layout.sync_offset = heap.sync_offset, layout.arena_offset = heap.arena_offset, layout.host_bytes = heap.host_bytes;
     if (env.cuda)
-      layout["cuda"] = {{"device", rt.device()},
-                        {"ipc", hex(rt.heap_ipc_handles())},
-                        {"flags_offset", heap.flags_offset},
-                        {"gate_host_offset", heap.gate_host_offset},
-                        {"gate_offset", heap.gate_offset},
-                        {"gate_flags", rt.flag_mechanism()}};
+      layout.cuda = protocol::RunnerCuda{rt.device(),           hex(rt.heap_ipc_handles()), heap.flags_offset,
+                                         heap.gate_host_offset, heap.gate_offset,           rt.flag_mechanism()};
     for (const auto& slot : heap.inputs) {
-      json tensors = json::array();
-      for (const Slot& s : slot) tensors.push_back(tensor_json(rt, s));
-      layout["inputs"].push_back(tensors);
+      layout.inputs.emplace_back();
+      for (const Slot& s : slot) layout.inputs.back().push_back(layout_tensor(rt, s));
     }
-    layout["outputs"] = json::array();
-    for (const Slot& s : heap.outputs) layout["outputs"].push_back(tensor_json(rt, s));
-    layout["params"] = json::array();
-    for (const auto& [k, v] : all_params(env)) layout["params"].push_back({k, v});
-    layout["groups"] = json::array();
-    for (const auto& [name, members] : my_groups(env))
-      layout["groups"].push_back({{"name", name}, {"members", members}});
+    for (const Slot& s : heap.outputs) layout.outputs.push_back(layout_tensor(rt, s));
+    layout.params = all_params(env);
+    for (const auto& [name, members] : my_groups(env)) layout.groups.push_back({name, members});
     // What the runner must not open: the driver's FIFOs, and where the monitors' MPI keeps its files and shared
     // memory (its session directory under the temporary directory, its segments in /dev/shm). Its own files go to
     // `work`, granted beneath the hidden /tmp.
@@ -119,20 +106,20 @@ class RunnerCalls final : public CandidateCalls {
     fs::create_directories(work);
     // Nor any other process's /proc entries (the monitors', mpirun's, the other runners'): of /proc it keeps its own
     // directory (the runner adds it) and the machine-wide files libraries read.
-    std::vector<std::string> hidden = {"/tmp", "/dev/shm", "/proc"};
-    if (!o.seal_dir.empty()) hidden.push_back(fs::absolute(o.seal_dir).lexically_normal().string());
-    if (const char* t = getenv("TMPDIR"); t && *t) hidden.push_back(fs::absolute(t).lexically_normal().string());
-    for (const auto& p : o.runner_hidden) hidden.push_back(fs::absolute(p).lexically_normal().string());
-    layout["hidden_paths"] = hidden;
-    layout["granted_paths"] = {fs::absolute(work).lexically_normal().string(),
-                               fs::absolute(o.candidate).lexically_normal().string(),  // wherever it lies
-                               "/proc/cpuinfo",
-                               "/proc/meminfo",
-                               "/proc/stat",
-                               "/proc/sys",
-                               "/proc/filesystems",
-                               "/proc/uptime",
-                               "/proc/loadavg"};
+    layout.hidden_paths = {"/tmp", "/dev/shm", "/proc"};
+    if (!o.seal_dir.empty()) layout.hidden_paths.push_back(fs::absolute(o.seal_dir).lexically_normal().string());
+    if (const char* t = getenv("TMPDIR"); t && *t)
+      layout.hidden_paths.push_back(fs::absolute(t).lexically_normal().string());
+    for (const auto& p : o.runner_hidden) layout.hidden_paths.push_back(fs::absolute(p).lexically_normal().string());
+    layout.granted_paths = {fs::absolute(work).lexically_normal().string(),
+                            fs::absolute(o.candidate).lexically_normal().string(),  // wherever it lies
+                            "/proc/cpuinfo",
+                            "/proc/meminfo",
+                            "/proc/stat",
+                            "/proc/sys",
+                            "/proc/filesystems",
+                            "/proc/uptime",
+                            "/proc/loadavg"};
     if (env.cuda)
       gate_ =
           std::make_unique<CallGate>(rt, heap.own_host_segment, heap.host_bytes,

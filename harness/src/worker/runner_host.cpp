@@ -43,7 +43,7 @@ void count_monitor_continues() {
 
 }  // namespace
 
-RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohmann::json& layout,
+RunnerProcess::RunnerProcess(const std::filesystem::path& program, const protocol::RunnerLayout& layout,
                              const std::vector<int>& heap_fds, const std::filesystem::path& work_dir) {
   int control_fd = memfd_create("pkb-runner-control", MFD_CLOEXEC);
   if (control_fd < 0 || ftruncate(control_fd, kControlBytes) != 0)
@@ -51,7 +51,7 @@ RunnerProcess::RunnerProcess(const std::filesystem::path& program, const nlohman
   void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, control_fd, 0);
   if (page == MAP_FAILED) throw Error(std::string("mmap of the runner's control page: ") + std::strerror(errno));
   control_ = static_cast<Control*>(page);
-  const std::string text = layout.dump();
+  const std::string text = nlohmann::json(layout).dump();
   if (kLayoutOffset + text.size() > kControlBytes) throw Error("the runner's layout does not fit its control page");
   std::memcpy(static_cast<char*>(page) + kLayoutOffset, text.data(), text.size());
   control_->layout_bytes = static_cast<uint32_t>(text.size());
@@ -105,7 +105,7 @@ std::filesystem::path runner_program() {
 std::unique_ptr<RunnerProcess> RunnerProcess::ping_only(const std::filesystem::path& program,
                                                         const std::filesystem::path& work_dir) {
   std::filesystem::create_directories(work_dir);
-  auto r = std::make_unique<RunnerProcess>(program, nlohmann::json{{"ping_only", true}}, std::vector<int>{}, work_dir);
+  auto r = std::make_unique<RunnerProcess>(program, protocol::RunnerLayout{.ping_only = true}, std::vector<int>{}, work_dir);
   if (!r->loaded().failure.empty()) throw Error("the doorbell runner did not start: " + r->loaded().failure);
   return r;
 }

@@ -7,10 +7,10 @@
 
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "protocol/runner_layout.h"
 #include "worker/runner_protocol.h"
 
 namespace pkb {
@@ -22,8 +22,8 @@ class RunnerProcess {
  public:
   // Starts `program` with the control page (holding `layout`) and the heaps' descriptors (rank q's at index q), and
   // waits until it has loaded the library and stopped. The runner's cwd and TMPDIR are `work_dir`.
-  RunnerProcess(const std::filesystem::path& program, const nlohmann::json& layout, const std::vector<int>& heap_fds,
-                const std::filesystem::path& work_dir);
+  RunnerProcess(const std::filesystem::path& program, const protocol::RunnerLayout& layout,
+                const std::vector<int>& heap_fds, const std::filesystem::path& work_dir);
   ~RunnerProcess();  // kills and reaps it
   RunnerProcess(const RunnerProcess&) = delete;
   RunnerProcess& operator=(const RunnerProcess&) = delete;

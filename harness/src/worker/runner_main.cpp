@@ -1,8 +1,8 @@
-// pkb-runner: the process that holds a candidate library on a CPU rank, and nothing else. Its monitor (the rank
-// program) starts it with a control page and the ranks' heaps as descriptors (worker/runner_protocol.h); it maps them,
-// shuts itself off from other processes and from the monitors' paths (worker/lockdown.h), loads the library, and then
-// makes one call each time the monitor wakes it, stopping itself after each. It holds no schedule, no clock, no
-// expected value and no channel to the driver: whatever the candidate does in here, the verdict and the times are
+// pkb-runner: the process that holds a candidate library, on CPU ranks and GPUs alike, and nothing else. Its monitor
+// (the rank program) starts it with a control page and the ranks' heaps as descriptors (worker/runner_protocol.h); it
+// maps them, shuts itself off from other processes and from the monitors' paths (worker/lockdown.h), loads the library,
+// and then makes one call each time the monitor wakes it, stopping itself after each. It holds no schedule, no clock,
+// no expected value and no channel to the driver: whatever the candidate does in here, the verdict and the times are
 // the monitor's (docs/architecture.md, "The verdict outside the candidate's process").
 #include <dlfcn.h>
 #include <sched.h>
@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/heap_alignment.h"
+#include "protocol/runner_layout.h"
 #include "worker/candidate_library.h"
 #include "worker/lockdown.h"
 #include "worker/runner_device.h"
@@ -24,6 +26,9 @@ namespace {
 
 using namespace pkb::runner;
 using json = nlohmann::json;
+using pkb::protocol::LayoutTensor;
+using pkb::protocol::RunnerCuda;
+using pkb::protocol::RunnerLayout;
 
 // The context the candidate sees, followed by what its callbacks need. ctx must stay the first member.
 struct Host {
@@ -87,7 +92,7 @@ void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
   }
   host_barrier(h);
   if (!mismatch.empty()) return set_error(h, mismatch), nullptr;
-  size_t offset = (h->arena_next + 255) / 256 * 256;
+  size_t offset = pkb::align_to_heap(h->arena_next);
   if (offset + bytes > h->heap_bytes) {
     set_error(h, "symmetric heap exhausted: " + std::to_string(bytes) + " bytes requested, " +
                      std::to_string(h->heap_bytes - std::min(offset, h->heap_bytes)) + " left");
@@ -112,35 +117,34 @@ void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) {
 
 int64_t cb_param(pkb_context* ctx, const char* name) { return host_of(ctx)->tables.param(name); }
 
-pkb_tensor view(Host& h, const json& t) {
+pkb_tensor view(Host& h, const LayoutTensor& t) {
   pkb_tensor v{};
-  v.data = static_cast<char*>(h.bases[h.ctx.rank]) + t.at("offset").get<size_t>();
-  v.dtype = static_cast<pkb_dtype>(t.at("dtype").get<int>());
-  std::vector<int64_t> shape = t.at("shape");
-  v.ndim = static_cast<int>(shape.size());
+  v.data = static_cast<char*>(h.bases[h.ctx.rank]) + t.offset;
+  v.dtype = static_cast<pkb_dtype>(t.dtype);
+  v.ndim = static_cast<int>(t.shape.size());
   int64_t stride = 1;
-  for (int d = v.ndim - 1; d >= 0; --d) v.shape[d] = shape[d], v.strides[d] = stride, stride *= shape[d];
-  h.names.back().push_back(t.at("name"));
+  for (int d = v.ndim - 1; d >= 0; --d) v.shape[d] = t.shape[d], v.strides[d] = stride, stride *= t.shape[d];
+  h.names.back().push_back(t.name);
   return v;
 }
 
 // The heaps (already mapped), the tensors of every slot, the parameters and groups, the callbacks.
-void fill_context(Host& h, const json& layout) {
+void fill_context(Host& h, const RunnerLayout& layout) {
   pkb_context& c = h.ctx;
   c.abi_version = PKB_ABI_VERSION;
-  c.rank = layout.at("rank");
-  c.world_size = layout.at("world");
-  c.local_rank = layout.at("local_rank");
-  c.device = h.device ? layout.at("cuda").at("device").get<int>() : -1;
+  c.rank = layout.rank;
+  c.world_size = layout.world;
+  c.local_rank = layout.local_rank;
+  c.device = h.device ? layout.cuda->device : -1;
   c.stream = h.device ? h.device->stream() : nullptr;
-  h.heap_bytes = layout.at("heap_bytes");
-  h.arena_next = layout.at("arena_offset");
+  h.heap_bytes = layout.heap_bytes;
+  h.arena_next = layout.arena_offset;
   // h.sync: rank 0's heap (CPU ranks) or rank 0's host segment (GPUs), as map_memory found it.
-  h.sync = reinterpret_cast<SyncLine*>(reinterpret_cast<char*>(h.sync) + layout.at("sync_offset").get<size_t>());
+  h.sync = reinterpret_cast<SyncLine*>(reinterpret_cast<char*>(h.sync) + layout.sync_offset);
 
-  for (const auto& p : layout.at("params"))
-    h.tables.param_names.push_back(p.at(0)), h.tables.param_values.push_back(p.at(1));
-  for (const auto& g : layout.at("groups")) h.tables.group_members.push_back({g.at("name"), g.at("members")});
+  for (const auto& [name, value] : layout.params)
+    h.tables.param_names.push_back(name), h.tables.param_values.push_back(value);
+  for (const auto& g : layout.groups) h.tables.group_members.push_back({g.name, g.members});
   h.tables.fill(c);
   c.heap_bases = h.bases.data();
   c.heap_bases_device = h.device ? h.device->bases_device() : h.bases.data();
@@ -149,14 +153,14 @@ void fill_context(Host& h, const json& layout) {
   c.symm_peer = cb_symm_peer;
   c.barrier = cb_barrier;
   c.param = cb_param;
-  h.names.reserve(layout.at("inputs").size() + 1);
-  for (const auto& slot : layout.at("inputs")) {
+  h.names.reserve(layout.inputs.size() + 1);
+  for (const auto& slot : layout.inputs) {
     h.names.emplace_back();
     h.inputs.emplace_back();
     for (const auto& t : slot) h.inputs.back().push_back(view(h, t));
   }
   h.names.emplace_back();
-  for (const auto& t : layout.at("outputs")) h.outputs.push_back(view(h, t));
+  for (const auto& t : layout.outputs) h.outputs.push_back(view(h, t));
   for (size_t s = 0; s < h.inputs.size(); ++s)
     for (size_t i = 0; i < h.inputs[s].size(); ++i) h.inputs[s][i].name = h.names[s][i].c_str();
   for (size_t i = 0; i < h.outputs.size(); ++i) h.outputs[i].name = h.names.back()[i].c_str();
@@ -205,47 +209,43 @@ std::string unhex(const std::string& hex) {
 
 // The memory the runner shares: the host segments its descriptors name (the heaps on CPU ranks; on GPUs a small one
 // for the runners' host-side agreement), and on GPUs the heaps by CUDA IPC. Before any candidate code.
-std::unique_ptr<Device> map_memory(Host& h, const json& layout) {
+std::unique_ptr<Device> map_memory(Host& h, const RunnerLayout& layout) {
   std::vector<void*> host;
-  const size_t host_bytes = layout.value("host_bytes", layout.at("heap_bytes").get<size_t>());
-  for (int q = 0; q < layout.at("world").get<int>(); ++q) {
-    void* base = mmap(nullptr, host_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
+  for (int q = 0; q < layout.world; ++q) {
+    void* base = mmap(nullptr, layout.host_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
     if (base == MAP_FAILED) die("cannot map a heap");
     host.push_back(base);
     close(kHeapFd + q);
   }
   close(kControlFd);
   h.sync = static_cast<SyncLine*>(host.at(0));
-  if (!layout.contains("cuda")) {
+  if (!layout.cuda) {
     h.bases = host;
     return nullptr;
   }
-  const json& cuda = layout.at("cuda");
+  const RunnerCuda& cuda = *layout.cuda;
   std::unique_ptr<Device> device;
   try {
-    device = std::make_unique<Device>(cuda.at("device").get<int>(), unhex(cuda.at("ipc")), layout.at("rank").get<int>(),
-                                      layout.at("world").get<int>(),
-                                      cuda.value("gate_flags", std::string("kernels")) == "stream_memory_ops");
+    device = std::make_unique<Device>(cuda.device, unhex(cuda.ipc_hex), layout.rank, layout.world,
+                                      cuda.gate_flags == "stream_memory_ops");
   } catch (const std::exception& e) {
     die(e.what());
   }
   h.bases = device->bases();
   h.device = device.get();
-  const int rank = layout.at("rank").get<int>();
-  h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[rank]) + cuda.at("flags_offset").get<size_t>());
-  h.gate_host =
-      reinterpret_cast<GateHost*>(static_cast<char*>(host.at(rank)) + cuda.at("gate_host_offset").get<size_t>());
-  h.gate_device =
-      reinterpret_cast<GateDevice*>(static_cast<char*>(h.bases[rank]) + cuda.at("gate_offset").get<size_t>());
+  const int rank = layout.rank;
+  h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[rank]) + cuda.flags_offset);
+  h.gate_host = reinterpret_cast<GateHost*>(static_cast<char*>(host.at(rank)) + cuda.gate_host_offset);
+  h.gate_device = reinterpret_cast<GateDevice*>(static_cast<char*>(h.bases[rank]) + cuda.gate_offset);
   return device;
 }
 
 // Landlock and seccomp (worker/lockdown.h); what could not be applied is noted for the monitor's record.
-void lock_down(Host& h, const json& layout) {
-  auto granted = layout.at("granted_paths").get<std::vector<std::string>>();
+void lock_down(Host& h, const RunnerLayout& layout) {
+  std::vector<std::string> granted = layout.granted_paths;
   granted.push_back("/proc/" + std::to_string(getpid()));  // its own /proc entries (/proc/self leads there)
   if (h.device) granted.push_back("/proc/driver");         // the NVIDIA driver's files, read by the CUDA runtime
-  std::string note = hide_paths(layout.at("hidden_paths").get<std::vector<std::string>>(), granted);
+  std::string note = hide_paths(layout.hidden_paths, granted);
   if (!note.empty()) {
     note += " (the monitors' paths stay visible)";
     std::strncpy(h.control->lockdown_note, note.c_str(), sizeof h.control->lockdown_note - 1);
@@ -292,14 +292,18 @@ int main() {
   if (page == MAP_FAILED) die("cannot map the control page");
   Host h;
   h.control = static_cast<Control*>(page);
-  json layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
-                            static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes, nullptr, false);
-  if (layout.is_discarded()) die("the layout is not JSON");
-  if (layout.value("ping_only", false)) ping_only(*h.control);
+  RunnerLayout layout;
+  try {
+    layout = json::parse(static_cast<const char*>(page) + kLayoutOffset,
+                         static_cast<const char*>(page) + kLayoutOffset + h.control->layout_bytes);
+  } catch (const std::exception& e) {
+    die((std::string("the layout does not parse: ") + e.what()).c_str());
+  }
+  if (layout.ping_only) ping_only(*h.control);
   std::unique_ptr<Device> device = map_memory(h, layout);
   fill_context(h, layout);
   lock_down(h, layout);
-  pkb::CandidateLibrary lib = pkb::CandidateLibrary::open(layout.at("library").get<std::string>());
+  pkb::CandidateLibrary lib = pkb::CandidateLibrary::open(layout.library);
   if (!lib.error.empty()) set_error(&h, lib.error);
   serve(h, lib);
 }
