@@ -247,9 +247,9 @@ TEST(Html, PageIsSelfContained) {
 // A run that evaluated nothing (no GPU: every sample compiled, none judged) shows "-" in its headline cards, never a
 // 0.000 that reads as a measured failure.
 TEST(Html, HeadlineCardsShowADashWhenNothingWasEvaluated) {
-  std::istringstream in(record_line({.sha256 = "a", .status = "not_evaluated"}) +
-                        record_line({.id = 2, .folder = "002_allgather", .slug = "allgather", .sha256 = "b",
-                                     .status = "not_evaluated"}));
+  std::istringstream in(
+      record_line({.sha256 = "a", .status = "not_evaluated"}) +
+      record_line({.id = 2, .folder = "002_allgather", .slug = "allgather", .sha256 = "b", .status = "not_evaluated"}));
   LoadedResults loaded = parse_results(in, "nothing.jsonl");
   std::string page = report_html(score(loaded, ScoreSettings{}), loaded);
   size_t cards = page.find("<div class=\"cards\">"), end = page.find("</div>\n<p class=\"note\">", cards);

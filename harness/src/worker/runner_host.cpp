@@ -105,7 +105,8 @@ std::filesystem::path runner_program() {
 std::unique_ptr<RunnerProcess> RunnerProcess::ping_only(const std::filesystem::path& program,
                                                         const std::filesystem::path& work_dir) {
   std::filesystem::create_directories(work_dir);
-  auto r = std::make_unique<RunnerProcess>(program, protocol::RunnerLayout{.ping_only = true}, std::vector<int>{}, work_dir);
+  auto r =
+      std::make_unique<RunnerProcess>(program, protocol::RunnerLayout{.ping_only = true}, std::vector<int>{}, work_dir);
   if (!r->loaded().failure.empty()) throw Error("the doorbell runner did not start: " + r->loaded().failure);
   return r;
 }
