@@ -1,7 +1,7 @@
 // The shards of one run (`pkb run --shard I/N`, each in RUN/shard-I-of-N) scored as the one run they are: the
 // report of the merged shards is the report an unsharded run with the same records gives. Shards must agree on
-// every setting of manifest.json (model, problems, W, dtype, timing, prompts, ...; docs/architecture.md
-// "Runs") and on the shard count and samples; each index 0..N-1 must be there exactly once, and no sample may
+// every setting of manifest.json (model, problems, W, dtype, timing, prompts, ...; docs/design/shards-and-slurm.md)
+// and on the shard count and samples; each index 0..N-1 must be there exactly once, and no sample may
 // be recorded by two shards. Within a shard the usual rules hold (a later record of a sample supersedes).
 #pragma once
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): what the CPU ranks' runner protocol costs a call (docs/architecture.md, "The verdict outside
-# the candidate's process"). Evaluates the honest all-reduce fixture on problem 1 on CPU ranks at W = 1 and 2,
+# Benchmark (not a test): what the CPU ranks' runner protocol costs a call (docs/design/runner-and-gate.md, "CPU
+# ranks: the doorbell"). Evaluates the honest all-reduce fixture on problem 1 on CPU ranks at W = 1 and 2,
 # REPEATS times each, at a tiny and a larger shape, and prints per evaluation the doorbell (the runner woken and
 # frozen again with nothing to do: timing.candidate.doorbell_us), the candidate's pkb median (which includes one
 # doorbell) and the libtorch baseline's (which runs in pkb-rank itself: no doorbell).

@@ -163,7 +163,7 @@ if want escape; then
     "$out/eval_escape_w1" correct "" clean
   unset EVAL_EXTRA
 fi
-# The GPU runner (the default; docs/architecture.md, "GPUs: the runner and the call gate"): the CUDA fixtures land in
+# The GPU runner (the default; docs/design/runner-and-gate.md, "The call gate"): the CUDA fixtures land in
 # their statuses (host_crash at the step's W: its rank 1 crashes; the stream-escape fixture is incorrect, its side
 # stream's work unfinished when the gate reads the outputs back right after the runner's done), the expert all-reduce
 # is correct at W = 1 and at the step's W, and its record shows the call gate's holds and the post-window probes.
@@ -199,8 +199,8 @@ if want runner_medians; then
   TAIL_LINES=16 step runner_medians_table python3 "$root/scripts/compare_evals.py" "$out/medians_in_process" \
     "$out/medians_runner" "in process" "runner (default)"
 fi
-# Timing copies drawn on the device (--draw-copies on, the GPUs' default; docs/architecture.md "Timing copies drawn
-# where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
+# Timing copies drawn on the device (--draw-copies on, the GPUs' default; docs/design/timing-checks.md "Timing copies
+# drawn where they are used"): the device's draws are the host's bytes (timing_mpi_test --cuda), the
 # CUDA fixtures land in their statuses with drawn copies in a runner and in process, the experts are correct at W = 1
 # with drawn copies, and scripts/bench_eval.sh prints the breakdown of expert 001 and of the zeros fixture on problem
 # 13 (a GEMM + all-reduce: its harness work is a correct kernel's) with copies made on the host and drawn, in process

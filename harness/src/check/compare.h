@@ -1,4 +1,4 @@
-// Output comparison under two tolerance policies (docs/architecture.md, "Checking"). Both are computed for every tensor
+// Output comparison under two tolerance policies (docs/design/checking.md). Both are computed for every tensor
 // and recorded; which one decides pass/fail is the caller's choice (robust by default).
 //  - pkb:    elementwise allclose against the expected tensor: |out - exp| <= atol + rtol * |out| (PyTorch's
 //            allclose with the candidate as `input`, as ParallelKernelBench calls it). NaN never passes.

@@ -1,6 +1,6 @@
 // How a candidate is hosted and fed during timing: chosen on the command line (`pkb eval`, `pkb run`), passed to the
-// rank programs, recorded (docs/architecture.md, "The verdict outside the candidate's process" and "Timing copies
-// drawn where they are used").
+// rank programs, recorded (docs/design/runner-and-gate.md, and docs/design/timing-checks.md, "Timing copies drawn
+// where they are used").
 #pragma once
 
 #include <utility>

@@ -1,5 +1,5 @@
 // The timing methods a record carries, named in one place: the rank programs measure them, the driver records
-// them, the CLI offers them and scoring picks one (docs/architecture.md, "Timing").
+// them, the CLI offers them and scoring picks one (docs/design/timing.md).
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// The candidate side of an evaluation and its stages (docs/architecture.md, "Evaluating candidates"):
+// The candidate side of an evaluation and its stages (docs/design/evaluation.md):
 // evaluate_candidate runs 1. lint and compile, 2. the reference pass (eval/reference.cpp), 3. the candidate pass in
 // the sandbox, 4. the checks and the timing (the baselines timed again where asked, speedups by method, roofline,
 // flags), 5. the verdict. Each stage is a function that fills its part of the record; one that reaches a verdict
@@ -429,7 +429,7 @@ std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path&
 }
 
 // 4b. A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
-// host probes say the cached baselines were timed on a host of another speed (docs/architecture.md, "Timing").
+// host probes say the cached baselines were timed on a host of another speed (docs/design/timing.md).
 void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime_dir, Timings& t, json& timing) {
   const json cached_drift = host_speed_comparison(t.candidate, t.libtorch_nccl);
   const EvalOptions& o = ev.o;

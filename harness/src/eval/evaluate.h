@@ -1,4 +1,4 @@
-// Turning a candidate source into a verdict and a speedup (docs/architecture.md, "Evaluating candidates"): lint and
+// Turning a candidate source into a verdict and a speedup (docs/design/evaluation.md): lint and
 // compile, the reference pass (cached on disk), the PyTorch-eager baseline (reference.py in W Python processes, where
 // Python torch exists), the candidate pass in its own processes, then the comparison in this process. Produces one
 // result record (schema pkb.result/1, docs/result-record.md, through core/result_record.h); the caller stores it (`pkb
@@ -67,7 +67,7 @@ struct EvalOptions {
   std::string not_evaluated_reason;  // non-empty: lint and compile only, then record not_evaluated with this
   bool sandbox = true;               // compile and run candidate code inside bubblewrap (false: --no-sandbox)
   // Where a GPU candidate runs: automatic or runner (pkb-runner, frozen between calls; on GPUs under MPS, timed
-  // through the call gate, baselines alike) or in_process (the rank program; docs/architecture.md).
+  // through the call gate, baselines alike) or in_process (the rank program; docs/design/runner-and-gate.md).
   CandidateProcess candidate_process = CandidateProcess::automatic;
   // Where timing copies come from: on, drawn by the rank's runtime into their slots (a runner's monitor before each
   // call, in process once a copy; none made on the host), off, made on the host and copied in, automatic: on on GPUs,

@@ -1,4 +1,4 @@
-// The reference side of an evaluation (docs/architecture.md, "Evaluating candidates"): the reference pass, cached on
+// The reference side of an evaluation (docs/design/evaluation.md): the reference pass, cached on
 // disk by everything that determines its outputs and timing, with the oracle's expected outputs and the PyTorch-eager
 // baseline; the baselines timed again beside a candidate; and what pkb's own launches share with the candidate pass
 // (eval/evaluate.cpp): the worker options, the rank job, the provenance.
@@ -244,7 +244,7 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"timing", o.timing.to_json()},
               {"machine", fingerprint(prov)},
               {"python", python},
-              // how the baselines were timed: the candidates' protocol (docs/architecture.md)
+              // how the baselines were timed: the candidates' protocol (docs/design/runner-and-gate.md)
               {"baseline_protocol", !o.uses_runner()               ? "events"
                                     : o.device == DeviceKind::cuda ? "call_gate"
                                                                    : "doorbell"}};

@@ -1,4 +1,4 @@
-// `pkb run`: the whole benchmark as one resumable job over a run directory (docs/architecture.md "Runs"):
+// `pkb run`: the whole benchmark as one resumable job over a run directory (docs/design/runs.md):
 // generate K samples per problem -> compile every candidate ahead, in parallel on the CPU cores -> evaluate
 // them on a queue of GPU slots (W GPUs each, disjoint, so timing runs never share a GPU) -> score -> report.
 //

@@ -1,5 +1,5 @@
 // The call gate: how a monitor times a GPU runner's calls on the device, with its own events, though the calls' work
-// runs in another process's CUDA context (docs/architecture.md, "GPUs: the call gate").
+// runs in another process's CUDA context (docs/design/runner-and-gate.md, "The call gate").
 //
 // Before it wakes the runner for call `seq`, the monitor enqueues on its stream:
 //   hold     every SM taken until the runner is about to call (host flag `armed`), or kGateMaxUs passed: nothing of

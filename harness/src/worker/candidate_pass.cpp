@@ -5,7 +5,7 @@
 // this process. Stages: load the candidate and lay out the heap; the checked trials
 // (fresh inputs, poisoned outputs, every rank ready before the call and finished before anything is read); timing
 // over input copies of distinct contents, every call poisoned, one call per copy captured, drawn among all of the
-// copy's calls that ran (docs/architecture.md, "Security model"); one more trial with fresh inputs. Outputs and
+// copy's calls that ran (docs/design/timing-checks.md); one more trial with fresh inputs. Outputs and
 // records go to the driver over the sealed channel as soon as they exist. The candidate's failures become record
 // statuses, never exceptions. No libtorch here: the inputs come from the rank program's CandidateInputSource.
 #include <mpi.h>

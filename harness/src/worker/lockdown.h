@@ -1,6 +1,6 @@
 // What the runner (pkb-runner) does to itself before it loads a candidate: after it, neither the candidate nor
-// anything it starts can reach another process or the paths the monitors use (docs/architecture.md, "The verdict
-// outside the candidate's process").
+// anything it starts can reach another process or the paths the monitors use (docs/design/runner-and-gate.md,
+// "Lockdown: other processes out of reach").
 #pragma once
 
 #include <string>

@@ -3,7 +3,7 @@
 // maps them, shuts itself off from other processes and from the monitors' paths (worker/lockdown.h), loads the library,
 // and then makes one call each time the monitor wakes it, stopping itself after each. It holds no schedule, no clock,
 // no expected value and no channel to the driver: whatever the candidate does in here, the verdict and the times are
-// the monitor's (docs/architecture.md, "The verdict outside the candidate's process").
+// the monitor's (docs/design/runner-and-gate.md).
 #include <dlfcn.h>
 #include <sched.h>
 #include <signal.h>

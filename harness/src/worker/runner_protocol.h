@@ -1,6 +1,6 @@
 // What the monitor (the trusted rank program: pkb-candidate, or pkb-rank for problems with a prepare step) and the
 // runner (pkb-runner, the process that holds the candidate library) share on CPU ranks: one control page and the
-// symmetric heaps, nothing else (docs/architecture.md, "The verdict outside the candidate's process").
+// symmetric heaps, nothing else (docs/design/runner-and-gate.md).
 //
 // The runner is frozen (SIGSTOP) whenever it is not inside a call. A call: the monitor writes op and slot into the
 // page, bumps `seq`, starts its clock and sends SIGCONT; the runner makes the call, writes rc and `done = seq`, and

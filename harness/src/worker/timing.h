@@ -1,5 +1,5 @@
 // The timed loop, the same for references and candidates. Two methods are measured in every
-// timing, in interleaved repetitions (docs/architecture.md, "Timing"):
+// timing, in interleaved repetitions (docs/design/timing.md):
 //   pkb    a cross-rank barrier (untimed) before every call, per-call events, the slowest rank per call, the
 //          median over every repetition's calls. One call's latency, host dispatch included.
 //   paper  ParallelKernelBench's protocol: 500 warm-up calls, then calls back to back without barriers, per-call
@@ -50,7 +50,7 @@ struct TimingOptions {
   int repeats = 1;  // baselines only (validate --time): whole timings in a row, for the medians' spread
   // An untimed pause before every repetition after the first (then `warmup` untimed calls again), so that a
   // timing's repetitions sample the node over a longer window: a host or GPU state that lasts tens of ms
-  // otherwise sets a whole timing's median (docs/architecture.md, "Timing").
+  // otherwise sets a whole timing's median (docs/design/timing.md).
   double rep_gap_ms = 0;
   // device view: timed calls per repetition, each behind a hold (0: off). Ordinals and input copies like the other
   // methods' calls (after the paper block's), so its calls are checked alike; on CPU ranks the driver sets it to 0
@@ -174,7 +174,7 @@ struct TimingHooks {
   std::function<void(int first, int count)> before_calls;
   // Candidates: the device view measures only when the hold fills the GPU and the job has one rank (no peer's inputs
   // a copy engine could fetch during the hold), and a call's time is never less than the host took to issue it, so
-  // work moved to the host counts (docs/architecture.md, "The device view"). Otherwise its calls run untimed.
+  // work moved to the host counts (docs/design/timing.md, "The device view"). Otherwise its calls run untimed.
   bool untrusted = false;
 };
 
