@@ -1,9 +1,10 @@
 // The reward shapings (serve/rewards.h, docs/serve.md "Rewards"): the ladder's order, the clipped log-speedup,
 // every integrity flag forcing the penalty, and no reward without a verdict.
+#include "serve/rewards.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "serve/rewards.h"
 
 namespace pkb::serve {
 namespace {
@@ -45,11 +46,26 @@ TEST(Rewards, SpeedupTermIsAClippedLog) {
 TEST(Rewards, EveryIntegrityFlagForcesThePenalty) {
   std::vector<std::pair<std::string, std::function<void(json&)>>> flags = {
       {"stream_escape", [](json& r) { r["timing"]["stream_escape"] = true; }},
-      {"stream_escape", [](json& r) { r["timing"]["candidate"] = {{"stream_escape", true}}; }},
-      {"repeat_faster", [](json& r) { r["timing"]["repeat_faster"] = {{"ratio", 2.0}}; }},
-      {"inputs_mutated", [](json& r) { r["checks"] = {{"inputs_mutated", {{{"rank", 0}}}}}; }},
-      {"post_window_busy", [](json& r) { r["timing"]["candidate"] = {{"post_window_probes", {{"busy", 1}}}}; }},
-      {"lint", [](json& r) { r["compile"]["lint"] = {{{"rule", "process"}}}; }},
+      {"stream_escape",
+       [](json& r) {
+         r["timing"]["candidate"] = {{"stream_escape", true}};
+       }},
+      {"repeat_faster",
+       [](json& r) {
+         r["timing"]["repeat_faster"] = {{"ratio", 2.0}};
+       }},
+      {"inputs_mutated",
+       [](json& r) {
+         r["checks"] = {{"inputs_mutated", {{{"rank", 0}}}}};
+       }},
+      {"post_window_busy",
+       [](json& r) {
+         r["timing"]["candidate"] = {{"post_window_probes", {{"busy", 1}}}};
+       }},
+      {"lint",
+       [](json& r) {
+         r["compile"]["lint"] = {{{"rule", "process"}}};
+       }},
   };
   for (const auto& [name, set] : flags) {
     json r = record("correct", 4.0);

@@ -28,8 +28,8 @@ class ServeProcess {
   void start(std::vector<std::string> flags = {}) {
     stop_ = false;
     const auto out = data_ / ("stdout-" + std::to_string(starts_++));
-    std::vector<std::string> argv = {PKB_BINARY, "serve",  "--data",  data_.string(), "--port", "0",
-                                     "--device", "cpu",    "--cache", PKB_TEST_CACHE, "--timeout", "20"};
+    std::vector<std::string> argv = {PKB_BINARY, "serve", "--data",  data_.string(), "--port",    "0",
+                                     "--device", "cpu",   "--cache", PKB_TEST_CACHE, "--timeout", "20"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     thread_ = std::thread([this, argv, out] {
       ProcessOptions o;
@@ -44,8 +44,10 @@ class ServeProcess {
     for (int i = 0; i < 600 && port_ == 0; ++i) {
       std::smatch m;
       std::string text = file_tail(out);
-      if (std::regex_search(text, m, listening)) port_ = std::stoi(m[1]);
-      else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (std::regex_search(text, m, listening))
+        port_ = std::stoi(m[1]);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (port_ == 0) throw std::runtime_error("pkb serve did not start: " + file_tail(data_ / "stderr"));
   }
@@ -82,7 +84,9 @@ class Client {
   Client(int port, std::string token) : http_("127.0.0.1", port), token_(std::move(token)) {
     http_.set_read_timeout(120, 0);
   }
-  Reply post(const std::string& path, const std::string& body) { return reply(http_.Post(path.c_str(), headers(), body, "application/json")); }
+  Reply post(const std::string& path, const std::string& body) {
+    return reply(http_.Post(path.c_str(), headers(), body, "application/json"));
+  }
   Reply get(const std::string& path) { return reply(http_.Get(path.c_str(), headers())); }
   Reply del(const std::string& path) { return reply(http_.Delete(path.c_str(), headers())); }
   // The server-sent events of a stream until it ends: (event, data) pairs.

@@ -40,8 +40,9 @@ bool finished(const json& row) {
 
 TEST_F(Serve, BatchIsStreamedToTheEndWithRecordsAndRewards) {
   start();
-  json batch = {{"items", {fixture_item("correct"), fixture_item("wrong_value"), fixture_item("compile_error"),
-                           json{{"problem", 999}, {"source", "x"}}}}};
+  json batch = {{"items",
+                 {fixture_item("correct"), fixture_item("wrong_value"), fixture_item("compile_error"),
+                  json{{"problem", 999}, {"source", "x"}}}}};
   Reply r = submit(*alice_, batch);
   ASSERT_EQ(r.status, 202) << r.text;
   const auto& items = r.body["items"];
@@ -87,7 +88,8 @@ TEST_F(Serve, KillNineMidBatchThenRestartFinishesEveryItemOnce) {
   EXPECT_GT(processes_mentioning(work), 0) << "the running evaluation's pkb eval and ranks";
   server_.kill9();
   // The evaluation's children die with the server.
-  for (int i = 0; i < 100 && processes_mentioning(work) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 100 && processes_mentioning(work) > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(processes_mentioning(work), 0) << "a pkb eval child or rank outlived the server";
   start({"--slots", "1"});
   for (const auto& id : ids) EXPECT_EQ(wait_for(*alice_, id, finished)["state"], "done") << id;
@@ -173,8 +175,9 @@ TEST_F(Serve, BadInputNamesTheField) {
 
 TEST_F(Serve, RateAndQueueLimitsAnswer429WithRetryAfter) {
   start({"--slots", "1", "--rate", "1", "--burst", "4", "--max-queued", "2"});
-  Reply over = submit(*alice_, {{"items", {fixture_item("spin_forever"), fixture_item("compile_error"),
-                                           fixture_item("compile_error")}}});
+  Reply over =
+      submit(*alice_,
+             {{"items", {fixture_item("spin_forever"), fixture_item("compile_error"), fixture_item("compile_error")}}});
   EXPECT_EQ(over.status, 429) << over.text;
   EXPECT_EQ(over.body["error"]["field"], "items");
   EXPECT_FALSE(over.retry_after.empty());
@@ -199,7 +202,8 @@ TEST_F(Serve, CancelStopsQueuedAndRunningEvaluations) {
   EXPECT_GT(processes_mentioning(work), 0) << "the spinning evaluation's pkb eval and ranks";
   EXPECT_EQ(alice_->del("/v1/evaluations/" + queued).status, 200);
   EXPECT_EQ(alice_->del("/v1/evaluations/" + spinning).status, 200);
-  for (int i = 0; i < 100 && processes_mentioning(work) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 100 && processes_mentioning(work) > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(processes_mentioning(work), 0) << "the cancelled evaluation's processes were killed";
   json q = alice_->get("/v1/evaluations/" + queued).body, s = alice_->get("/v1/evaluations/" + spinning).body;
   EXPECT_EQ(q["state"], "cancelled");
@@ -231,14 +235,17 @@ TEST_F(Serve, MetricsAreParsablePrometheusText) {
   submit_one(*alice_, fixture_item("compile_error"));
   Reply m = alice_->get("/metrics");
   ASSERT_EQ(m.status, 200);
-  const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? [-+]?([0-9.]+([eE][-+]?[0-9]+)?|NaN|Inf)$)");
+  const std::regex sample(
+      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? [-+]?([0-9.]+([eE][-+]?[0-9]+)?|NaN|Inf)$)");
   const std::regex type(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|summary|histogram|untyped)$)");
   std::set<std::string> typed, seen;
   std::stringstream lines(m.text);
   for (std::string line; std::getline(lines, line);) {
     std::smatch g;
-    if (std::regex_match(line, g, type)) typed.insert(g[1]);
-    else if (line.rfind("# HELP ", 0) == 0) continue;
+    if (std::regex_match(line, g, type))
+      typed.insert(g[1]);
+    else if (line.rfind("# HELP ", 0) == 0)
+      continue;
     else {
       ASSERT_TRUE(std::regex_match(line, g, sample)) << "not a Prometheus sample: " << line;
       std::string name = std::regex_replace(std::string(g[1]), std::regex("_(sum|count)$"), "");

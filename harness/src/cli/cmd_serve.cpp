@@ -33,7 +33,8 @@ void add_server_flags(CLI::App* cmd, serve::ServeOptions& o) {
   cmd->add_option("--rate", o.rate, "Per client: requests a second (then 429 with Retry-After)")->check(kPositive);
   cmd->add_option("--burst", o.burst, "Per client: requests at once above the rate")->check(CLI::Range(1.0, 1e9));
   cmd->add_option("--max-body-bytes", o.max_body_bytes, "A request's largest body (then 413)")->check(kPositive);
-  cmd->add_option("--max-source-bytes", o.max_source_bytes, "A candidate's largest source (then 413)")->check(kPositive);
+  cmd->add_option("--max-source-bytes", o.max_source_bytes, "A candidate's largest source (then 413)")
+      ->check(kPositive);
   cmd->add_option("--max-batch", o.max_batch, "A batch's most items (then 413)")->check(kPositive);
   cmd->add_option("--http-threads", o.http_threads, "Request threads; each open event stream holds one")
       ->check(CLI::Range(2, 4096));

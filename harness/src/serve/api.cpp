@@ -56,10 +56,17 @@ std::optional<std::string> shaping_of(const Request& req, Response& res) {
 }
 
 json row_json(const EvalRow& r, const std::string& shaping, bool with_record) {
-  json j = {{"id", r.id},          {"batch", r.batch},         {"state", state_name(r.state)},
-            {"problem", r.item.problem}, {"world", r.item.world}, {"dtype", r.item.dtype},
-            {"params", r.item.params},   {"timing", r.item.timing}, {"priority", r.item.priority},
-            {"attempts", r.attempts},    {"created", r.created}};
+  json j = {{"id", r.id},
+            {"batch", r.batch},
+            {"state", state_name(r.state)},
+            {"problem", r.item.problem},
+            {"world", r.item.world},
+            {"dtype", r.item.dtype},
+            {"params", r.item.params},
+            {"timing", r.item.timing},
+            {"priority", r.item.priority},
+            {"attempts", r.attempts},
+            {"created", r.created}};
   if (!r.item.idempotency_key.empty()) j["idempotency_key"] = r.item.idempotency_key;
   if (r.started > 0) j["started"] = r.started, j["queue_s"] = r.started - r.created;
   if (r.finished > 0) j["finished"] = r.finished;
@@ -105,8 +112,9 @@ std::optional<std::vector<json>> request_items(ApiContext& ctx, const json& body
     return std::nullopt;
   }
   if (body["items"].size() > ctx.options.max_batch) {
-    send_error(res, 413, "items", std::to_string(body["items"].size()) + " items, over the limit of " +
-                                      std::to_string(ctx.options.max_batch));
+    send_error(
+        res, 413, "items",
+        std::to_string(body["items"].size()) + " items, over the limit of " + std::to_string(ctx.options.max_batch));
     return std::nullopt;
   }
   if (body.size() > 1) {
@@ -117,7 +125,8 @@ std::optional<std::vector<json>> request_items(ApiContext& ctx, const json& body
 }
 
 void answer_submission(Response& res, bool batch, const std::string& batch_id,
-                       const std::vector<std::variant<Item, FieldError>>& parsed, const std::vector<Accepted>& accepted) {
+                       const std::vector<std::variant<Item, FieldError>>& parsed,
+                       const std::vector<Accepted>& accepted) {
   json items = json::array();
   size_t next = 0;
   for (const auto& p : parsed) {
@@ -258,10 +267,10 @@ void events(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response&
     return send_error(res, 400, "batch", "name the evaluations: ?batch=BATCH or ?ids=ID,ID,...");
   auto st = std::make_shared<StreamState>();
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, c = *client, req, s = *shaping, st](size_t, httplib::DataSink& sink) {
-        return stream_turn(ctx, c, req, s, *st, sink);
-      });
+  res.set_chunked_content_provider("text/event-stream",
+                                   [&ctx, c = *client, req, s = *shaping, st](size_t, httplib::DataSink& sink) {
+                                     return stream_turn(ctx, c, req, s, *st, sink);
+                                   });
 }
 
 }  // namespace

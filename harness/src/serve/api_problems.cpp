@@ -76,7 +76,10 @@ void prompt_route(ApiContext& ctx, const Request& req, Response& res) {
   try {
     prompt::Prompt p = prompt::build_prompt(*spec, po);
     send(res, 200,
-         {{"problem", spec->folder()}, {"world", *world}, {"topology", p.topology}, {"system", p.system},
+         {{"problem", spec->folder()},
+          {"world", *world},
+          {"topology", p.topology},
+          {"system", p.system},
           {"user", p.user}});
   } catch (const Error& e) {
     fail(res, 422, "topology", e.what());

@@ -41,7 +41,8 @@ std::string metrics_text(Store& store, const Slots& slots) {
   header(out, "pkb_serve_queue_depth", "gauge", "Evaluations waiting for a slot.");
   out += "pkb_serve_queue_depth " + std::to_string(states.at("queued")) + "\n";
   header(out, "pkb_serve_evaluations", "gauge", "Evaluations in the store by state.");
-  for (const auto& [state, n] : states) out += "pkb_serve_evaluations{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  for (const auto& [state, n] : states)
+    out += "pkb_serve_evaluations{state=\"" + state + "\"} " + std::to_string(n) + "\n";
   header(out, "pkb_serve_evaluations_finished_total", "counter",
          "Finished evaluations by outcome: the record's status when done, else failed or cancelled.");
   for (const auto& [status, n] : store.done_by_status())

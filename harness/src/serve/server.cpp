@@ -48,7 +48,8 @@ void configure(httplib::Server& server, const ServeOptions& o) {
 int run_server(const ServeOptions& o) {
   const fs::path data = fs::absolute(data_dir_or_default(o.data_dir));
   auto store = open_store(data);
-  if (int n = store->requeue_in_flight()) std::cerr << "pkb serve: " << n << " evaluation(s) in flight at the last stop run again\n";
+  if (int n = store->requeue_in_flight())
+    std::cerr << "pkb serve: " << n << " evaluation(s) in flight at the last stop run again\n";
   Catalog catalog = load_catalog(repo_root() / "problems");
   DeviceKind device = o.device == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
   if (o.device == "auto") device = visible_gpus().empty() ? DeviceKind::cpu : DeviceKind::cuda;

@@ -18,15 +18,23 @@ constexpr size_t kRecentLatencies = 1000;
 constexpr size_t kErrorTailBytes = 2000;
 
 std::vector<std::string> eval_argv(const Claim& c, const fs::path& source, const fs::path& dir, const SlotOptions& o) {
-  std::vector<std::string> argv = {o.pkb.string(), "eval",      source.string(),        "--problem",
-                                   c.item.problem, "-w",        std::to_string(c.item.world), "--device",
-                                   enum_name(o.device), "--dtype", c.item.dtype};
+  std::vector<std::string> argv = {o.pkb.string(),
+                                   "eval",
+                                   source.string(),
+                                   "--problem",
+                                   c.item.problem,
+                                   "-w",
+                                   std::to_string(c.item.world),
+                                   "--device",
+                                   enum_name(o.device),
+                                   "--dtype",
+                                   c.item.dtype};
   for (const auto& [k, v] : c.item.params.items()) argv.insert(argv.end(), {"--param", k + "=" + v.dump()});
   for (const auto& a : timing_preset_args(c.item.timing)) argv.push_back(a);
   char timeout[32];
   std::snprintf(timeout, sizeof timeout, "%g", o.candidate_timeout_s);
-  argv.insert(argv.end(), {"--timeout", timeout, "--out", (dir / "out").string(), "--cache", o.cache_dir.string(),
-                           "--json"});
+  argv.insert(argv.end(),
+              {"--timeout", timeout, "--out", (dir / "out").string(), "--cache", o.cache_dir.string(), "--json"});
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   return argv;
 }
@@ -73,7 +81,8 @@ void Slots::slot_loop(size_t slot) {
       continue;
     }
     feed_.bump();
-    std::vector<std::string> gpus = o_.device == DeviceKind::cuda ? lease_gpus(c->item.world) : std::vector<std::string>{};
+    std::vector<std::string> gpus =
+        o_.device == DeviceKind::cuda ? lease_gpus(c->item.world) : std::vector<std::string>{};
     const double t0 = epoch_seconds();
     {
       std::lock_guard lock(mu_);

@@ -65,7 +65,7 @@ class Slots {
   std::string cursor_;     // the round robin's last client
   std::vector<std::string> free_gpus_;
   std::condition_variable gpus_freed_;
-  double busy_s_ = 0;                 // finished evaluations' slot time
+  double busy_s_ = 0;                  // finished evaluations' slot time
   std::vector<double> running_since_;  // per slot: when its evaluation started (0: idle)
   std::deque<Latency> recent_;
 };

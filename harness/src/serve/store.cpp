@@ -262,8 +262,9 @@ std::optional<EvalRow> Store::get(const std::string& client, const std::string& 
 
 std::vector<EvalRow> Store::batch_rows(const std::string& client, const std::string& batch) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         (std::string("SELECT ") + kRowColumns + " FROM evaluations WHERE batch = ? AND client = ? ORDER BY seq").c_str());
+  Stmt s(
+      db_,
+      (std::string("SELECT ") + kRowColumns + " FROM evaluations WHERE batch = ? AND client = ? ORDER BY seq").c_str());
   s.bind(1, batch).bind(2, client);
   std::vector<EvalRow> rows;
   while (s.step()) rows.push_back(read_row(s));

@@ -21,7 +21,9 @@ namespace pkb::serve {
 enum class EvalState { queued, compiling, running, done, failed, cancelled };
 const char* state_name(EvalState s);
 std::optional<EvalState> state_from_name(const std::string& s);
-inline bool terminal(EvalState s) { return s == EvalState::done || s == EvalState::failed || s == EvalState::cancelled; }
+inline bool terminal(EvalState s) {
+  return s == EvalState::done || s == EvalState::failed || s == EvalState::cancelled;
+}
 
 // One evaluation as submitted (validated already: serve/submission.h).
 struct Item {

@@ -26,7 +26,7 @@ const std::vector<Preset>& presets() {
   return p;
 }
 
-const std::vector<std::string> kFields = {"problem", "source", "world",          "dtype",
+const std::vector<std::string> kFields = {"problem", "source", "world",           "dtype",
                                           "params",  "timing", "idempotency_key", "priority"};
 
 FieldError bad(const std::string& field, const std::string& message, int status = 422) {
@@ -54,8 +54,9 @@ std::variant<const ProblemSpec*, FieldError> find_problem(const json& j, const C
 std::optional<FieldError> check_fields(const json& j, bool body_repaired) {
   for (const auto& [key, value] : j.items()) {
     if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
-      return bad(key, "unknown field (fields: problem, source, world, dtype, params, timing, priority, "
-                      "idempotency_key)");
+      return bad(key,
+                 "unknown field (fields: problem, source, world, dtype, params, timing, priority, "
+                 "idempotency_key)");
     if (body_repaired && value.is_string() && value.get<std::string>().find(kReplacement) != std::string::npos)
       return bad(key, "holds bytes that are not UTF-8", 400);
   }
@@ -67,8 +68,9 @@ std::optional<FieldError> read_source(const json& j, const SubmitLimits& limits,
     return bad("source", "missing: the candidate's source as a string");
   it.source = j["source"].get<std::string>();
   if (it.source.size() > limits.max_source_bytes)
-    return bad("source", std::to_string(it.source.size()) + " bytes, over the limit of " +
-                             std::to_string(limits.max_source_bytes), 413);
+    return bad(
+        "source",
+        std::to_string(it.source.size()) + " bytes, over the limit of " + std::to_string(limits.max_source_bytes), 413);
   return std::nullopt;
 }
 
@@ -80,8 +82,8 @@ std::optional<FieldError> read_settings(const json& j, Item& it) {
     return bad("dtype", "must be bf16 or fp32");
   it.dtype = j.value("dtype", "bf16");
   const auto& names = timing_preset_names();
-  if (j.contains("timing") &&
-      (!j["timing"].is_string() || std::find(names.begin(), names.end(), j["timing"].get<std::string>()) == names.end()))
+  if (j.contains("timing") && (!j["timing"].is_string() ||
+                               std::find(names.begin(), names.end(), j["timing"].get<std::string>()) == names.end()))
     return bad("timing", "unknown preset (presets: quick, standard)");
   it.timing = j.value("timing", "standard");
   if (j.contains("priority") && !j["priority"].is_number_integer()) return bad("priority", "must be an integer");
