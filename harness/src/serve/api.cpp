@@ -1,5 +1,7 @@
 #include "serve/api.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -104,9 +106,9 @@ std::optional<json> parse_body(const Request& req, Response& res, bool* repaired
   return std::nullopt;
 }
 
-// The request's items: the body itself, or its "items"; none after answering.
-std::optional<std::vector<json>> request_items(ApiContext& ctx, const json& body, Response& res) {
-  if (!body.contains("items")) return std::vector<json>{body};
+// The request's items: the body itself, or its "items" (pointers into `body`); none after answering.
+std::optional<std::vector<json*>> request_items(ApiContext& ctx, json& body, Response& res) {
+  if (!body.contains("items")) return std::vector<json*>{&body};
   if (!body["items"].is_array() || body["items"].empty()) {
     send_error(res, 400, "items", "must be a non-empty array of items");
     return std::nullopt;
@@ -121,7 +123,9 @@ std::optional<std::vector<json>> request_items(ApiContext& ctx, const json& body
     send_error(res, 400, "items", "a batch holds only \"items\"");
     return std::nullopt;
   }
-  return body["items"].get<std::vector<json>>();
+  std::vector<json*> items;
+  for (json& j : body["items"]) items.push_back(&j);
+  return items;
 }
 
 void answer_submission(Response& res, bool batch, const std::string& batch_id,
@@ -158,9 +162,9 @@ void submit(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response&
   if (!raw) return;
   std::vector<std::variant<Item, FieldError>> parsed;
   std::vector<Item> valid;
-  for (const json& j : *raw) {
-    parsed.push_back(parse_item(j, ctx.catalog, ctx.limits, repaired));
-    if (auto* it = std::get_if<Item>(&parsed.back())) valid.push_back(*it);
+  for (json* j : *raw) {
+    parsed.push_back(parse_item(*j, ctx.catalog, ctx.limits, repaired));
+    if (auto* it = std::get_if<Item>(&parsed.back())) valid.push_back(std::move(*it));  // only errors are read again
   }
   const int queued = ctx.store.queued_count(*client);
   if (!valid.empty() && queued + static_cast<int>(valid.size()) > ctx.options.max_queued) {
@@ -173,6 +177,8 @@ void submit(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response&
   std::vector<Accepted> accepted = valid.empty() ? std::vector<Accepted>{} : ctx.store.insert(*client, batch_id, valid);
   ctx.feed.bump();
   answer_submission(res, body->contains("items"), batch_id, parsed, accepted);
+  body.reset(), parsed.clear(), valid.clear();
+  if (req.body.size() > (1 << 20)) malloc_trim(0);  // a large batch's copies go back to the system, not the arena
 }
 
 // The rows a read selects: ?ids=a,b or ?batch=B (the client's own only); none after answering 400.

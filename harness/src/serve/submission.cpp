@@ -63,14 +63,14 @@ std::optional<FieldError> check_fields(const json& j, bool body_repaired) {
   return std::nullopt;
 }
 
-std::optional<FieldError> read_source(const json& j, const SubmitLimits& limits, Item& it) {
-  if (!j.contains("source") || !j["source"].is_string() || j["source"].get<std::string>().empty())
+std::optional<FieldError> read_source(json& j, const SubmitLimits& limits, Item& it) {
+  if (!j.contains("source") || !j["source"].is_string() || j["source"].get_ref<const std::string&>().empty())
     return bad("source", "missing: the candidate's source as a string");
-  it.source = j["source"].get<std::string>();
-  if (it.source.size() > limits.max_source_bytes)
-    return bad(
-        "source",
-        std::to_string(it.source.size()) + " bytes, over the limit of " + std::to_string(limits.max_source_bytes), 413);
+  const size_t size = j["source"].get_ref<const std::string&>().size();
+  if (size > limits.max_source_bytes)
+    return bad("source", std::to_string(size) + " bytes, over the limit of " + std::to_string(limits.max_source_bytes),
+               413);
+  it.source = std::move(j["source"].get_ref<std::string&>());
   return std::nullopt;
 }
 
@@ -139,7 +139,7 @@ std::vector<std::string> timing_preset_args(const std::string& name) {
   throw Error("unknown timing preset '" + name + "'");
 }
 
-std::variant<Item, FieldError> parse_item(const json& j, const Catalog& catalog, const SubmitLimits& limits,
+std::variant<Item, FieldError> parse_item(json& j, const Catalog& catalog, const SubmitLimits& limits,
                                           bool body_repaired) {
   if (!j.is_object()) return bad("item", "must be a JSON object", 400);
   if (auto e = check_fields(j, body_repaired)) return *e;

@@ -30,7 +30,8 @@ struct SubmitLimits {
 // One item, checked against the catalog and the limits. `body_repaired`: the request held bytes that are not
 // UTF-8, replaced by U+FFFD before parsing, so a string field holding U+FFFD is refused as not UTF-8 (a genuine
 // U+FFFD beside such bytes elsewhere in the body is refused too: the cost of naming the field).
-std::variant<Item, FieldError> parse_item(const nlohmann::json& j, const Catalog& catalog, const SubmitLimits& limits,
+// The source is moved out of `j` (a batch's sources are most of its bytes: one copy of them, not two).
+std::variant<Item, FieldError> parse_item(nlohmann::json& j, const Catalog& catalog, const SubmitLimits& limits,
                                           bool body_repaired);
 
 // Presets: "quick" (2 trials, 2 short repetitions: statuses, CI, shaping a reward on CPU ranks) and "standard"
