@@ -227,15 +227,16 @@ std::vector<Accepted> Store::insert(const std::string& client, const std::string
   Transaction t(db_);
   std::vector<Accepted> out;
   const double now = epoch_seconds();
+  Stmt s(db_,
+         "INSERT INTO evaluations(id, client, batch, idempotency_key, problem, world, dtype, params, timing, "
+         "priority, source, state, created) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)");
   for (const Item& it : items) {
     if (auto seen = existing_for_key(db_, client, it.idempotency_key)) {
       out.push_back(*seen);
       continue;
     }
     Accepted a{random_id("ev_"), false, EvalState::queued};
-    Stmt s(db_,
-           "INSERT INTO evaluations(id, client, batch, idempotency_key, problem, world, dtype, params, timing, "
-           "priority, source, state, created) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)");
+    sqlite3_reset(s.get());
     s.bind(1, a.id).bind(2, client).bind(3, batch).bind_null_if_empty(4, it.idempotency_key).bind(5, it.problem);
     s.bind(6, it.world).bind(7, it.dtype).bind(8, it.params.dump()).bind(9, it.timing).bind(10, it.priority);
     s.bind(11, it.source).bind(12, now).step();
