@@ -9,8 +9,10 @@ set -euo pipefail
 # what `--launcher srun` uses).
 # clang, libclang-rt-14-dev (its sanitizer runtimes): Test builds compile torch-free targets with clang (CMakeLists.txt)
 # and scripts/tsan.sh its whole tree, in ~60% of g++'s CPU time. ninja-build: scripts/build.sh's generator.
+# libcpp-httplib-dev, libsqlite3-dev: pkb serve's HTTP server and its queue (docs/serve.md).
 packages=(cmake g++ make ninja-build libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libcurl4-openssl-dev libgtest-dev bubblewrap chromium slurm-wlm munge clang-format clang libclang-rt-14-dev)
+          libcurl4-openssl-dev libgtest-dev bubblewrap chromium slurm-wlm munge clang-format clang libclang-rt-14-dev
+          libcpp-httplib-dev libsqlite3-dev pkg-config)
 have_python_torch() { python3 -c 'import torch' >/dev/null 2>&1; }
 # The reference code needs libtorch: the Python package's on GPU nodes; on CPU machines Debian's libtorch-dev, named
 # explicitly (python3-torch only recommends it, and its include symlinks dangle without it), and python3-torch for

@@ -117,6 +117,7 @@ int open_sink(const std::filesystem::path& p) {
 }  // namespace
 
 std::string ProcessResult::summary() const {
+  if (cancelled) return "cancelled";
   if (timed_out) return "timed out after " + std::to_string(static_cast<int>(wall_s + 0.5)) + " s";
   if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
   return "exit " + std::to_string(exit_code);
@@ -425,8 +426,8 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
   std::vector<int> statuses(pids.size(), 0);
   std::vector<bool> done(pids.size(), false);
   size_t running = pids.size();
-  bool timed_out = false;
-  double deadline = start + first.timeout_s, kill_at = 0;
+  bool timed_out = false, cancelled = false;
+  double deadline = start + first.timeout_s, kill_at = 0, next_poll = start + first.poll_interval_s;
   for (int sleep_us = 200; running > 0; sleep_us = std::min(sleep_us * 2, 20000)) {
     bool progressed = false;
     for (size_t i = 0; i < pids.size(); ++i) {
@@ -438,6 +439,14 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
     }
     if (progressed) sleep_us = 200;
     double t = now_s();
+    if (first.poll && !cancelled && t >= next_poll) {
+      next_poll = t + first.poll_interval_s;
+      if (!first.poll()) {
+        cancelled = true;
+        kill_inits();
+        kill(-group, SIGKILL);
+      }
+    }
     if (!timed_out && t >= deadline) {
       timed_out = true;
       kill(-group, SIGTERM);
@@ -456,6 +465,7 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
   release_inits();
   for (size_t i = 0; i < pids.size(); ++i) {
     results[i].timed_out = timed_out;
+    results[i].cancelled = cancelled;
     if (timed_out) results[i].wall_s = now_s() - start;
     fill_result(results[i], statuses[i], opts[i]);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -24,6 +25,10 @@ struct ProcessOptions {
   // reaches) is then killed with the group: on the deadline, at the end, and by the termination handler. Killing
   // a namespace's init kills everything in the namespace.
   int info_fd = -1;
+  // Called from the waiting loop about every `poll_interval_s` while the child runs; false ends it now: the whole
+  // group is killed as on the deadline, without the grace (pkb serve's cancel, and its progress reports).
+  std::function<bool()> poll;
+  double poll_interval_s = 0.1;
 };
 
 struct ProcessResult {
@@ -31,10 +36,11 @@ struct ProcessResult {
   int signal = 0;      // terminating signal, if any
   bool exited = false;
   bool timed_out = false;
+  bool cancelled = false;  // ProcessOptions::poll returned false
   double wall_s = 0;
   std::string stdout_tail, stderr_tail;  // last few KiB, for records and error messages
 
-  bool ok() const { return exited && exit_code == 0 && !timed_out; }
+  bool ok() const { return exited && exit_code == 0 && !timed_out && !cancelled; }
   std::string summary() const;  // "exit 0", "killed by SIGSEGV", "timed out after 30 s"
 };
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Benchmark (not a test) of pkb serve on CPU ranks: (1) throughput of N submissions of the CPU fixtures
+# (tests/fixtures/cpu) at W = 2 through the server against the same evaluations as `pkb eval` processes, as many at
+# once as the server has slots (what `pkb run` does with its slots); (2) the server's own overhead per evaluation:
+# the time in its slot beyond the pkb eval child's wall (p50, p99); (3) the server's memory with 10,000 queued items.
+# Usage: scripts/bench_serve.sh [N=200] [SLOTS=2] [QUEUED=10000] (N = 0: the memory part only). Goals (issue 46): within 10% of pkb eval's
+# throughput, overhead p99 <= 50 ms, <= 200 MB with 10,000 queued.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pkb=${PKB:-${PKB_BUILD_DIR:-$root/build}/pkb}
+n=${1:-200} slots=${2:-2} queued=${3:-10000}
+work=$(mktemp -d /tmp/pkb-bench-serve.XXXXXX)
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+fixtures=(correct wrong_value nan_output compile_error error_code mutate_input missing_run partial_write)
+flags=(--problem 1 --param M=64 --param N=48 -w 2 --device cpu --trials 2 --warmup 1 --iters 5 --paper-warmup 1
+       --paper-iters 3 --min-reps 1 --max-reps 2 --timeout 20)  # the server's "quick" preset and --timeout 20
+mkdir -p "$work/src"
+for f in "${fixtures[@]}"; do  # each fixture as one file, fixture.h inlined (what a client submits)
+  python3 - "$root/tests/fixtures/cpu" "$f" >"$work/src/$f.cpp" <<'PY'
+import sys
+d, f = sys.argv[1], sys.argv[2]
+print(open(f"{d}/{f}.cpp").read().replace('#include "fixture.h"', open(f"{d}/fixture.h").read()))
+PY
+done
+start_server() {  # DATA [flags...]: starts pkb serve, sets server_pid and url
+  local data=$1; shift
+  "$pkb" serve --data "$data" --port 0 --device cpu --cache "$work/cache" --timeout 20 "$@" >"$data.out" 2>"$data.err" &
+  server_pid=$!
+  for _ in $(seq 1 200); do grep -q listening "$data.out" 2>/dev/null && break; sleep 0.05; done
+  url=$(grep -o 'http://[0-9.:]*' "$data.out")
+}
+
+throughput() {
+# Warm one cache for both sides: every fixture's compile and the problem's reference pass.
+for f in "${fixtures[@]}"; do "$pkb" eval "$work/src/$f.cpp" "${flags[@]}" --out "$work/warm" --cache "$work/cache" >/dev/null || true; done
+
+echo "== pkb eval: $n evaluations, $slots at once"
+start=$(date +%s.%N)
+for i in $(seq 0 $((n - 1))); do echo "${fixtures[$((i % ${#fixtures[@]}))]}"; done |
+  xargs -P "$slots" -I{} sh -c "'$pkb' eval '$work/src/{}.cpp' $(printf '%q ' "${flags[@]}") --out '$work/eval' --cache '$work/cache' >/dev/null 2>&1 || true"
+eval_wall=$(echo "$(date +%s.%N) - $start" | bc)
+
+echo "== pkb serve: $n submissions in one batch, --slots $slots"
+mkdir -p "$work/data"
+token=$("$pkb" serve token add bench --data "$work/data")
+start_server "$work/data" --slots "$slots"
+python3 - "$root/scripts" "$url" "$token" "$work/src" "$n" "$eval_wall" "${fixtures[@]}" <<'PY'
+import statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from pkb_client import Client
+url, token, src, n, eval_wall, fixtures = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), sys.argv[7:]
+c = Client(url, token, timeout=600)
+items = [{"problem": 1, "world": 2, "params": {"M": 64, "N": 48}, "timing": "quick",
+          "source": open(f"{src}/{fixtures[i % len(fixtures)]}.cpp").read()} for i in range(n)]
+t0 = time.monotonic()
+rows = c.evaluate(items)
+wall = time.monotonic() - t0
+done = [r for r in rows if r.get("state") == "done"]
+over = sorted(r["evaluation_s"] - r["child_wall_s"] for r in done)
+q = lambda p: over[min(len(over) - 1, max(0, int(p * len(over) + 0.999) - 1))]
+print(f"pkb eval x{n}: {eval_wall:.1f} s ({n / eval_wall:.2f} evaluations/s)")
+print(f"pkb serve x{n}: {wall:.1f} s ({n / wall:.2f} evaluations/s), {len(done)} done; throughput "
+      f"{100 * (eval_wall / wall):.1f}% of pkb eval's (goal >= 90%)")
+print(f"server overhead per evaluation (slot time beyond the child's wall): p50 {1000 * q(0.5):.1f} ms, "
+      f"p99 {1000 * q(0.99):.1f} ms, max {1000 * over[-1]:.1f} ms (goal p99 <= 50 ms)")
+PY
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+}
+[ "$n" -gt 0 ] && throughput
+
+echo "== pkb serve: memory with $queued queued items"
+mkdir -p "$work/mem"
+token=$("$pkb" serve token add bench --data "$work/mem")
+start_server "$work/mem" --slots 1 --max-queued $((queued + 10))
+python3 - "$root/scripts" "$url" "$token" "$work/src/correct.cpp" "$queued" "$server_pid" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pkb_client import Client
+url, token, src, queued, pid = sys.argv[2], sys.argv[3], open(sys.argv[4]).read(), int(sys.argv[5]), sys.argv[6]
+c = Client(url, token, timeout=600)
+t0 = time.monotonic()
+for start in range(0, queued, 5000):
+    c.submit([{"problem": 1, "world": 2, "params": {"M": 64, "N": 48}, "timing": "quick", "source": src}
+              for _ in range(start, min(queued, start + 5000))])
+took = time.monotonic() - t0
+status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status") if ":" in l)
+health = c.request("GET", "/v1/health")
+print(f"{queued} items of {len(src)} bytes submitted in {took:.1f} s; queued now {health['queued']}; server RSS "
+      f"{status['VmRSS'].strip()}, peak {status['VmHWM'].strip()} (goal <= 200 MB)")
+PY
