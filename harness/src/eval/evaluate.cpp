@@ -207,7 +207,8 @@ std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_rec
   for (int t = 0; t <= o.trials; ++t)
     calls.push_back({"trial" + std::to_string(t),
                      t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t), t});
-  CopyPlan plan{ref_record.value("candidate_input_copies", 0), ref_record.value("candidate_warmup_copies", 0)};
+  CopyPlan plan = copy_plan(ref_record.value("candidate_input_copies", 0),
+                            ref_record.value("candidate_warmup_copies", 0), o.timing);
   for (const auto& k : ref_record.value("timed_checks", json::array()))
     if (int rep = k.is_number_integer() && plan.copies > 0 ? plan.first_rep_of(k.get<int>(), o.timing) : -1; rep >= 0)
       calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep, k.get<int>()});
@@ -321,15 +322,6 @@ double median_of(const json& t, TimingMethod m) {
                   : m == TimingMethod::paper ? t.value("paper", json::object())
                                              : t.value("device", json::object());
   return x.is_object() ? x.value("median_us", 0.0) : 0.0;
-}
-
-// A candidate timed partly on input contents an earlier call had (where memory holds fewer copies than there are
-// timed calls), whose repeated calls ran much faster than its fresh ones: memoizing on content. null otherwise.
-json repeat_faster(const json& cand_t) {
-  if (!cand_t.is_object() || cand_t.value("repeated_content_iters", 0) == 0) return nullptr;
-  double fresh = cand_t.value("fresh_median_us", 0.0), repeated = cand_t.value("repeated_median_us", 0.0);
-  if (fresh <= 0 || repeated <= 0 || fresh <= kRepeatFasterRatio * repeated) return nullptr;
-  return {{"fresh_median_us", fresh}, {"repeated_median_us", repeated}, {"ratio", fresh / repeated}};
 }
 
 // The candidate's time by method m. Repeated contents never make a kernel fast: the pkb method takes the fresh calls'
@@ -569,6 +561,20 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
 }
 
 }  // namespace
+
+json repeat_faster(const json& cand_t) {
+  if (!cand_t.is_object() || cand_t.value("repeated_content_iters", 0) == 0) return nullptr;
+  const double fresh = cand_t.value("fresh_median_us", 0.0), repeated = cand_t.value("repeated_median_us", 0.0);
+  // The medians' intervals where the record has them (it always does since they were recorded), else the medians.
+  const double fresh_low = cand_t.value("fresh_ci95_low_us", fresh);
+  const double repeated_high = cand_t.value("repeated_ci95_high_us", repeated);
+  if (fresh <= 0 || repeated <= 0 || fresh_low <= kRepeatFasterRatio * repeated_high) return nullptr;
+  return {{"fresh_median_us", fresh},
+          {"repeated_median_us", repeated},
+          {"ratio", fresh / repeated},
+          {"fresh_ci95_low_us", fresh_low},
+          {"repeated_ci95_high_us", repeated_high}};
+}
 
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
   auto chase_median = [](const json& t) {

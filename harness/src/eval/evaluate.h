@@ -95,10 +95,18 @@ double reference_deadline_s(const EvalOptions& o);
 // How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
 CompileOptions eval_compile_options(const EvalOptions& o);
 
-// A candidate whose pkb-method median on repeated input contents is this many times faster than on fresh contents
-// is scored at its fresh speed alone (timing.repeat_faster): honest kernels' two medians differ by cache effects of a
-// few percent; a memoizer's by the work it skipped.
+// A candidate whose pkb-method calls on repeated input contents are this many times faster than on fresh contents is
+// scored at its fresh speed alone (timing.repeat_faster): honest kernels' two kinds differ by cache effects of a few
+// percent; a memoizer's by the work it skipped.
 constexpr double kRepeatFasterRatio = 1.25;
+// {fresh_median_us, repeated_median_us, ratio, fresh_ci95_low_us, repeated_ci95_high_us} where a candidate timed
+// partly on contents an earlier call had (memory held fewer copies than calls) ran its repeated calls more than
+// kRepeatFasterRatio faster than its fresh ones: memoizing on content; null otherwise. Faster means beyond noise: the
+// lower end of the fresh median's 95% interval above kRepeatFasterRatio times the upper end of the repeated one's.
+// The plan interleaves the two kinds (CopyPlan), so load that comes and goes stretches both; the intervals keep a
+// few fresh calls' spread on a loaded host from reading as a memoizer. A memoizer's fresh calls do the work it skips
+// on repeats, every one of them, which no interval spans.
+nlohmann::json repeat_faster(const nlohmann::json& candidate_timing);
 
 // Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
