@@ -322,6 +322,30 @@ TEST(RepeatFaster, FlagsOnlyASpeedupOnRepeatsBeyondNoise) {
   EXPECT_TRUE(repeat_faster(nlohmann::json()).is_null());
 }
 
+// below_roofline: a method's candidate time more than kBelowRooflineFactor below the floor, and only that.
+TEST(BelowRoofline, FlagsTimesTheHardwareCannotReach) {
+  const nlohmann::json roof = {{"floor_us", 100.0}, {"bound", "hbm"}};
+  auto by_method = [](double pkb, double paper, double device) {
+    return nlohmann::json{{"pkb", {{"candidate_us", pkb}, {"speedup", 9.0}}},
+                          {"paper", {{"candidate_us", paper}}},
+                          {"device", {{"candidate_us", device}}}};
+  };
+  // A kernel at 60 us against a 100 us floor (SOL% 167): within the floor's slack (peak rates, in-switch reductions,
+  // writes absorbed by the L2), never flagged; an honest kernel near the roofline is not either.
+  EXPECT_TRUE(below_roofline(roof, by_method(60, 100 / kBelowRooflineFactor, 250)).is_null());
+  EXPECT_TRUE(below_roofline(roof, by_method(101, 120, 0)).is_null());  // 0: the method claims no time
+  // A forged or mistimed call: 3 us on the pkb method, 40 on the device view.
+  nlohmann::json b = below_roofline(roof, by_method(3, 120, 40));
+  ASSERT_TRUE(b.is_object());
+  EXPECT_DOUBLE_EQ(b["floor_us"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(b["factor"].get<double>(), kBelowRooflineFactor);
+  EXPECT_EQ(b["bound"], "hbm");
+  EXPECT_EQ(b["methods"], (nlohmann::json{{"pkb", 3.0}, {"device", 40.0}}));
+  // No floor (a problem without a roofline, or none computed): nothing to compare with.
+  EXPECT_TRUE(below_roofline(nlohmann::json{{"floor_us", 0.0}}, by_method(3, 3, 3)).is_null());
+  EXPECT_TRUE(below_roofline(nlohmann::json(), by_method(3, 3, 3)).is_null());
+}
+
 // reference.py's timing (harness/python/run_reference.py) must summarize exactly as pkb-rank does, or its
 // PyTorch-eager baseline would not be comparable.
 TEST(TimingStats, PythonRunnerSummarizesTheSame) {

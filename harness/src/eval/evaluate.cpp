@@ -512,24 +512,43 @@ bool record_timing_flags(const std::vector<json>& records, const Timings& t, jso
   return escape;
 }
 
+// No speedup claimed by any method (a rescore with --timing-method reads by_method), nor the candidate's SOL%; where
+// the times measure contention, no baseline SOL% either.
+void claim_no_speedup(json& timing, json& roofline, bool baselines_too) {
+  for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
+    timing.erase(k);
+    for (auto& [m, x] : timing["by_method"].items()) x.erase(k);
+  }
+  roofline.erase("sol_candidate");
+  if (baselines_too)
+    for (const char* k : {"sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
+      roofline.erase(k);
+}
+
+// 4f. A candidate time below the roofline floor (GPU runs, where the floor is the machine's): recorded, and no
+// speedup claimed, whatever the verdict.
+void record_below_roofline(Evaluation& ev, json& timing) {
+  if (ev.o.device != DeviceKind::cuda) return;
+  json below = below_roofline(ev.rec()["roofline"], timing["by_method"]);
+  if (below.is_null()) return;
+  timing["below_roofline"] = below;
+  claim_no_speedup(timing, ev.rec()["roofline"], false);
+}
+
 // 5. The verdict: incorrect on the first failed check; correct otherwise, without speedups where the times measure
-// contention (contention_reason).
+// contention (contention_reason) or lie below the roofline floor.
 EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
   json& rec = ev.rec();
   if (!bad.empty()) return ev.finish(EvalStatus::incorrect, bad);
   if (const std::string why = contention_reason(rec); !why.empty()) {
-    // The verdict stands, the times measure contention. No speedup or SOL% is claimed, by either method (a rescore
-    // with --timing-method reads by_method).
-    json& t = rec["timing"];
-    t["contended"] = true;
-    for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
-      t.erase(k);
-      for (auto& [m, x] : t["by_method"].items()) x.erase(k);
-    }
-    for (const char* k : {"sol_candidate", "sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
-      rec["roofline"].erase(k);
+    // The verdict stands, the times measure contention.
+    rec["timing"]["contended"] = true;
+    claim_no_speedup(rec["timing"], rec["roofline"], true);
     return ev.finish(EvalStatus::correct, "correct (functional check: " + why + ")");
   }
+  if (rec["timing"].contains("below_roofline"))
+    return ev.finish(EvalStatus::correct,
+                     "correct, but timed below the roofline floor: a timing bug or a forgery, no speedup claimed");
   return ev.finish(EvalStatus::correct,
                    escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
@@ -556,6 +575,7 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   record_speedups(ev, t, method, repeat, timing);
   record_roofline(ev, t, method, !repeat.is_null());
   bool escape = record_timing_flags(records, t, timing);
+  record_below_roofline(ev, timing);
   ev.rec()["timing"] = timing;
   return verdict(ev, bad, escape);
 }
@@ -574,6 +594,21 @@ json repeat_faster(const json& cand_t) {
           {"ratio", fresh / repeated},
           {"fresh_ci95_low_us", fresh_low},
           {"repeated_ci95_high_us", repeated_high}};
+}
+
+json below_roofline(const json& roofline, const json& by_method) {
+  const double floor = roofline.is_object() ? roofline.value("floor_us", 0.0) : 0.0;
+  if (floor <= 0 || !by_method.is_object()) return nullptr;
+  json methods = json::object();
+  for (const auto& [m, x] : by_method.items()) {
+    const double us = x.is_object() ? x.value("candidate_us", 0.0) : 0.0;
+    if (us > 0 && us * kBelowRooflineFactor < floor) methods[m] = us;  // 0: no time claimed (repeat_faster)
+  }
+  if (methods.empty()) return nullptr;
+  return {{"floor_us", floor},
+          {"factor", kBelowRooflineFactor},
+          {"bound", roofline.value("bound", "")},
+          {"methods", methods}};
 }
 
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {

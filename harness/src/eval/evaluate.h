@@ -108,6 +108,21 @@ constexpr double kRepeatFasterRatio = 1.25;
 // on repeats, every one of them, which no interval spans.
 nlohmann::json repeat_faster(const nlohmann::json& candidate_timing);
 
+// A candidate time below its problem's roofline floor is no kernel's: it is a timing bug or a forgery, and claims no
+// speedup (timing.below_roofline). Below by more than this factor, that is: SOL% above 200%. The margin is the floor's
+// own slack, not the timer's (noise only lengthens an honest time; the events resolve ~0.5 us): the topologies give
+// achievable rates, not peak ones (HBM ~90% of peak: an honest kernel may reach 1.11-1.14x; the roofline link rate is
+// the measured SM-driven peer rate, 370 of NVLink4's 450 GB/s line rate: 1.22x), NVLink SHARP's in-switch reductions
+// move fewer bytes than the link formulas count (NCCL's NVLS all-reduce reaches ~1.3x the ring's bus bandwidth), and
+// outputs that fit the L2 may be written there and reach HBM after the window (at most the output half of the HBM
+// bytes, on problems small enough that launch latency dominates anyway). Together these stay under 2x; forged or
+// mistimed calls (work off the timed stream, a clock stopped inside the call) come in at 10-1000x.
+constexpr double kBelowRooflineFactor = 2;
+// {floor_us, factor, bound, methods: {<method>: candidate_us}} for the timing methods (`by_method`, as the record
+// holds them) whose candidate time is below roofline.floor_us / kBelowRooflineFactor; null when none is, or without a
+// floor. Only for GPU runs: on CPU ranks the floor is a GPU topology's, not the machine's.
+nlohmann::json below_roofline(const nlohmann::json& roofline, const nlohmann::json& by_method);
+
 // Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
 constexpr double kHostDriftRatio = 1.2;
