@@ -50,6 +50,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
     ps.contended += s.correct(Policy::robust) && s.record.contended;
     ps.host_drift += s.correct(Policy::robust) && s.record.host_drift;
+    ps.below_roofline += s.record.below_roofline;
     ps.shared_gpu += s.record.contended || s.record.fields.contains("gpu_sharing");
   }
   ps.c_fast = count_fast(p.samples, st.headline_p);
@@ -77,6 +78,7 @@ void add_problem(Aggregate& a, const ProblemScore& ps) {
   a.generation_failed += ps.generation_failed;
   a.contended += ps.contended;
   a.host_drift += ps.host_drift;
+  a.below_roofline += ps.below_roofline;
   a.shared_gpu += ps.shared_gpu;
   a.without_samples += ps.n == 0;
   a.samples += ps.n;
@@ -121,7 +123,7 @@ LoadedResults with_timing_method(const LoadedResults& loaded, const std::string&
   for (auto& p : r.problems)
     for (auto* list : {&p.samples, &p.turns})
       for (auto& s : *list) {
-        if (s.record.contended) continue;  // no speedup by any method
+        if (s.record.contended || s.record.below_roofline) continue;  // no speedup by any method
         const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
         if (method == recorded) continue;
         s.speedup = s.record.speedup_by(timing_method_from_name(method).value_or(TimingMethod::pkb));

@@ -47,6 +47,7 @@ struct ProblemScore {
   int harness_errors = 0;  // of not_evaluated, those pkb itself failed to evaluate (harness_error: retried by pkb run)
   int contended = 0;       // correct samples judged with ranks sharing a GPU: functional only, no speedup (not fast)
   int host_drift = 0;      // correct samples whose timing's host speed differed from the baseline's (timing.host_drift)
+  int below_roofline = 0;  // samples of any verdict timed below the roofline floor (timing.below_roofline): no speedup
   int shared_gpu = 0;    // samples of any verdict evaluated with ranks sharing a GPU (gpu_sharing): no speedup claimed
   bool missing = false;  // in the run's selection without any record: counts 0
   std::map<std::string, int> failures;           // failed samples (of n) by bucket: compile, ..., no_code
@@ -67,6 +68,7 @@ struct Aggregate {
   int harness_errors = 0;               // of not_evaluated, those ended by a harness error
   int contended = 0;                    // correct samples judged with ranks sharing a GPU (no speedup), in the means
   int host_drift = 0;                   // correct samples flagged timing.host_drift, in the means
+  int below_roofline = 0;               // samples timed below the roofline floor (no speedup claimed), in the means
   int shared_gpu = 0;                   // samples evaluated with ranks sharing a GPU (any verdict), in the means
   int not_fully_evaluated = 0;          // problems left out of the means because some evaluation was skipped
   int missing = 0;                      // problems of the selection without any record (in `problems`, counted 0)

@@ -51,6 +51,7 @@ ojson problem_json(const ProblemScore& p, bool no_samples) {
           {"harness_errors", p.harness_errors},
           {"contended", p.contended},
           {"host_drift", p.host_drift},
+          {"below_roofline", p.below_roofline},
           {"shared_gpu", p.shared_gpu},
           {"missing", p.missing},
           {"failures", failures_json(p.failures)},
@@ -146,6 +147,7 @@ ojson aggregate_json(const Aggregate& a, const std::vector<int>& ks) {
           {"harness_errors", a.harness_errors},
           {"contended", a.contended},
           {"host_drift", a.host_drift},
+          {"below_roofline", a.below_roofline},
           {"shared_gpu", a.shared_gpu},
           {"not_fully_evaluated", a.not_fully_evaluated},
           {"missing", a.missing},
@@ -250,6 +252,15 @@ std::string shared_gpu_notice(const Scores& s) {
          " for them, and they count as not fast.";
 }
 
+std::string below_roofline_notice(const Scores& s) {
+  const int n = s.overall.below_roofline;
+  if (n == 0) return "";
+  return plural(n, "sample was", "samples were") +
+         " timed below the problem's roofline floor (timing.below_roofline): no kernel runs faster than the hardware "
+         "allows, so such a time is a timing bug or a forgery. No speedup or SOL% is claimed for " +
+         std::string(n == 1 ? "it" : "them") + ", and " + (n == 1 ? "it counts" : "they count") + " as not fast.";
+}
+
 std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Scores& s, const LoadedResults& loaded) {
   const auto& st = s.settings;
   std::string ks, thresholds;
@@ -264,7 +275,7 @@ std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Sc
 namespace {
 
 void summary_notices(std::ostream& o, const Scores& s) {
-  for (const std::string& notice : {shared_gpu_notice(s), skipped_evaluations_notice(s)})
+  for (const std::string& notice : {shared_gpu_notice(s), below_roofline_notice(s), skipped_evaluations_notice(s)})
     if (!notice.empty()) o << "**" << notice << "**\n\n";
   if (s.overall.host_drift)
     o << "**" << plural(s.overall.host_drift, "correct sample was", "correct samples were")

@@ -30,6 +30,10 @@ std::string skipped_evaluations_notice(const Scores& s);
 // "No speedups are claimed: ..." when any sample was evaluated with ranks sharing a GPU (a one-GPU run), else "".
 std::string shared_gpu_notice(const Scores& s);
 
+// "N samples were timed below the roofline floor ..." when any sample's time was (timing.below_roofline: a timing bug
+// or a forgery, no speedup claimed, not fast), else "".
+std::string below_roofline_notice(const Scores& s);
+
 // How the records were scored, as label/value rows: k, thresholds, headline p, timing method.
 std::vector<std::pair<std::string, std::string>> scoring_settings_items(const Scores& s, const LoadedResults& loaded);
 // "no samples: the model API failed: <why>" (manifest.json's model_api_failure, which `pkb run` writes when the

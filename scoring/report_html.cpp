@@ -91,6 +91,8 @@ std::string notices(const Scores& s, const LoadedResults& loaded) {
   std::string out;
   if (std::string notice = shared_gpu_notice(s); !notice.empty())
     out += "<div class=\"notice\" id=\"shared-gpu\">" + escape(notice) + "</div>\n";
+  if (std::string notice = below_roofline_notice(s); !notice.empty())
+    out += "<div class=\"notice\" id=\"below-roofline\">" + escape(notice) + "</div>\n";
   if (std::string notice = skipped_evaluations_notice(s); !notice.empty())
     out += "<div class=\"notice\" id=\"not-evaluated\">" + escape(notice) + "</div>\n";
   if (!loaded.warnings.empty())

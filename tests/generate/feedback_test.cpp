@@ -67,6 +67,16 @@ TEST(Feedback, EveryStatusSaysWhatHappened) {
   EXPECT_THROW(example_record("fine", "001_allreduce"), Error);
 }
 
+// A time below the roofline floor is no speedup to chase: the model is told so, and no speedup is quoted.
+TEST(Feedback, ATimeBelowTheRooflineQuotesNoSpeedup) {
+  json j = record_to_json(example_record("correct", "001_allreduce"));
+  j["timing"]["below_roofline"] = {{"floor_us", 10.0}, {"factor", 2.0}, {"methods", {{"pkb", 0.5}}}};
+  std::string text = feedback_text(record_from_json(j));
+  EXPECT_NE(text.find("below the roofline floor"), std::string::npos) << text;
+  EXPECT_EQ(text.find("- speedup:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("SOL% yours"), std::string::npos) << text;
+}
+
 TEST(Feedback, MismatchSummaryNamesOutputRankCallAndFirstIndex) {
   ResultRecord r = example_record("incorrect", "001_allreduce");
   json bad = r.fields["checks"]["comparisons"][0];

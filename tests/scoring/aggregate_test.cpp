@@ -368,6 +368,53 @@ TEST(Score, HostDriftIsCountedOverCorrectSamples) {
   EXPECT_EQ(summary_md(clean, r).find("timing.host_drift"), std::string::npos);
 }
 
+// A time below the roofline floor is a timing bug or a forgery: the record claims no speedup or candidate SOL% under
+// any method, even where speedups were written beside the flag, so the sample is correct but never fast; it is counted
+// (any verdict) and summary.md says so at the top. The baseline's SOL% stands.
+TEST(Score, TimesBelowTheRooflineClaimNoSpeedupUnderAnyMethod) {
+  auto line = [](const std::string& sha, bool below, const std::string& status) {
+    auto j = nlohmann::json::parse(pkb::test::record_line({.sha256 = sha, .status = status, .speedup = 40.0}));
+    j["timing"]["by_method"] = {{"pkb", {{"speedup", 40.0}}}, {"paper", {{"speedup", 50.0}}}};
+    j["roofline"] = {{"floor_us", 100.0}, {"sol_candidate", 8.0}, {"sol_baseline_pytorch_eager", 0.2}};
+    if (below)
+      j["timing"]["below_roofline"] = {
+          {"floor_us", 100.0}, {"factor", 2.0}, {"bound", "hbm"}, {"methods", {{"pkb", 12.5}}}};
+    return j.dump() + "\n";
+  };
+  const std::string lines =
+      line("forged", true, "correct") + line("honest", false, "correct") + line("wrong", true, "incorrect");
+  LoadedResults r = parse(lines);
+  ASSERT_EQ(r.problems.size(), 1u);
+  const pkb::ResultRecord& forged = r.problems[0].samples[0].record;
+  EXPECT_TRUE(forged.below_roofline);
+  EXPECT_FALSE(forged.speedup || forged.speedup_pkb || forged.speedup_paper || forged.sol_candidate);
+  EXPECT_TRUE(forged.sol_baseline);
+  ScoreSettings st;
+  st.ks = {1};
+  for (std::string method : {"", "pkb", "paper"}) {
+    st.timing_method = method;
+    Scores s = score(r, st);
+    const ProblemScore& p = s.problems[0];
+    EXPECT_EQ(p.c_robust, 2) << method;
+    EXPECT_EQ(p.c_fast, 1) << method << ": only the sample timed above the floor can be fast";
+    EXPECT_DOUBLE_EQ(*p.best_speedup, method == "paper" ? 50.0 : 40.0) << method;
+    EXPECT_EQ(p.below_roofline, 2) << method;
+    EXPECT_EQ(s.overall.below_roofline, 2) << method;
+    EXPECT_EQ(p.sol_candidate.count, 1) << method;
+    EXPECT_EQ(p.sol_baseline.count, 2) << method;
+  }
+  Scores s = score(r, st);
+  EXPECT_NE(summary_md(s, r).find("2 samples were timed below the problem's roofline floor"), std::string::npos)
+      << summary_md(s, r);
+  EXPECT_NE(report_html(s, r).find("id=\"below-roofline\""), std::string::npos);
+  Scores clean = score(parse(line("honest", false, "correct")), st);
+  EXPECT_EQ(summary_md(clean, r).find("timing.below_roofline"), std::string::npos);
+  // Written back (a merge, a rescore), the record keeps its flag and claims no speedup.
+  pkb::ResultRecord again = pkb::record_from_json(pkb::record_to_json(forged));
+  EXPECT_TRUE(again.below_roofline);
+  EXPECT_FALSE(again.speedup || again.speedup_paper);
+}
+
 // Ranks that shared a GPU timed contention: such a record claims no speedup or SOL% under any method, even if
 // speedups were written beside `contended` (by an older pkb, or by hand), and is counted as a functional check.
 TEST(Score, ContendedTimingsClaimNoSpeedupUnderAnyMethod) {

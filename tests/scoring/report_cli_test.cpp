@@ -85,6 +85,37 @@ TEST(ReportCli, CopiesTheRunManifest) {
   EXPECT_TRUE(std::filesystem::exists(dir / "report.html"));
 }
 
+// A run where one correct sample was timed below the roofline floor (speedups written beside the flag, as a forged
+// record might carry them): `pkb report` counts it, claims no speedup for it (fast_1@1 counts only the other sample)
+// and says so at the top of summary.md and report.html.
+TEST(ReportCli, ASampleBelowTheRooflineIsFlaggedAndNotFast) {
+  TempDir tmp;
+  auto dir = run_dir(tmp, "run", "model-x", {"correct", "correct"});
+  std::ifstream in(dir / "results.jsonl");
+  std::string first, second;
+  std::getline(in, first), std::getline(in, second);
+  in.close();
+  nlohmann::json forged = nlohmann::json::parse(first);
+  forged["timing"]["by_method"] = {{"pkb", {{"speedup", 2.0}}}};
+  forged["timing"]["below_roofline"] = {{"floor_us", 100.0}, {"factor", 2.0}, {"methods", {{"pkb", 4.0}}}};
+  forged["roofline"] = {{"floor_us", 100.0}, {"sol_candidate", 25.0}};
+  pkb::test::write_file(dir / "results.jsonl", forged.dump() + "\n" + second + "\n");
+  CliRun r = pkb_report({dir.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = read_json(dir / "report.json");
+  EXPECT_EQ(j["aggregate"]["below_roofline"], 1);
+  EXPECT_EQ(j["problems"][0]["below_roofline"], 1);
+  EXPECT_EQ(j["problems"][0]["c_fast"], 1);
+  EXPECT_EQ(j["problems"][0]["sol_candidate_pct"], nullptr);
+  std::ifstream md(dir / "summary.md");
+  std::string summary((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(summary.find("1 sample was timed below the problem's roofline floor"), std::string::npos) << summary;
+  EXPECT_LT(summary.find("timing.below_roofline"), summary.find("## Headline")) << "said before any number";
+  std::ifstream html(dir / "report.html");
+  std::string page((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_NE(page.find("id=\"below-roofline\""), std::string::npos);
+}
+
 TEST(LeaderboardCli, RanksRunsAndWritesJsonAndHtml) {
   TempDir tmp;
   auto weak = run_dir(tmp, "weak", "weak-model", {"incorrect", "correct"});

@@ -458,6 +458,40 @@ void gate_checks() {
   check(monitor.armed_at_hold_ == 0, "the baselines' gate is armed after its hold is enqueued");
 }
 
+// Where memory holds fewer copies than calls: a memoizer (calls on contents it met before take 100 us, others 1000 us)
+// shows in the fresh and repeated calls' statistics, and an honest kernel whose first repetition a burst of load
+// stretches tenfold does not: the plan spreads the fresh calls over every repetition, so the burst covers a quarter of
+// each kind (while fresh calls were the first ordinals, it covered every one of them).
+void repeat_checks(VirtualClockRuntime& rt) {
+  using namespace pkb;
+  TimingOptions o;
+  o.warmup = 2, o.iters = 10, o.paper_warmup = 4, o.paper_iters = 10, o.min_reps = 4, o.max_reps = 4;
+  o.device_iters = 0, o.budget_s = 60;
+  const CopyPlan plan = copy_plan(3 + 12, 3, o);  // 12 fresh copies for 85 calls, 40 of them the pkb blocks'
+  std::set<int> met;
+  TimingStats memo = time_iterations(
+      rt, plan, [&](int k) { rt.now_us += met.insert(k).second ? 1000 : 100; }, o);
+  bool burst = false;
+  TimingHooks hooks;
+  hooks.before_calls = [&](int first, int) { burst = first < o.calls_per_rep(); };  // the first repetition's calls
+  TimingStats honest = time_iterations(
+      rt, plan, [&](int) { rt.now_us += burst ? 1000 : 100; }, o, &hooks);
+  if (rank != 0) return;
+  check(memo.fresh.n == 12 && memo.repeated.n == 28 && memo.repeated_content_iters == 28,
+        "the pkb blocks' 40 calls: 12 on fresh contents, 28 on repeated ones, got " + std::to_string(memo.fresh.n) +
+            " and " + std::to_string(memo.repeated.n));
+  check(memo.fresh.ci_low == 1000 && memo.repeated.ci_high == 100,
+        "a memoizer: every fresh call slow, every repeated one fast");
+  check(
+      honest.fresh.n == 12 && honest.fresh.median == 100 && honest.repeated.median == 100 && honest.fresh.ci_low == 100,
+      "a burst over the first repetition stretches fresh and repeated calls alike: fresh median " +
+          std::to_string(honest.fresh.median) + ", repeated " + std::to_string(honest.repeated.median));
+  auto j = memo.to_json();
+  check(j["fresh_median_us"] == 1000.0 && j["repeated_median_us"] == 100.0 && j["fresh_iters"] == 12 &&
+            j["fresh_ci95_low_us"] == 1000.0 && j["repeated_ci95_high_us"] == 100.0,
+        "the record carries both kinds' medians and intervals");
+}
+
 int main(int argc, char** argv) {
   using namespace pkb;
   MPI_Init(&argc, &argv);
@@ -630,6 +664,7 @@ int main(int argc, char** argv) {
       }
     }
     candidate_checks(o);
+    repeat_checks(*rt);
 
     // The real CPU runtime (shared-memory heap, MPI barrier, steady clock) with busy-waits: only lower bounds
     // hold on a loaded machine.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -150,12 +151,61 @@ TEST(TimingCopies, EveryTimedCallHasFreshContentsApartFromWarmUps) {
   for (int j = 0; j < o.max_timed_calls() + kEscapeProbeCalls; ++j)
     EXPECT_TRUE(timed.insert(p.timed_copy(j)).second) << j;
   for (int k : timed) EXPECT_FALSE(warm.count(k)) << k;
-  // Memory-bound: timed calls wrap over the copies that fit, never into the warm-up rotation.
-  CopyPlan tight = timing_copies(16 * kMiB, 60 * kMiB, o, 256 * kMiB);
-  EXPECT_LE(static_cast<size_t>(tight.copies) * 16 * kMiB, 256 * kMiB);
-  for (int j = 0; j < o.max_timed_calls(); ++j) EXPECT_GE(tight.timed_copy(j), tight.warmup_copies);
+  for (int j = 0; j < o.max_timed_calls() + kEscapeProbeCalls; ++j) EXPECT_TRUE(p.fresh_call(j)) << j;
   // CPU ranks (no L2 figure): one warm-up copy.
   EXPECT_EQ(timing_copies(4096, 0, o, kTimingCopyBudgetCpu).warmup_copies, 1);
+}
+
+// Memory-bound: each fresh copy serves one timed call, those calls spread evenly over the plan's ordinals, and every
+// other call revisits a warm-up copy (contents the warm-ups met), so every repetition's pkb block times both kinds
+// side by side and a burst of load over any stretch of the timing hits both alike.
+TEST(TimingCopies, WhereMemoryIsShortFreshAndRepeatedCallsInterleave) {
+  TimingOptions o;
+  CopyPlan tight = timing_copies(16 * kMiB, 60 * kMiB, o, 256 * kMiB);
+  EXPECT_LE(static_cast<size_t>(tight.copies) * 16 * kMiB, 256 * kMiB);
+  const int fresh_copies = tight.copies - tight.warmup_copies;
+  ASSERT_EQ(tight.calls(), o.max_timed_calls() + kEscapeProbeCalls);
+  const int pkb_calls = o.max_reps * o.iters;
+  ASSERT_LT(fresh_copies, pkb_calls / 4) << "the case needs many more calls than fresh copies";
+  std::set<int> fresh_seen;
+  int fresh_calls = 0, last_fresh = -1, widest_gap = 0;
+  for (int j = 0; j < tight.calls(); ++j) {
+    const int k = tight.timed_copy(j);
+    if (!tight.fresh_call(j)) {
+      EXPECT_LT(k, tight.warmup_copies) << j << ": a repeated call revisits a warm-up copy";
+      continue;
+    }
+    EXPECT_GE(k, tight.warmup_copies) << j;
+    EXPECT_TRUE(fresh_seen.insert(k).second) << j << ": a fresh copy serves one call";
+    EXPECT_LT(j % o.calls_per_rep(), o.iters) << j << ": the few fresh copies go to the pkb blocks";
+    const int pkb_index = j / o.calls_per_rep() * o.iters + j % o.calls_per_rep();
+    widest_gap = std::max(widest_gap, pkb_index - last_fresh);
+    last_fresh = pkb_index, ++fresh_calls;
+  }
+  EXPECT_EQ(fresh_calls, fresh_copies);
+  EXPECT_LE(widest_gap, pkb_calls / fresh_copies + 1) << "fresh calls spread evenly, not bunched at the start";
+  for (int rep = 0; rep < o.max_reps; ++rep) {
+    int fresh = 0;
+    for (int i = 0; i < o.iters; ++i) fresh += tight.fresh_call(rep * o.calls_per_rep() + i);
+    EXPECT_GT(fresh, 0) << "repetition " << rep << "'s pkb block has fresh calls";
+    EXPECT_LT(fresh, o.iters) << "repetition " << rep << "'s pkb block has repeated calls";
+  }
+  // More fresh copies than pkb calls: every pkb call fresh, the rest spread over the other calls, each once.
+  CopyPlan mid = copy_plan(4 + pkb_calls + 100, 4, o);
+  std::set<int> copies;
+  int other_fresh = 0;
+  for (int j = 0; j < mid.calls(); ++j) {
+    const bool pkb = j < o.max_timed_calls() && j % o.calls_per_rep() < o.iters;
+    if (pkb) {
+      EXPECT_TRUE(mid.fresh_call(j)) << j;
+    }
+    if (mid.fresh_call(j)) {
+      EXPECT_TRUE(copies.insert(mid.timed_copy(j)).second) << j;
+    }
+    other_fresh += !pkb && mid.fresh_call(j);
+  }
+  EXPECT_EQ(other_fresh, 100);
+  EXPECT_EQ(copies.size(), static_cast<size_t>(pkb_calls + 100));
 }
 
 TEST(TimingCopies, DrawsCheckEveryRepetitionThatRuns) {
@@ -245,6 +295,55 @@ TEST(TimingHostProbe, DriftFlagsProbesFarApartEitherWay) {
   // A record from before the probe (or without it) claims nothing.
   EXPECT_TRUE(host_speed_comparison(timing({100}), nlohmann::json{{"median_us", 5}}).empty());
   EXPECT_TRUE(host_speed_comparison(nlohmann::json(), timing({100})).empty());
+}
+
+// repeat_faster: calls on repeated contents beyond 1.25x faster than on fresh ones, past both medians' intervals.
+TEST(RepeatFaster, FlagsOnlyASpeedupOnRepeatsBeyondNoise) {
+  auto timing = [](double fresh, double fresh_low, double repeated, double repeated_high) {
+    return nlohmann::json{{"repeated_content_iters", 20},
+                          {"fresh_median_us", fresh},
+                          {"fresh_ci95_low_us", fresh_low},
+                          {"repeated_median_us", repeated},
+                          {"repeated_ci95_high_us", repeated_high}};
+  };
+  // A memoizer: every fresh call does the work its repeats skip.
+  nlohmann::json memo = repeat_faster(timing(2100, 2050, 60, 80));
+  ASSERT_TRUE(memo.is_object());
+  EXPECT_NEAR(memo["ratio"].get<double>(), 35, 1e-12);
+  EXPECT_DOUBLE_EQ(memo["fresh_ci95_low_us"].get<double>(), 2050);
+  // Honest calls on a loaded host: the fresh median 1.5x the repeated one, but its few calls' interval reaches it.
+  EXPECT_TRUE(repeat_faster(timing(30000, 14000, 20000, 23000)).is_null());
+  EXPECT_TRUE(repeat_faster(timing(1250, 1250, 1000, 1000)).is_null());  // 1.25x exactly is not beyond it
+  // No repeated contents, or no fresh calls to compare with: nothing to flag.
+  nlohmann::json none = timing(2100, 2050, 60, 80);
+  none["repeated_content_iters"] = 0;
+  EXPECT_TRUE(repeat_faster(none).is_null());
+  EXPECT_TRUE(repeat_faster(timing(0, 0, 60, 80)).is_null());
+  EXPECT_TRUE(repeat_faster(nlohmann::json()).is_null());
+}
+
+// below_roofline: a method's candidate time more than kBelowRooflineFactor below the floor, and only that.
+TEST(BelowRoofline, FlagsTimesTheHardwareCannotReach) {
+  const nlohmann::json roof = {{"floor_us", 100.0}, {"bound", "hbm"}};
+  auto by_method = [](double pkb, double paper, double device) {
+    return nlohmann::json{{"pkb", {{"candidate_us", pkb}, {"speedup", 9.0}}},
+                          {"paper", {{"candidate_us", paper}}},
+                          {"device", {{"candidate_us", device}}}};
+  };
+  // A kernel at 60 us against a 100 us floor (SOL% 167): within the floor's slack (peak rates, in-switch reductions,
+  // writes absorbed by the L2), never flagged; an honest kernel near the roofline is not either.
+  EXPECT_TRUE(below_roofline(roof, by_method(60, 100 / kBelowRooflineFactor, 250)).is_null());
+  EXPECT_TRUE(below_roofline(roof, by_method(101, 120, 0)).is_null());  // 0: the method claims no time
+  // A forged or mistimed call: 3 us on the pkb method, 40 on the device view.
+  nlohmann::json b = below_roofline(roof, by_method(3, 120, 40));
+  ASSERT_TRUE(b.is_object());
+  EXPECT_DOUBLE_EQ(b["floor_us"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(b["factor"].get<double>(), kBelowRooflineFactor);
+  EXPECT_EQ(b["bound"], "hbm");
+  EXPECT_EQ(b["methods"], (nlohmann::json{{"pkb", 3.0}, {"device", 40.0}}));
+  // No floor (a problem without a roofline, or none computed): nothing to compare with.
+  EXPECT_TRUE(below_roofline(nlohmann::json{{"floor_us", 0.0}}, by_method(3, 3, 3)).is_null());
+  EXPECT_TRUE(below_roofline(nlohmann::json(), by_method(3, 3, 3)).is_null());
 }
 
 // reference.py's timing (harness/python/run_reference.py) must summarize exactly as pkb-rank does, or its

@@ -152,6 +152,9 @@ ResultRecord record_from_json(const json& j) {
   r.contended = value<bool>(j, {"timing", "contended"}).value_or(false);
   if (r.contended)
     r.speedup = r.speedup_pkb = r.speedup_paper = r.speedup_device = r.sol_candidate = r.sol_baseline = std::nullopt;
+  const json* below = find(j, {"timing", "below_roofline"});
+  r.below_roofline = below && below->is_object();
+  if (r.below_roofline) r.speedup = r.speedup_pkb = r.speedup_paper = r.speedup_device = r.sol_candidate = std::nullopt;
   r.host_drift = value<bool>(j, {"timing", "host_drift"}).value_or(false);
   r.warmup = value<int>(j, {"timing_settings", "warmup"});
   r.iters = value<int>(j, {"timing_settings", "iters"});
@@ -193,6 +196,8 @@ json record_to_json(const ResultRecord& r) {
   put(j, {"timing", "by_method", "device", "speedup"}, r.speedup_device);
   if (r.contended) j["timing"]["contended"] = true;
   if (r.host_drift) j["timing"]["host_drift"] = true;
+  if (r.below_roofline && !(j["timing"].contains("below_roofline") && j["timing"]["below_roofline"].is_object()))
+    j["timing"]["below_roofline"] = json::object();
   put(j, {"roofline", "sol_candidate"}, r.sol_candidate);
   put(j, {"roofline", sol_baseline_field(r.baseline)}, r.sol_baseline);
   put(j, {"timing_settings", "warmup"}, r.warmup);

@@ -82,8 +82,10 @@ struct ResultRecord {
   std::optional<double> speedup_by(TimingMethod m) const {
     return m == TimingMethod::paper ? speedup_paper : m == TimingMethod::device ? speedup_device : speedup_pkb;
   }
-  bool contended = false;   // timing.contended: ranks shared a GPU, so the times measure contention and the
-                            // record claims no speedup or SOL% (any found beside it is dropped when read)
+  bool contended = false;       // timing.contended: ranks shared a GPU, so the times measure contention and the
+                                // record claims no speedup or SOL% (any found beside it is dropped when read)
+  bool below_roofline = false;  // timing.below_roofline: a candidate time below the roofline floor, a timing bug or a
+                                // forgery: no speedup or candidate SOL% (any found beside it is dropped when read)
   bool host_drift = false;  // timing.host_drift: the candidate's host ran > 1.2x faster or slower than the baseline's
                             // (the speedup carries that ratio; eval/evaluate.h host_speed_comparison)
   std::optional<double> sol_candidate;       // roofline.sol_candidate (fraction)

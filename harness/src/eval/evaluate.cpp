@@ -207,7 +207,8 @@ std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_rec
   for (int t = 0; t <= o.trials; ++t)
     calls.push_back({"trial" + std::to_string(t),
                      t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t), t});
-  CopyPlan plan{ref_record.value("candidate_input_copies", 0), ref_record.value("candidate_warmup_copies", 0)};
+  CopyPlan plan = copy_plan(ref_record.value("candidate_input_copies", 0),
+                            ref_record.value("candidate_warmup_copies", 0), o.timing);
   for (const auto& k : ref_record.value("timed_checks", json::array()))
     if (int rep = k.is_number_integer() && plan.copies > 0 ? plan.first_rep_of(k.get<int>(), o.timing) : -1; rep >= 0)
       calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep, k.get<int>()});
@@ -321,15 +322,6 @@ double median_of(const json& t, TimingMethod m) {
                   : m == TimingMethod::paper ? t.value("paper", json::object())
                                              : t.value("device", json::object());
   return x.is_object() ? x.value("median_us", 0.0) : 0.0;
-}
-
-// A candidate timed partly on input contents an earlier call had (where memory holds fewer copies than there are
-// timed calls), whose repeated calls ran much faster than its fresh ones: memoizing on content. null otherwise.
-json repeat_faster(const json& cand_t) {
-  if (!cand_t.is_object() || cand_t.value("repeated_content_iters", 0) == 0) return nullptr;
-  double fresh = cand_t.value("fresh_median_us", 0.0), repeated = cand_t.value("repeated_median_us", 0.0);
-  if (fresh <= 0 || repeated <= 0 || fresh <= kRepeatFasterRatio * repeated) return nullptr;
-  return {{"fresh_median_us", fresh}, {"repeated_median_us", repeated}, {"ratio", fresh / repeated}};
 }
 
 // The candidate's time by method m. Repeated contents never make a kernel fast: the pkb method takes the fresh calls'
@@ -520,24 +512,43 @@ bool record_timing_flags(const std::vector<json>& records, const Timings& t, jso
   return escape;
 }
 
+// No speedup claimed by any method (a rescore with --timing-method reads by_method), nor the candidate's SOL%; where
+// the times measure contention, no baseline SOL% either.
+void claim_no_speedup(json& timing, json& roofline, bool baselines_too) {
+  for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
+    timing.erase(k);
+    for (auto& [m, x] : timing["by_method"].items()) x.erase(k);
+  }
+  roofline.erase("sol_candidate");
+  if (baselines_too)
+    for (const char* k : {"sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
+      roofline.erase(k);
+}
+
+// 4f. A candidate time below the roofline floor (GPU runs, where the floor is the machine's): recorded, and no
+// speedup claimed, whatever the verdict.
+void record_below_roofline(Evaluation& ev, json& timing) {
+  if (ev.o.device != DeviceKind::cuda) return;
+  json below = below_roofline(ev.rec()["roofline"], timing["by_method"]);
+  if (below.is_null()) return;
+  timing["below_roofline"] = below;
+  claim_no_speedup(timing, ev.rec()["roofline"], false);
+}
+
 // 5. The verdict: incorrect on the first failed check; correct otherwise, without speedups where the times measure
-// contention (contention_reason).
+// contention (contention_reason) or lie below the roofline floor.
 EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
   json& rec = ev.rec();
   if (!bad.empty()) return ev.finish(EvalStatus::incorrect, bad);
   if (const std::string why = contention_reason(rec); !why.empty()) {
-    // The verdict stands, the times measure contention. No speedup or SOL% is claimed, by either method (a rescore
-    // with --timing-method reads by_method).
-    json& t = rec["timing"];
-    t["contended"] = true;
-    for (const char* k : {"speedup", "speedup_vs_libtorch_nccl", "speedup_vs_pytorch_eager"}) {
-      t.erase(k);
-      for (auto& [m, x] : t["by_method"].items()) x.erase(k);
-    }
-    for (const char* k : {"sol_candidate", "sol_baseline", "sol_baseline_libtorch_nccl", "sol_baseline_pytorch_eager"})
-      rec["roofline"].erase(k);
+    // The verdict stands, the times measure contention.
+    rec["timing"]["contended"] = true;
+    claim_no_speedup(rec["timing"], rec["roofline"], true);
     return ev.finish(EvalStatus::correct, "correct (functional check: " + why + ")");
   }
+  if (rec["timing"].contains("below_roofline"))
+    return ev.finish(EvalStatus::correct,
+                     "correct, but timed below the roofline floor: a timing bug or a forgery, no speedup claimed");
   return ev.finish(EvalStatus::correct,
                    escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
@@ -564,11 +575,41 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   record_speedups(ev, t, method, repeat, timing);
   record_roofline(ev, t, method, !repeat.is_null());
   bool escape = record_timing_flags(records, t, timing);
+  record_below_roofline(ev, timing);
   ev.rec()["timing"] = timing;
   return verdict(ev, bad, escape);
 }
 
 }  // namespace
+
+json repeat_faster(const json& cand_t) {
+  if (!cand_t.is_object() || cand_t.value("repeated_content_iters", 0) == 0) return nullptr;
+  const double fresh = cand_t.value("fresh_median_us", 0.0), repeated = cand_t.value("repeated_median_us", 0.0);
+  // The medians' intervals where the record has them (it always does since they were recorded), else the medians.
+  const double fresh_low = cand_t.value("fresh_ci95_low_us", fresh);
+  const double repeated_high = cand_t.value("repeated_ci95_high_us", repeated);
+  if (fresh <= 0 || repeated <= 0 || fresh_low <= kRepeatFasterRatio * repeated_high) return nullptr;
+  return {{"fresh_median_us", fresh},
+          {"repeated_median_us", repeated},
+          {"ratio", fresh / repeated},
+          {"fresh_ci95_low_us", fresh_low},
+          {"repeated_ci95_high_us", repeated_high}};
+}
+
+json below_roofline(const json& roofline, const json& by_method) {
+  const double floor = roofline.is_object() ? roofline.value("floor_us", 0.0) : 0.0;
+  if (floor <= 0 || !by_method.is_object()) return nullptr;
+  json methods = json::object();
+  for (const auto& [m, x] : by_method.items()) {
+    const double us = x.is_object() ? x.value("candidate_us", 0.0) : 0.0;
+    if (us > 0 && us * kBelowRooflineFactor < floor) methods[m] = us;  // 0: no time claimed (repeat_faster)
+  }
+  if (methods.empty()) return nullptr;
+  return {{"floor_us", floor},
+          {"factor", kBelowRooflineFactor},
+          {"bound", roofline.value("bound", "")},
+          {"methods", methods}};
+}
 
 json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
   auto chase_median = [](const json& t) {

@@ -95,10 +95,33 @@ double reference_deadline_s(const EvalOptions& o);
 // How evaluate_candidate compiles, so that a caller can compile ahead (in parallel) into the same cache.
 CompileOptions eval_compile_options(const EvalOptions& o);
 
-// A candidate whose pkb-method median on repeated input contents is this many times faster than on fresh contents
-// is scored at its fresh speed alone (timing.repeat_faster): honest kernels' two medians differ by cache effects of a
-// few percent; a memoizer's by the work it skipped.
+// A candidate whose pkb-method calls on repeated input contents are this many times faster than on fresh contents is
+// scored at its fresh speed alone (timing.repeat_faster): honest kernels' two kinds differ by cache effects of a few
+// percent; a memoizer's by the work it skipped.
 constexpr double kRepeatFasterRatio = 1.25;
+// {fresh_median_us, repeated_median_us, ratio, fresh_ci95_low_us, repeated_ci95_high_us} where a candidate timed
+// partly on contents an earlier call had (memory held fewer copies than calls) ran its repeated calls more than
+// kRepeatFasterRatio faster than its fresh ones: memoizing on content; null otherwise. Faster means beyond noise: the
+// lower end of the fresh median's 95% interval above kRepeatFasterRatio times the upper end of the repeated one's.
+// The plan interleaves the two kinds (CopyPlan), so load that comes and goes stretches both; the intervals keep a
+// few fresh calls' spread on a loaded host from reading as a memoizer. A memoizer's fresh calls do the work it skips
+// on repeats, every one of them, which no interval spans.
+nlohmann::json repeat_faster(const nlohmann::json& candidate_timing);
+
+// A candidate time below its problem's roofline floor is no kernel's: it is a timing bug or a forgery, and claims no
+// speedup (timing.below_roofline). Below by more than this factor, that is: SOL% above 200%. The margin is the floor's
+// own slack, not the timer's (noise only lengthens an honest time; the events resolve ~0.5 us): the topologies give
+// achievable rates, not peak ones (HBM ~90% of peak: an honest kernel may reach 1.11-1.14x; the roofline link rate is
+// the measured SM-driven peer rate, 370 of NVLink4's 450 GB/s line rate: 1.22x), NVLink SHARP's in-switch reductions
+// move fewer bytes than the link formulas count (NCCL's NVLS all-reduce reaches ~1.3x the ring's bus bandwidth), and
+// outputs that fit the L2 may be written there and reach HBM after the window (at most the output half of the HBM
+// bytes, on problems small enough that launch latency dominates anyway). Together these stay under 2x; forged or
+// mistimed calls (work off the timed stream, a clock stopped inside the call) come in at 10-1000x.
+constexpr double kBelowRooflineFactor = 2;
+// {floor_us, factor, bound, methods: {<method>: candidate_us}} for the timing methods (`by_method`, as the record
+// holds them) whose candidate time is below roofline.floor_us / kBelowRooflineFactor; null when none is, or without a
+// floor. Only for GPU runs: on CPU ranks the floor is a GPU topology's, not the machine's.
+nlohmann::json below_roofline(const nlohmann::json& roofline, const nlohmann::json& by_method);
 
 // Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.

@@ -192,6 +192,9 @@ void timing_section(std::ostringstream& o, const ResultRecord& r) {
   if (base) o << "- baseline (" << base_name << "): " << num(*base, "%.2f") << " us\n";
   if (const json* c = at(f, {"timing", "contended"}); c && c->is_boolean() && c->get<bool>())
     o << "- ranks shared a GPU: the times measure contention, so no speedup is claimed\n";
+  else if (r.below_roofline)
+    o << "- your time is below the roofline floor, faster than the hardware allows: a timing bug or a forgery, so "
+         "no speedup is claimed\n";
   else if (r.speedup)
     o << "- speedup: " << num(*r.speedup, "%.2f") << "x (baseline time / your time; above 1 is faster)\n";
   if (auto floor = number_at(f, {"roofline", "floor_us"})) {

@@ -93,8 +93,9 @@ class CandidateHost {
     const ProblemSpec& spec = env_.spec;
     size_t in_bytes = heap_copy_bytes(spec, env_.run, true), out_bytes = heap_copy_bytes(spec, env_.run, false);
     if (o_.time)
-      plan_ = o_.rotation_copies > 0 ? CopyPlan{o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies)}
-                                     : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
+      plan_ = o_.rotation_copies > 0
+                  ? copy_plan(o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies), o_.timing)
+                  : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
     // The candidate in its own process unless a GPU candidate is asked in (--candidate-process in-process).
     use_runner_ = o_.uses_runner();
     per_call_upload_ = use_runner_;

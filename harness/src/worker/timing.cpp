@@ -212,8 +212,15 @@ nlohmann::json TimingStats::to_json() const {
   j["escape_device_us"] = escape_device_us;
   j["stream_escape"] = stream_escape;
   j["repeated_content_iters"] = repeated_content_iters;
-  j["fresh_median_us"] = fresh_median_us;
-  j["repeated_median_us"] = repeated_median_us;
+  j["fresh_median_us"] = fresh.median;
+  j["repeated_median_us"] = repeated.median;
+  if (fresh.n > 0 && repeated.n > 0) {
+    j["fresh_iters"] = fresh.n;
+    j["fresh_ci95_low_us"] = fresh.ci_low;
+    j["fresh_ci95_high_us"] = fresh.ci_high;
+    j["repeated_ci95_low_us"] = repeated.ci_low;
+    j["repeated_ci95_high_us"] = repeated.ci_high;
+  }
   j["clocks"] = clocks;
   j["throttled"] = throttled;
   j["host_probe_us"] = host_probe_us;
@@ -234,6 +241,27 @@ nlohmann::json TimingStats::to_json() const {
     j["device"] = d;
   }
   return j;
+}
+
+// Ordinal j's copy, and whether it is fresh. The fresh copies go to the pkb ordinals first (pkb_fresh of them, spread
+// evenly: the i-th pkb ordinal is fresh when i * pkb_fresh mod pkb_calls < pkb_fresh), the rest to the other
+// ordinals alike; every other ordinal revisits a warm-up copy.
+CopyPlan::Use CopyPlan::use(int j) const {
+  const int fresh = copies - warmup_copies, n = calls();
+  if (fresh <= 0) return {false, j % copies};
+  if (n <= fresh || j >= n) return {j < fresh, warmup_copies + j % fresh};
+  const int pkb_calls = reps * pkb_per_rep, pkb_fresh = std::min(fresh, pkb_calls);
+  const int rep = std::min(j / per_rep, reps), at = j - rep * per_rep;
+  const bool pkb = rep < reps && at < pkb_per_rep;
+  const int pkb_before = rep * pkb_per_rep + (rep < reps ? std::min(at, pkb_per_rep) : 0);  // pkb ordinals below j
+  const int64_t i = pkb ? pkb_before : j - pkb_before;  // j's index among the ordinals of its kind
+  const int64_t kind_calls = pkb ? pkb_calls : n - pkb_calls, kind_fresh = pkb ? pkb_fresh : fresh - pkb_fresh;
+  if (i * kind_fresh % kind_calls >= kind_fresh) return {false, j % warmup_copies};
+  return {true, warmup_copies + (pkb ? 0 : pkb_fresh) + static_cast<int>(i * kind_fresh / kind_calls)};
+}
+
+CopyPlan copy_plan(int copies, int warmup_copies, const TimingOptions& o) {
+  return {copies, warmup_copies, o.max_reps, o.calls_per_rep(), o.iters};
 }
 
 int CopyPlan::first_rep_of(int copy, const TimingOptions& o) const {
@@ -261,8 +289,7 @@ CopyPlan timing_copies(size_t input_bytes, size_t l2_bytes, const TimingOptions&
                                static_cast<int>(std::min<size_t>(fit / 2, 1 << 16)));
   size_t want = static_cast<size_t>(o.max_timed_calls() + kEscapeProbeCalls);
   size_t fresh = std::clamp<size_t>(std::min(want, fit - p.warmup_copies), 1, 8192);
-  p.copies = p.warmup_copies + static_cast<int>(fresh);
-  return p;
+  return copy_plan(p.warmup_copies + static_cast<int>(fresh), p.warmup_copies, o);
 }
 
 size_t heap_copy_bytes(const ProblemSpec& spec, const RunShape& run, bool inputs) {

@@ -145,9 +145,11 @@ struct TimingStats {
   double escape_device_us = 0;     // median time until a device-wide synchronize returned
   bool stream_escape = false;      // device-wide work far exceeded what the stream's events saw
   int repeated_content_iters = 0;  // timed calls whose input contents an earlier call had
-  double fresh_median_us = 0, repeated_median_us = 0;  // pkb medians of the two kinds, when both exist
-  nlohmann::json clocks;                               // ClockMonitor::to_json()
-  bool throttled = false;                              // any rank saw a throttle reason during a repetition
+  // The pkb method's calls on fresh and on repeated contents, when both exist (CopyPlan::fresh_call): their medians
+  // and the medians' 95% intervals, from which the driver judges memoizing (eval/evaluate.h repeat_faster).
+  SampleStats fresh, repeated;
+  nlohmann::json clocks;   // ClockMonitor::to_json()
+  bool throttled = false;  // any rank saw a throttle reason during a repetition
   // Rank 0's host-speed probe before every repetition (host_probe_us()): a node whose CPU slows down between
   // repetitions shows here, beside the GPU's clocks.
   std::vector<double> host_probe_us;
@@ -211,21 +213,40 @@ constexpr int kEscapeProbeCalls = 5;
 
 // Which input copy each call uses. Warm-up calls cycle over copies [0, warmup_copies); timed calls (ordinal j:
 // repetition j / calls_per_rep; within it the pkb block's calls, the paper block's, the device view's) and probe calls
-// use the copies after those, one per call while they last. When every copy is a warm-up copy (references:
-// plain rotation) timed calls cycle over all of them.
+// use the copies after those: copy warmup_copies + j where there is one per ordinal (fresh = copies - warmup_copies
+// >= calls()). Where memory holds fewer, each fresh copy serves one call, and the calls on fresh copies are spread
+// evenly over the pkb blocks' ordinals first (the method that compares fresh calls with repeated ones and scores the
+// fresh median, timing.repeat_faster), the copies left over evenly over the other ordinals; every other ordinal
+// revisits a warm-up copy (j mod warmup_copies: contents the warm-ups met, kept out of L2 by their rotation). So calls
+// on fresh and on repeated contents alternate through the whole timing and a burst of load hits both alike: while the
+// fresh copies went to the first ordinals, a burst over the first repetition read as memoizing on honest kernels.
+// When every copy is a warm-up copy (references: plain rotation) timed calls cycle over all of them; a plan without a
+// layout (reps 0) cycles over its fresh copies.
 struct CopyPlan {
   int copies = 1, warmup_copies = 1;
+  // The timed ordinals' layout (copy_plan sets it from the timing options): `reps` repetitions (max_reps) of per_rep
+  // ordinals whose first pkb_per_rep are the pkb block's, then the escape probe's kEscapeProbeCalls.
+  int reps = 0, per_rep = 0, pkb_per_rep = 0;
+  int calls() const { return reps > 0 ? reps * per_rep + kEscapeProbeCalls : 0; }
   int warmup_copy(int i) const { return i % warmup_copies; }
-  int timed_copy(int j) const {
-    int fresh = copies - warmup_copies;
-    return fresh > 0 ? warmup_copies + j % fresh : j % copies;
-  }
+  int timed_copy(int j) const { return use(j).copy; }
+  // Whether timed ordinal j is the only call of its copy: contents no other call met (warm-ups included).
+  bool fresh_call(int j) const { return use(j).fresh; }
   // The first repetition whose timed calls use copy k (-1: none within max_reps).
   int first_rep_of(int copy, const TimingOptions& o) const;
   // The copy a reference-pass draw names: draw i checks repetition i (i < max_reps), later draws repetition 0,
   // which always runs; within it, call (draw % calls_per_rep).
   int checked_copy(int i, uint64_t draw, const TimingOptions& o) const;
+
+ private:
+  struct Use {
+    bool fresh;
+    int copy;
+  };
+  Use use(int j) const;
 };
+// A plan of `copies` with the first `warmup_copies` the warm-up rotation, laid out for timing options o.
+CopyPlan copy_plan(int copies, int warmup_copies, const TimingOptions& o);
 
 // Runs run(copy) for the warm-ups, the repetitions and the probe. Collective over MPI_COMM_WORLD: every rank
 // calls it; rank 0's result holds the cross-rank statistics (others hold their own calls).
