@@ -12,6 +12,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using pkb::FrameKind;
 using pkb::SealCollector;
 using pkb::SealWriter;
 
@@ -28,11 +29,11 @@ TEST(Seal, FramesArriveAndOnlyKeptOutputsAreStored) {
                   [](const std::string& l) { return l != "copy3"; });
   for (int r = 0; r < 2; ++r) {
     SealWriter w((tmp.path() / "fifo" / ("rank" + std::to_string(r))).string());
-    w.send("outputs", "trial0", "payload-" + std::to_string(r));
-    w.send("outputs", "copy3", std::string(100000, 'x'));  // read and dropped
-    w.send("record", "record", "{\"status\":\"ok\"}");
-    w.send("record", "record", "{\"status\":\"ok\",\"n\":2}");
-    w.send("end", "end", "");
+    w.send(FrameKind::outputs, "trial0", "payload-" + std::to_string(r));
+    w.send(FrameKind::outputs, "copy3", std::string(100000, 'x'));  // read and dropped
+    w.send(FrameKind::record, "record", "{\"status\":\"ok\"}");
+    w.send(FrameKind::record, "record", "{\"status\":\"ok\",\"n\":2}");
+    w.send(FrameKind::end, "end", "");
   }
   const auto& got = c.finish();
   for (int r = 0; r < 2; ++r) {
@@ -50,9 +51,9 @@ TEST(Seal, AnInjectedFrameBreaksTheSequence) {
   SealCollector c(tmp.path() / "fifo", tmp.path() / "sealed", 1, 1 << 20, [](const std::string&) { return true; });
   {
     SealWriter w((tmp.path() / "fifo/rank0").string());
-    w.send("record", "record", "{}");
+    w.send(FrameKind::record, "record", "{}");
     write_raw(tmp.path() / "fifo/rank0", "PKBSEAL1 1 record record 2\n{}");  // candidate code, same fd or not
-    w.send("record", "record", "{\"real\":1}");
+    w.send(FrameKind::record, "record", "{\"real\":1}");
   }
   EXPECT_NE(c.finish()[0].error.find("where 2 was due"), std::string::npos) << c.finish()[0].error;
 }
@@ -68,18 +69,19 @@ TEST(Seal, RepeatedOutputsDataAfterEndOversizeAndCutOffAreCorrupt) {
     return c.finish()[0].error;
   };
   EXPECT_NE(run([](SealWriter& w, const fs::path&) {
-              w.send("outputs", "trial0", "a");
-              w.send("outputs", "trial0", "b");
+              w.send(FrameKind::outputs, "trial0", "a");
+              w.send(FrameKind::outputs, "trial0", "b");
             }).find("sent twice"),
             std::string::npos);
   EXPECT_NE(run([](SealWriter& w, const fs::path&) {
-              w.send("end", "end", "");
-              w.send("record", "record", "{}");
+              w.send(FrameKind::end, "end", "");
+              w.send(FrameKind::record, "record", "{}");
             }).find("after the end"),
             std::string::npos);
-  EXPECT_NE(run([](SealWriter& w, const fs::path&) { w.send("outputs", "trial0", std::string(5000, 'x')); }, 1000)
-                .find("more than 1000 bytes"),
-            std::string::npos);
+  EXPECT_NE(
+      run([](SealWriter& w, const fs::path&) { w.send(FrameKind::outputs, "trial0", std::string(5000, 'x')); }, 1000)
+          .find("more than 1000 bytes"),
+      std::string::npos);
   EXPECT_NE(
       run([](SealWriter&, const fs::path& p) { write_raw(p, "PKBSEAL1 0 outputs trial0 100\nshort"); }).find("cut off"),
       std::string::npos);
@@ -89,7 +91,7 @@ TEST(Seal, RepeatedOutputsDataAfterEndOversizeAndCutOffAreCorrupt) {
               write_raw(p, "PKBSEAL1 0 outputs ../../etc 1\nx");
             }).find("unknown frame"),
             std::string::npos);
-  EXPECT_EQ(run([](SealWriter& w, const fs::path&) { w.send("end", "end", ""); }), "");
+  EXPECT_EQ(run([](SealWriter& w, const fs::path&) { w.send(FrameKind::end, "end", ""); }), "");
 }
 
 }  // namespace

@@ -15,16 +15,67 @@ namespace pkb {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kMagic = "PKBSEAL1";
-constexpr size_t kMaxHeader = 256;
 
 constexpr int kPipeBytes = 1 << 20;  // /proc/sys/fs/pipe-max-size's default
 
-bool label_ok(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
-  return s != "." && s != "..";
+// Keeps what one rank's parser accepts: the last record's payload, kept outputs in files, every outputs label.
+class RankStore final : public FrameSink {
+ public:
+  RankStore(SealedRank& out, int rank, const fs::path& out_dir, const std::function<bool(const std::string&)>& keep)
+      : out_(out), rank_(rank), out_dir_(out_dir), keep_(keep) {}
+
+  std::string begin(const FrameHeader& h) override {
+    if (h.kind != FrameKind::outputs || !keep_(h.label)) return "";
+    std::error_code ec;  // every rank's thread creates the label's directory: no throwing here
+    fs::create_directories(out_dir_ / h.label, ec);
+    fs::path path = out_dir_ / h.label / ("rank" + std::to_string(rank_) + ".safetensors");
+    file_.open(path, std::ios::binary | std::ios::trunc);
+    return file_.is_open() ? "" : "cannot store frame " + h.label + " in " + path.string();
+  }
+
+  void payload(const FrameHeader& h, const char* data, size_t len) override {
+    if (h.kind == FrameKind::record)
+      record_.append(data, len);
+    else if (file_.is_open())
+      file_.write(data, static_cast<std::streamsize>(len));
+  }
+
+  std::string complete(const FrameHeader& h) override {
+    std::string why;
+    if (h.kind == FrameKind::record) out_.record = std::move(record_), record_.clear();
+    if (file_.is_open()) {
+      file_.close();
+      if (!file_) why = "cannot store frame " + h.label;
+    }
+    if (h.kind == FrameKind::outputs) out_.outputs.push_back(h.label);
+    return why;
+  }
+
+  // The stream is over: a frame cut off leaves its file as far as it got.
+  void close() {
+    if (file_.is_open()) file_.close();
+  }
+
+ private:
+  SealedRank& out_;
+  int rank_;
+  const fs::path& out_dir_;
+  const std::function<bool(const std::string&)>& keep_;
+  std::string record_;  // the payload of the record frame being read
+  std::ofstream file_;  // the kept outputs frame being read
+};
+
+// Reads what the FIFO holds now into the parser; true at end-of-file. A broken stream is still read (the parser
+// ignores it), so its writer never blocks.
+bool drain(int fd, FrameParser& parser, std::vector<char>& buf) {
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n > 0) {
+      parser.feed(buf.data(), static_cast<size_t>(n));
+      continue;
+    }
+    return n == 0;
+  }
 }
 
 }  // namespace
@@ -39,10 +90,9 @@ SealWriter::~SealWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void SealWriter::send(const std::string& kind, const std::string& label, const std::string& payload) {
+void SealWriter::send(FrameKind kind, const std::string& label, const std::string& payload) {
   if (fd_ < 0) return;
-  std::string frame = std::string(kMagic) + " " + std::to_string(seq_++) + " " + kind + " " + label + " " +
-                      std::to_string(payload.size()) + "\n";
+  std::string frame = frame_header({seq_++, kind, label, payload.size()});
   for (const std::string* part : std::initializer_list<const std::string*>{&frame, &payload}) {
     size_t done = 0;
     while (done < part->size()) {
@@ -54,25 +104,16 @@ void SealWriter::send(const std::string& kind, const std::string& label, const s
   }
 }
 
-// One rank's stream, parsed incrementally: a header line, then a payload that goes to a file or nowhere.
+// One rank's FIFO and its parser.
 struct SealCollector::Stream {
+  Stream(SealedRank& out, int rank, const fs::path& out_dir, const std::function<bool(const std::string&)>& keep,
+         uint64_t max_bytes)
+      : out(out), rank(rank), store(out, rank, out_dir, keep), parser(store, max_bytes) {}
+  SealedRank& out;
+  int rank;
   int fd = -1;
-  int rank = 0;
-  bool eof = false;
-  std::string header;
-  uint64_t payload_left = 0;
-  bool in_payload = false;
-  std::string kind, label;
-  std::string record_buf;
-  std::ofstream file;
-  fs::path file_path;
-  uint64_t next_seq = 0;
-  SealedRank* out = nullptr;
-
-  void corrupt(const std::string& why) {
-    if (out->error.empty())
-      out->error = "rank " + std::to_string(rank) + ": " + why + " at byte " + std::to_string(out->bytes);
-  }
+  RankStore store;
+  FrameParser parser;
 };
 
 SealCollector::SealCollector(const fs::path& fifo_dir, const fs::path& out_dir, int world, uint64_t max_bytes,
@@ -85,9 +126,7 @@ SealCollector::SealCollector(const fs::path& fifo_dir, const fs::path& out_dir, 
     fs::remove(p);
     if (mkfifo(p.c_str(), 0622) != 0) throw Error(p.string() + ": mkfifo failed: " + std::strerror(errno));
     chmod(p.c_str(), 0622);  // the sandbox's uid must be able to open it for writing, whatever the umask
-    auto s = std::make_unique<Stream>();
-    s->rank = r;
-    s->out = &result_[r];
+    auto s = std::make_unique<Stream>(result_[r], r, out_dir_, keep_, max_bytes_);
     s->fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (s->fd < 0) throw Error(p.string() + ": cannot open: " + std::strerror(errno));
     // Captures of every timed call pass here (GBs per rank for large outputs): a 1 MiB pipe instead of the
@@ -101,112 +140,24 @@ SealCollector::SealCollector(const fs::path& fifo_dir, const fs::path& out_dir, 
 
 SealCollector::~SealCollector() { finish(); }
 
-void SealCollector::loop(Stream& stream) {
+void SealCollector::loop(Stream& s) {
   std::vector<char> buf(1 << 20);
-  auto complete = [](Stream& s) {
-    SealedRank& out = *s.out;
-    s.in_payload = false;
-    if (s.kind == "record") out.record = std::move(s.record_buf), s.record_buf.clear();
-    if (s.file.is_open()) {
-      s.file.close();
-      if (!s.file) s.corrupt("cannot store frame " + s.label);
-    }
-    if (s.kind == "outputs") out.outputs.push_back(s.label);
-  };
-  auto consume = [&](Stream& s, const char* p, size_t n) {
-    SealedRank& out = *s.out;
-    while (n > 0 && out.error.empty()) {
-      if (s.in_payload) {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(n, s.payload_left));
-        if (s.kind == "record")
-          s.record_buf.append(p, take);
-        else if (s.file.is_open())
-          s.file.write(p, static_cast<std::streamsize>(take));
-        p += take, n -= take, s.payload_left -= take, out.bytes += take;
-        if (s.payload_left == 0) complete(s);
-        continue;
-      }
-      if (out.ended) {
-        s.corrupt("data after the end frame");
-        break;
-      }
-      const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
-      size_t take = nl ? static_cast<size_t>(nl - p) + 1 : n;
-      s.header.append(p, take);
-      p += take, n -= take, out.bytes += take;
-      if (s.header.size() > kMaxHeader) {
-        s.corrupt("frame header too long");
-        break;
-      }
-      if (!nl) continue;
-      std::string h = s.header.substr(0, s.header.size() - 1);
-      s.header.clear();
-      char magic[16], kind[16], label[80];
-      unsigned long long seq = 0, bytes = 0;
-      if (std::sscanf(h.c_str(), "%15s %llu %15s %79s %llu", magic, &seq, kind, label, &bytes) != 5 ||
-          std::string(magic) != kMagic) {
-        s.corrupt("malformed frame header");
-        break;
-      }
-      if (seq != s.next_seq) {
-        s.corrupt("frame " + std::to_string(seq) + " where " + std::to_string(s.next_seq) + " was due");
-        break;
-      }
-      ++s.next_seq;
-      s.kind = kind;
-      s.label = label;
-      if (!label_ok(s.label) || (s.kind != "record" && s.kind != "outputs" && s.kind != "end")) {
-        s.corrupt("unknown frame '" + s.kind + " " + s.label + "'");
-        break;
-      }
-      if (s.kind == "end") {
-        out.ended = true;
-        if (bytes != 0) s.corrupt("end frame with a payload");
-        continue;
-      }
-      if (s.kind == "outputs") {
-        for (const auto& l : out.outputs)
-          if (l == s.label) s.corrupt("outputs '" + s.label + "' sent twice");
-        if (!out.error.empty()) break;
-        if (keep_(s.label)) {
-          std::error_code ec;  // every rank's thread creates the label's directory: no throwing here
-          fs::create_directories(out_dir_ / s.label, ec);
-          s.file_path = out_dir_ / s.label / ("rank" + std::to_string(s.rank) + ".safetensors");
-          s.file.open(s.file_path, std::ios::binary | std::ios::trunc);
-          if (!s.file.is_open()) {
-            s.corrupt("cannot store frame " + s.label + " in " + s.file_path.string());
-            break;
-          }
-        }
-      }
-      s.payload_left = bytes;
-      s.in_payload = true;
-      if (bytes == 0) complete(s);
-    }
-  };
-  auto drain = [&](Stream& s) {
-    for (;;) {
-      ssize_t n = ::read(s.fd, buf.data(), buf.size());
-      if (n > 0) {
-        if (s.out->bytes + static_cast<uint64_t>(n) > max_bytes_)
-          s.corrupt("more than " + std::to_string(max_bytes_) + " bytes");
-        if (s.out->error.empty()) consume(s, buf.data(), static_cast<size_t>(n));
-        continue;  // a corrupt stream is still read, so its writer never blocks
-      }
-      if (n == 0) s.eof = true;
-      return;
-    }
-  };
-  while (!stream.eof) {
+  bool eof = false;
+  while (!eof) {
     bool stopping = stop_.load();
-    pollfd fd{stream.fd, POLLIN, 0};
+    pollfd fd{s.fd, POLLIN, 0};
     int rc = ::poll(&fd, 1, stopping ? 0 : 50);
     if (rc < 0 && errno != EINTR) break;
-    drain(stream);
+    eof = drain(s.fd, s.parser, buf);
     if (stopping && rc <= 0) break;  // nothing more is coming: the job is over
   }
-  if (stream.in_payload || !stream.header.empty()) stream.corrupt("stream cut off inside a frame");
-  if (stream.file.is_open()) stream.file.close();
+  s.parser.finish();
+  s.store.close();
+  s.out.ended = s.parser.ended();
+  s.out.bytes = s.parser.bytes();
+  if (!s.parser.ok())
+    s.out.error = "rank " + std::to_string(s.rank) + ": " + s.parser.message() + " at byte " +
+                  std::to_string(s.parser.error_at());
 }
 
 const std::vector<SealedRank>& SealCollector::finish() {

@@ -5,8 +5,8 @@
 // scratch directory) changes what is judged. Frames are numbered: an extra frame written by candidate code breaks
 // the sequence and the stream is judged corrupt, never believed.
 //
-// Frame: "PKBSEAL1 <seq> <kind> <label> <bytes>\n" then <bytes> of payload. kind: record (a rank record, JSON),
-// outputs (a safetensors file's bytes; label trialT or copyK), end (nothing follows).
+// The frames' format and their parser: seal/frame.h. kind: record (a rank record, JSON), outputs (a safetensors
+// file's bytes; label trialT or copyK), end (nothing follows).
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "seal/frame.h"
+
 namespace pkb {
 
 class SealWriter {
@@ -27,7 +29,7 @@ class SealWriter {
   ~SealWriter();
   bool enabled() const { return fd_ >= 0; }
   // Throws pkb::Error if the frame cannot be written whole.
-  void send(const std::string& kind, const std::string& label, const std::string& payload);
+  void send(FrameKind kind, const std::string& label, const std::string& payload);
 
  private:
   int fd_ = -1;
@@ -40,12 +42,13 @@ struct SealedRank {
   bool ended = false;                // an end frame arrived
   std::string error;                 // why the stream is not believed ("" when it is whole)
   std::vector<std::string> outputs;  // labels of every outputs frame received (kept or dropped)
-  uint64_t bytes = 0;                // everything read
+  uint64_t bytes = 0;                // bytes parsed (after an error the FIFO is still read, never parsed)
 };
 
-// Driver side: creates fifo_dir/rankR for every rank and reads each on a thread of its own while the job runs. Outputs
-// frames whose label `keep` accepts are written to out_dir/<label>/rankR.safetensors; the others are read and
-// dropped. A rank that sends more than max_bytes is cut off (its stream is corrupt).
+// Driver side: creates fifo_dir/rankR for every rank and reads each on a thread of its own while the job runs, feeding
+// what it reads to the rank's FrameParser. Outputs frames whose label `keep` accepts are written to
+// out_dir/<label>/rankR.safetensors; the others are read and dropped. A rank that sends more than max_bytes is cut off
+// (its stream is corrupt).
 class SealCollector {
  public:
   SealCollector(const std::filesystem::path& fifo_dir, const std::filesystem::path& out_dir, int world,

@@ -272,7 +272,7 @@ class CandidateHost {
     for (const HostTensor& t : saved) views.push_back({t.name, t.dtype, t.shape, t.data.get(), t.bytes});
     std::string bytes = encode_safetensors(views);
     if (seal().enabled()) {
-      seal().send("outputs", label, bytes);
+      seal().send(FrameKind::outputs, label, bytes);
       return;
     }
     std::filesystem::create_directories(std::filesystem::path(o_.out_dir) / label);

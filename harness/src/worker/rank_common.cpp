@@ -47,7 +47,7 @@ SealWriter& seal() {
 void write_rank_record(const std::string& out_dir, int rank, const nlohmann::json& record) {
   std::string text = record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   if (seal().enabled()) {
-    seal().send("record", "record", text);  // the copy that is judged
+    seal().send(FrameKind::record, "record", text);  // the copy that is judged
     return;
   }
   std::filesystem::create_directories(out_dir);
@@ -246,7 +246,7 @@ int rank_main(int argc, char** argv, const RankPasses& passes) {
     if (int code = run_job(job, rank, world, passes)) return code;
   if (seal().enabled()) {
     try {
-      seal().send("end", "end", "");
+      seal().send(FrameKind::end, "end", "");
     } catch (const std::exception&) {
     }
   }
