@@ -24,6 +24,8 @@ struct ProcessOptions {
   // reaches) is then killed with the group: on the deadline, at the end, and by the termination handler. Killing
   // a namespace's init kills everything in the namespace.
   int info_fd = -1;
+  // {descriptor here, its number in the child}: open in the child (bwrap's --file and --ro-bind-data read them).
+  std::vector<std::pair<int, int>> pass_fds;
 };
 
 struct ProcessResult {
