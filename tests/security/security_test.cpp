@@ -13,8 +13,10 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "../unit/test_util.h"
@@ -122,17 +124,49 @@ int processes_with(const std::string& needle) {
   return n;
 }
 
-// Processes whose working directory lies under `dir` (those whose /proc entries this process may read).
-int processes_in(const fs::path& dir) {
-  int n = 0;
+// Every process now: its parent and its start time (fields 4 and 22 of /proc/PID/stat), so that one found again is
+// known to be the same process and not a new one given its number.
+struct Proc {
+  int parent;
+  std::string started;
+};
+std::map<int, Proc> process_table() {
+  std::map<int, Proc> table;
   std::error_code ec;
   for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    std::error_code link_ec;
-    fs::path cwd = fs::read_symlink(it->path() / "cwd", link_ec);
-    if (!link_ec && cwd.string().rfind(dir.string(), 0) == 0) ++n;
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    size_t paren = stat.rfind(')');  // the command's name may hold spaces and parentheses
+    if (paren == std::string::npos || paren + 2 > stat.size()) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
+    if (f.size() >= 20) table[std::stoi(name)] = {std::stoi(f[1]), f[19]};  // f[0] is the state
   }
+  return table;
+}
+
+// The processes descended from `root` now (pid -> start time). Inside a sandbox they have no host path in their
+// command lines or working directories to be found by.
+std::map<int, std::string> descendants(int root) {
+  std::map<int, Proc> table = process_table();
+  std::map<int, std::vector<int>> children;
+  for (const auto& [pid, p] : table) children[p.parent].push_back(pid);
+  std::map<int, std::string> out;
+  for (std::vector<int> todo = {root}; !todo.empty();) {
+    int p = todo.back();
+    todo.pop_back();
+    for (int c : children[p]) out[c] = table[c].started, todo.push_back(c);
+  }
+  return out;
+}
+
+// How many of `procs` (pid -> start time) still run.
+int still_running(const std::map<int, std::string>& procs) {
+  std::map<int, Proc> table = process_table();
+  int n = 0;
+  for (const auto& [pid, started] : procs) n += table.count(pid) && table[pid].started == started;
   return n;
 }
 
@@ -211,6 +245,30 @@ TEST(Security, EscapesReachNothing) {
   EXPECT_EQ(logs.find(secret), std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(processes_with(marker), 0) << "a process the candidate started outlived its evaluation";
+}
+
+// A kernel that prints where it runs (its environment, working directory, program, mounts, command line) and
+// crashes (issue 43): what a model is shown of the evaluation (prompt/feedback.cpp: the message, the failure with its
+// stderr tail, the compiler's log; an agent's evaluate tool gives the same) and every log of the candidate pass name
+// no host path of the run: not the run directory, not the candidate's folder (both in the test's directory), not the
+// cache.
+TEST(Security, NoHostPathOfTheRunReachesTheCandidate) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "host_paths"), tmp.path() / "eval", kSharedCache);
+  ASSERT_EQ(e.record.value("status", ""), "crash") << e.out << e.err;
+  std::string seen = e.record.value("message", "") + "\n" + e.record.value("failure", json()).dump() + "\n" +
+                     e.record.value("compile", json::object()).value("log", "");
+  std::string logs;
+  for (const auto& f : fs::recursive_directory_iterator(tmp.path() / "eval"))
+    if (f.is_regular_file() && (f.path().extension() == ".stderr" || f.path().extension() == ".stdout"))
+      logs += pkb::read_text_file(f.path());
+  ASSERT_NE(logs.find("mountinfo: "), std::string::npos) << "the candidate's printout should be in its logs:\n" << logs;
+  EXPECT_NE(logs.find("HOME=/pkb/work"), std::string::npos) << logs;
+  EXPECT_NE(seen.find("cwd=/pkb/work"), std::string::npos) << "the stderr tail should end with the printout: " << seen;
+  for (const std::string host : {tmp.path().string(), fs::path(kSharedCache).string()}) {
+    EXPECT_EQ(seen.find(host), std::string::npos) << host << " in what a model sees:\n" << seen;
+    EXPECT_EQ(logs.find(host), std::string::npos) << host << " in the candidate pass's logs:\n" << logs;
+  }
 }
 
 TEST(Security, CannotReadOrPoisonTheReferenceCache) {
@@ -387,18 +445,21 @@ void kill_pkb_mid_evaluation(int sig) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(tmp.path() / "eval", ec), end; !ec && it != end && !started;
          it.increment(ec))
-      started = it->path().filename() == "spinning";
+      started =
+          it->path().extension() == ".stderr" && pkb::read_text_file(it->path()).find("spinning") != std::string::npos;
   }
   ASSERT_TRUE(started) << "the candidate never started spinning";
+  // The evaluation's processes: bwrap, mpirun, the ranks, the candidate's own processes and whatever they started.
+  std::map<int, std::string> evaluation = descendants(pid);
+  EXPECT_GE(evaluation.size(), 4u) << "the sandbox's processes were not found: the test would prove nothing";
   kill(pid, sig);
   waitpid(pid, nullptr, 0);
   int left = 1;
   for (int i = 0; i < 50 && left; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    // Daemons (if any got out), the compiler, mpirun and the ranks (their command lines name the test's directory),
-    // and the candidate's own process (its working directory is there).
+    // Daemons (if any got out, found by the marker on their command lines), and every process of the evaluation.
     left = processes_with(marker) + processes_with(src.string()) + processes_with(tmp.path().string()) +
-           processes_in(tmp.path());
+           still_running(evaluation);
   }
   EXPECT_EQ(left, 0) << "processes of the evaluation killed by signal " << sig << " are still running";
 }
