@@ -7,6 +7,7 @@ pkb=$1 cache=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export TMPDIR=$tmp  # pkb's temporary files (a killed pkb leaves its sandbox's seal directory) go with it
 fixture() {  # a CPU fixture with its header inlined: candidates are copied into a folder without fixture.h
   sed -e "/#include \"fixture.h\"/r $root/tests/fixtures/cpu/fixture.h" -e '/#include "fixture.h"/d' \
     "$root/tests/fixtures/cpu/$1.cpp"

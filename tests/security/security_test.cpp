@@ -420,6 +420,33 @@ TEST(Security, DamagedCachesAreRebuilt) {
   EXPECT_FALSE(fs::exists(ref.string() + ".work-999999-0"));
 }
 
+// `pkb eval` of `src` started in the background (its output discarded), with pkb's temporary files in `tmp`: the
+// seal's directory, which a killed pkb leaves behind, goes with it.
+pid_t start_eval(const fs::path& tmp, const fs::path& src) {
+  std::vector<std::string> env = {"TMPDIR=" + tmp.string()};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("TMPDIR=", 0) != 0) env.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {
+      PKB_BINARY, "eval", src.string(), "--out", (tmp / "eval").string(), "--cache", (tmp / "cache").string()};
+  for (const char* a : {"--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64", "--param", "N=48",
+                        "--trials", "1", "--timeout", "120"})
+    args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1), dup2(null_fd, 2);
+    execve(PKB_BINARY, argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // pkb killed (SIGTERM, as Slurm cancels a job, or SIGKILL) while its candidate spins inside the sandbox and has
 // started daemons there: nothing survives.
 void kill_pkb_mid_evaluation(int sig) {
@@ -430,15 +457,7 @@ void kill_pkb_mid_evaluation(int sig) {
   std::string macros = "#define PKB_TARGET_DIR \"" + target.string() + "\"\n#define PKB_PORT 9\n#define PKB_MARKER \"" +
                        marker + "\"\n#define PKB_SPIN 1\n";
   fs::path src = stage(tmp.path() / "cand", "escape", macros);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_WRONLY);
-    dup2(null_fd, 1), dup2(null_fd, 2);
-    execl(PKB_BINARY, PKB_BINARY, "eval", src.c_str(), "--problem", "1", "-w", "2", "--device", "cpu", "--param",
-          "M=64", "--param", "N=48", "--trials", "1", "--timeout", "120", "--out", (tmp.path() / "eval").c_str(),
-          "--cache", (tmp.path() / "cache").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = start_eval(tmp.path(), src);
   bool started = false;
   for (int i = 0; i < 600 && !started; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
