@@ -378,8 +378,10 @@ TEST(Agent, KilledAtRandomMomentsLeavesNothing) {
   for (size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "--cache") args[i + 1] = (tmp.path() / "cache").string();
   const unsigned seed = std::random_device{}();
-  auto left = test::leftovers_after_random_kills(PKB_BINARY, args, env_for("openai", server.url()), tmp.path(), 10, 8.0,
-                                                 seed, [&] { fs::remove_all(tmp.path() / "run"); });
+  auto env = env_for("openai", server.url());
+  env["TMPDIR"] = tmp.path().string();  // where a killed pkb's seal directory is left
+  auto left = test::leftovers_after_random_kills(PKB_BINARY, args, env, 10, 8.0, seed,
+                                                 [&] { fs::remove_all(tmp.path() / "run"); });
   for (size_t i = 0; i < left.size(); ++i) EXPECT_EQ(left[i], 0) << "kill " << i << " (seed " << seed << ")";
 }
 

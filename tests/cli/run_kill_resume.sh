@@ -7,6 +7,7 @@ pkb=$1 cache=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export TMPDIR=$tmp  # pkb's temporary files (a killed pkb leaves its sandbox's seal directory) go with it
 fixture() {  # a CPU fixture with its header inlined: candidates are copied into a folder without fixture.h
   sed -e "/#include \"fixture.h\"/r $root/tests/fixtures/cpu/fixture.h" -e '/#include "fixture.h"/d' \
     "$root/tests/fixtures/cpu/$1.cpp"
@@ -28,15 +29,21 @@ for _ in $(seq 1200); do  # until the first record lands; the spinning sample th
 done
 [ -s "$run/results.jsonl" ] || { echo "FAIL: no record within 120 s"; cat "$tmp/first.err"; exit 1; }
 sleep 1
+# The run's processes (mpirun and the ranks in their sandbox, whose command lines hold no host path to find them by),
+# each with its start time, so that a number given to a new process later is not taken for one of them.
+start_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c $(start_of "$c")"; descendants "$c"; done; }
+alive() { local p s; while read -r p s; do [ -n "$p" ] && [ "$(start_of "$p")" = "$s" ] && echo "$p"; done <<<"$run_procs"; }
+run_procs=$(descendants "$pid")
 kill -INT "$pid"
 rc=0; wait "$pid" || rc=$?
-echo "first invocation interrupted (exit $rc) after $(wc -l <"$run/results.jsonl") record(s)"
+echo "first invocation interrupted (exit $rc) after $(wc -l <"$run/results.jsonl") record(s), $(wc -l <<<"$run_procs") processes below it"
 [ "$rc" -ne 0 ] || { echo "FAIL: the run finished before it was interrupted; the test proves nothing"; exit 1; }
 for _ in $(seq 100); do  # SIGKILLed ranks take a moment to be reaped
-  pgrep -f "pkb-(rank|candidate).*$run" >/dev/null || break
+  [ -z "$(alive)" ] && break
   sleep 0.1
 done
-if pgrep -f "pkb-(rank|candidate).*$run" >/dev/null; then echo "FAIL: ranks survived the interrupted run"; exit 1; fi
+[ -z "$(alive)" ] || { echo "FAIL: processes of the interrupted run survived: $(alive)"; exit 1; }
 
 "$pkb" "${args[@]}" >"$tmp/second.out" 2>"$tmp/second.err" || { echo "FAIL: resumed run failed"; cat "$tmp/second.err"; exit 1; }
 grep -q "resuming: [12] of 3 samples already recorded" "$tmp/second.err" ||

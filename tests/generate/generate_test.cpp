@@ -265,6 +265,30 @@ TEST(Generate, StreamsByDefaultRetriesAStalledStreamAndNoStreamBuffers) {
   EXPECT_EQ(json::parse(slurp(out2 / "generation.json"))["stream"], false);
 }
 
+// A stream that ends without an answer (a role chunk, then [DONE]: no content, no finish_reason) is the server's
+// fault (issue 43): asked again, the sample gets the answer that follows, and the cache holds that answer, so a rerun
+// sends nothing.
+TEST(Generate, AStreamWithoutAnAnswerIsAskedAgainNotRecordedAsNoCode) {
+  std::vector<std::string> events = testing::chat_stream_events(kAnswer);
+  LoopbackServer server;
+  server.push(testing::sse_response({events.front(), events.back()}));
+  server.push(testing::sse_response(events));
+  TempDir tmp;
+  fs::path out = tmp.path() / "gen";
+  CliRun run = pkb_cli(generate_args(server, out, "1", 1));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(server.request_count(), 2);
+  auto recs = records(out);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["status"], "ok") << recs[0].dump();
+  EXPECT_EQ(recs[0]["attempts"], 2);
+  EXPECT_EQ(slurp(out / recs[0]["candidate"].get<std::string>()), kKernel);
+  CliRun again = pkb_cli(generate_args(server, out, "1", 1));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server.request_count(), 2) << "the answer was not the one cached";
+  EXPECT_EQ(records(out)[0]["status"], "ok");
+}
+
 // A repository root holding copies of some shipped problems (PKB_ROOT), for the offline models.
 fs::path toy_root(const fs::path& dir, const std::vector<std::string>& problem_folders) {
   fs::create_directories(dir / "problems");

@@ -13,8 +13,10 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "../unit/leftovers.h"
@@ -107,6 +109,52 @@ std::map<std::string, std::string> digests(const fs::path& dir) {
 using pkb::test::processes_in;
 using pkb::test::processes_with;
 
+// Every process now: its parent and its start time (fields 4 and 22 of /proc/PID/stat), so that one found again is
+// known to be the same process and not a new one given its number.
+struct Proc {
+  int parent;
+  std::string started;
+};
+std::map<int, Proc> process_table() {
+  std::map<int, Proc> table;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    size_t paren = stat.rfind(')');  // the command's name may hold spaces and parentheses
+    if (paren == std::string::npos || paren + 2 > stat.size()) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
+    if (f.size() >= 20) table[std::stoi(name)] = {std::stoi(f[1]), f[19]};  // f[0] is the state
+  }
+  return table;
+}
+
+// The processes descended from `root` now (pid -> start time). Inside a sandbox they have no host path in their
+// command lines or working directories to be found by.
+std::map<int, std::string> descendants(int root) {
+  std::map<int, Proc> table = process_table();
+  std::map<int, std::vector<int>> children;
+  for (const auto& [pid, p] : table) children[p.parent].push_back(pid);
+  std::map<int, std::string> out;
+  for (std::vector<int> todo = {root}; !todo.empty();) {
+    int p = todo.back();
+    todo.pop_back();
+    for (int c : children[p]) out[c] = table[c].started, todo.push_back(c);
+  }
+  return out;
+}
+
+// How many of `procs` (pid -> start time) still run.
+int still_running(const std::map<int, std::string>& procs) {
+  std::map<int, Proc> table = process_table();
+  int n = 0;
+  for (const auto& [pid, started] : procs) n += table.count(pid) && table[pid].started == started;
+  return n;
+}
+
 // A TCP listener on the host's loopback that counts the connections it accepts.
 class Listener {
  public:
@@ -182,6 +230,30 @@ TEST(Security, EscapesReachNothing) {
   EXPECT_EQ(logs.find(secret), std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(processes_with(marker), 0) << "a process the candidate started outlived its evaluation";
+}
+
+// A kernel that prints where it runs (its environment, working directory, program, mounts, command line) and
+// crashes (issue 43): what a model is shown of the evaluation (prompt/feedback.cpp: the message, the failure with its
+// stderr tail, the compiler's log; an agent's evaluate tool gives the same) and every log of the candidate pass name
+// no host path of the run: not the run directory, not the candidate's folder (both in the test's directory), not the
+// cache.
+TEST(Security, NoHostPathOfTheRunReachesTheCandidate) {
+  pkb::test::TempDir tmp;
+  auto e = eval(stage(tmp.path() / "cand", "host_paths"), tmp.path() / "eval", kSharedCache);
+  ASSERT_EQ(e.record.value("status", ""), "crash") << e.out << e.err;
+  std::string seen = e.record.value("message", "") + "\n" + e.record.value("failure", json()).dump() + "\n" +
+                     e.record.value("compile", json::object()).value("log", "");
+  std::string logs;
+  for (const auto& f : fs::recursive_directory_iterator(tmp.path() / "eval"))
+    if (f.is_regular_file() && (f.path().extension() == ".stderr" || f.path().extension() == ".stdout"))
+      logs += pkb::read_text_file(f.path());
+  ASSERT_NE(logs.find("mountinfo: "), std::string::npos) << "the candidate's printout should be in its logs:\n" << logs;
+  EXPECT_NE(logs.find("HOME=/pkb/work"), std::string::npos) << logs;
+  EXPECT_NE(seen.find("cwd=/pkb/work"), std::string::npos) << "the stderr tail should end with the printout: " << seen;
+  for (const std::string host : {tmp.path().string(), fs::path(kSharedCache).string()}) {
+    EXPECT_EQ(seen.find(host), std::string::npos) << host << " in what a model sees:\n" << seen;
+    EXPECT_EQ(logs.find(host), std::string::npos) << host << " in the candidate pass's logs:\n" << logs;
+  }
 }
 
 TEST(Security, CannotReadOrPoisonTheReferenceCache) {
@@ -364,6 +436,33 @@ TEST(Security, HiddenPathsCannotBeWatched) {
   EXPECT_NE(logs_of(e, tmp.path() / "eval").find("hidden paths watched: 0"), std::string::npos);
 }
 
+// `pkb eval` of `src` started in the background (its output discarded), with pkb's temporary files in `tmp`: the
+// seal's directory, which a killed pkb leaves behind, goes with it.
+pid_t start_eval(const fs::path& tmp, const fs::path& src) {
+  std::vector<std::string> env = {"TMPDIR=" + tmp.string()};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("TMPDIR=", 0) != 0) env.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {
+      PKB_BINARY, "eval", src.string(), "--out", (tmp / "eval").string(), "--cache", (tmp / "cache").string()};
+  for (const char* a : {"--problem", "1", "-w", "2", "--device", "cpu", "--param", "M=64", "--param", "N=48",
+                        "--trials", "1", "--timeout", "120"})
+    args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1), dup2(null_fd, 2);
+    execve(PKB_BINARY, argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // pkb killed (SIGTERM, as Slurm cancels a job, or SIGKILL) while its candidate spins inside the sandbox and has
 // started daemons there: nothing survives.
 void kill_pkb_mid_evaluation(int sig) {
@@ -374,33 +473,28 @@ void kill_pkb_mid_evaluation(int sig) {
   std::string macros = "#define PKB_TARGET_DIR \"" + target.string() + "\"\n#define PKB_PORT 9\n#define PKB_MARKER \"" +
                        marker + "\"\n#define PKB_SPIN 1\n";
   fs::path src = stage(tmp.path() / "cand", "escape", macros);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_WRONLY);
-    dup2(null_fd, 1), dup2(null_fd, 2);
-    execl(PKB_BINARY, PKB_BINARY, "eval", src.c_str(), "--problem", "1", "-w", "2", "--device", "cpu", "--param",
-          "M=64", "--param", "N=48", "--trials", "1", "--timeout", "120", "--out", (tmp.path() / "eval").c_str(),
-          "--cache", (tmp.path() / "cache").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = start_eval(tmp.path(), src);
   bool started = false;
   for (int i = 0; i < 600 && !started; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::error_code ec;
     for (fs::recursive_directory_iterator it(tmp.path() / "eval", ec), end; !ec && it != end && !started;
          it.increment(ec))
-      started = it->path().filename() == "spinning";
+      started =
+          it->path().extension() == ".stderr" && pkb::read_text_file(it->path()).find("spinning") != std::string::npos;
   }
   ASSERT_TRUE(started) << "the candidate never started spinning";
+  // The evaluation's processes: bwrap, mpirun, the ranks, the candidate's own processes and whatever they started.
+  std::map<int, std::string> evaluation = descendants(pid);
+  EXPECT_GE(evaluation.size(), 4u) << "the sandbox's processes were not found: the test would prove nothing";
   kill(pid, sig);
   waitpid(pid, nullptr, 0);
   int left = 1;
   for (int i = 0; i < 50 && left; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    // Daemons (if any got out), the compiler, mpirun and the ranks (their command lines name the test's directory),
-    // and the candidate's own process (its working directory is there).
+    // Daemons (if any got out, found by the marker on their command lines), and every process of the evaluation.
     left = processes_with(marker) + processes_with(src.string()) + processes_with(tmp.path().string()) +
-           processes_in(tmp.path());
+           still_running(evaluation);
   }
   EXPECT_EQ(left, 0) << "processes of the evaluation killed by signal " << sig << " are still running";
 }
@@ -426,7 +520,7 @@ TEST(Security, KilledAtRandomMomentsPkbEvalLeavesNothing) {
                                    "--cache",   (tmp.path() / "cache").string()};
   args.insert(args.end(), pkb::test::kShortTiming.begin(), pkb::test::kShortTiming.end());
   const unsigned seed = std::random_device{}();
-  auto left = pkb::test::leftovers_after_random_kills(PKB_BINARY, args, {}, tmp.path(), 10, 6.0, seed,
+  auto left = pkb::test::leftovers_after_random_kills(PKB_BINARY, args, {{"TMPDIR", tmp.path().string()}}, 10, 6.0, seed,
                                                       [&] { fs::remove_all(tmp.path() / "eval"); });
   for (size_t i = 0; i < left.size(); ++i) EXPECT_EQ(left[i], 0) << "kill " << i << " (seed " << seed << ")";
 }

@@ -64,8 +64,12 @@ CU
 args=(--model "replay:$tmp/replay" --problems 1 --samples 4 --device cpu -w 2 --param M=64 --param N=48
       --trials 1 --warmup 1 --iters 3 --timeout 30 --cache "$tmp/cache")  # its own cache: the references must be computed, as srun steps
 
+# pkb's temporary files in the test's directory: a sandbox's command line (bwrap's, also its namespace init's) names
+# its seal directory there, so that what one leaves behind is found by the path (its ranks have none of the host's).
+mkdir -p "$tmp/tmp"
+export TMPDIR=$tmp/tmp
 job=$(sbatch --parsable --array=0-1 --gpus-per-node=0 --cpus-per-task=1 --chdir="$root" \
-        --output="$tmp/out/pkb-%A_%a.out" --export="ALL,PKB_BINARY=$pkb,PKB_LAUNCHER=srun" \
+        --output="$tmp/out/pkb-%A_%a.out" --export="ALL,PKB_BINARY=$pkb,PKB_LAUNCHER=srun,TMPDIR=$TMPDIR" \
         "$root/scripts/slurm/pkb-array.sbatch" "${args[@]}" --out "$tmp/sharded")
 echo "submitted array job $job"
 shard1=$tmp/sharded/shard-1-of-2
@@ -96,14 +100,16 @@ steps=$(grep -c "launch task StepId=[0-9]*\.[0-9]" "$cluster/slurmd.log" || true
 echo "job steps launched by srun: $steps"
 # The unsharded run, afterwards (not beside the shards: 2 cores, and a correct kernel must not miss its deadline).
 "$pkb" run "${args[@]}" --out "$tmp/unsharded" >"$tmp/unsharded.log" 2>&1 || { cat "$tmp/unsharded.log"; fail "the unsharded run failed"; }
-for _ in $(seq 50); do pgrep -f "pkb-(rank|candidate).*$tmp" >/dev/null || break; sleep 0.1; done  # SIGKILLed ranks: reaped
 # When Slurm kills a task mid-evaluation (requeue, cancel) nothing of it may survive: the candidate's sandbox is a
 # session of its own (out of reach of process-group kills, and of proctrack/linuxproc once its bwrap dies), so
-# pkb's SIGTERM handler kills each sandbox's namespace init, which bwrap reported (launch/process.h info_fd).
-leaked() { pgrep -f "pkb-(rank|candidate).*$tmp" >/dev/null; }
-if leaked; then
-  ps -o pid,ppid,pgid,sid,stat,etimes,args -p "$(pgrep -d, -f "pkb-(rank|candidate).*$tmp")" | cut -c1-150
-  fail "ranks of the requeued task outlived it"
+# pkb's SIGTERM handler kills each sandbox's namespace init, which bwrap reported (launch/process.h info_fd). No
+# process of a sandbox outlives that init (a bwrap naming the test's TMPDIR); the reference passes' ranks name the
+# test's directory themselves.
+leftovers() { { pgrep -f "^bwrap .*$tmp"; pgrep -f "pkb-(rank|candidate).*$tmp"; } | paste -sd, -; }
+for _ in $(seq 50); do [ -z "$(leftovers)" ] && break; sleep 0.1; done  # SIGKILLed ranks: reaped
+if [ -n "$(leftovers)" ]; then
+  ps -o pid,ppid,pgid,sid,stat,etimes,args -p "$(leftovers)" | cut -c1-150
+  fail "ranks or sandboxes of the requeued task outlived it"
 fi
 
 "$pkb" report "$tmp/sharded" 2>"$tmp/report.err" || { cat "$tmp/report.err"; fail "pkb report over the shards"; }

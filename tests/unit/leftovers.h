@@ -3,12 +3,15 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -50,10 +53,31 @@ inline int processes_in(const std::filesystem::path& dir) {
   return n;
 }
 
-// Every process of a run whose files (out dir, cache, sources) all lie under `dir`: its command line names them or
-// it works there.
-inline int processes_of_run(const std::filesystem::path& dir) {
-  return processes_with(dir.string()) + processes_in(dir);
+// Processes descended from this one that still run (zombies of its own children reaped first). With this process a
+// child subreaper, whatever a killed child leaves is re-parented here, so this counts everything it left.
+inline int live_descendants() {
+  while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+  }
+  std::map<int, std::vector<int>> children;
+  std::map<int, char> state;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    size_t paren = stat.rfind(')');  // "pid (comm) state ppid ...": the name may hold anything
+    if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
+    state[std::stoi(name)] = stat[paren + 2];
+    children[std::atoi(stat.c_str() + paren + 4)].push_back(std::stoi(name));
+  }
+  int alive = 0;
+  for (std::vector<int> todo = {getpid()}; !todo.empty();) {
+    int p = todo.back();
+    todo.pop_back();
+    for (int c : children[p]) alive += state[c] != 'Z', todo.push_back(c);
+  }
+  return alive;
 }
 
 // Starts `program args` (env added) as a child of its own, without a terminal or output.
@@ -72,12 +96,15 @@ inline pid_t start_detached(const std::string& program, const std::vector<std::s
 }
 
 // Runs `program args` `times` times, each killed by SIGKILL (pkb alone, not its group) after a random delay in
-// [0, max_delay_s): returns, per kill, how many processes of the run (processes_of_run(dir)) were left 5 s later.
-// `fresh_start` runs before each start (removing what a resumed run would skip).
+// [0, max_delay_s): returns, per kill, how many processes it left were still running 5 s later. This process becomes
+// a child subreaper for it: everything the killed program started is re-parented here, sandboxed or not, whatever
+// its command line or working directory (live_descendants). `fresh_start` runs before each start (removing what a
+// resumed run would skip).
 inline std::vector<int> leftovers_after_random_kills(const std::string& program, const std::vector<std::string>& args,
-                                                     const std::map<std::string, std::string>& env,
-                                                     const std::filesystem::path& dir, int times, double max_delay_s,
-                                                     unsigned seed, const std::function<void()>& fresh_start) {
+                                                     const std::map<std::string, std::string>& env, int times,
+                                                     double max_delay_s, unsigned seed,
+                                                     const std::function<void()>& fresh_start) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> delay(0, max_delay_s);
   std::vector<int> left;
@@ -87,10 +114,10 @@ inline std::vector<int> leftovers_after_random_kills(const std::string& program,
     std::this_thread::sleep_for(std::chrono::duration<double>(delay(rng)));
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    int n = processes_of_run(dir);
+    int n = live_descendants();
     for (int tick = 0; tick < 50 && n > 0; ++tick) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      n = processes_of_run(dir);
+      n = live_descendants();
     }
     left.push_back(n);
   }

@@ -43,6 +43,27 @@ TEST(Process, ExitCodeAndOutputTails) {
   EXPECT_EQ(r.summary(), "exit 3");
 }
 
+// Descriptors handed to the child by number (bwrap's --file reads them), also where each source holds the other's
+// target number: swapped, neither overwrites the other.
+TEST(Process, PassedDescriptorsReachTheChildByNumber) {
+  pkb::test::TempDir tmp;
+  auto file_at = [&](const std::string& name, int fd) {
+    pkb::test::write_file(tmp.path() / name, name);
+    int opened = ::open((tmp.path() / name).c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_EQ(dup3(opened, fd, O_CLOEXEC), fd);
+    ::close(opened);
+  };
+  file_at("first", 8);
+  file_at("second", 9);
+  pkb::ProcessOptions o;
+  o.stdout_path = tmp.path() / "out";
+  o.pass_fds = {{8, 9}, {9, 8}};
+  auto r = pkb::run_process({"sh", "-c", "cat <&9; echo; cat <&8"}, o);
+  ::close(8), ::close(9);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.stdout_tail, "first\nsecond");
+}
+
 TEST(Process, DeadlineKillsTheWholeProcessGroup) {
   pkb::test::TempDir tmp;
   pkb::ProcessOptions o;

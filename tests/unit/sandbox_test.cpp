@@ -40,14 +40,15 @@ TEST_F(Sandbox, SeesOnlyItsScratchAndTheSystem) {
   pkb::test::TempDir scratch, outside;
   pkb::test::write_file(outside.path() / "secret", "top secret");
   pkb::Sandbox box;
-  box.writable = {scratch.path()};
-  auto in = run_inside(box, "echo hi > " + scratch.path().string() + "/ok; echo x > " + outside.path().string() +
-                                "/leak; cat " + outside.path().string() +
+  box.work = scratch.path();
+  auto in = run_inside(box, "echo hi > /pkb/work/ok; echo x > " + outside.path().string() + "/leak; echo x > " +
+                                scratch.path().string() + "/at-its-host-path; cat " + outside.path().string() +
                                 "/secret; ls /root /work 2>&1; "
                                 "echo x > /usr/leak; id -u; test -e /etc/shadow && echo SHADOW; exit 0");
   EXPECT_TRUE(in.result.ok()) << in.out;
   EXPECT_EQ(pkb::read_text_file(scratch.path() / "ok"), "hi\n");
   EXPECT_FALSE(fs::exists(outside.path() / "leak"));
+  EXPECT_FALSE(fs::exists(scratch.path() / "at-its-host-path")) << "the scratch is bound at /pkb/work only";
   EXPECT_FALSE(fs::exists("/usr/leak"));
   EXPECT_EQ(in.out.find("top secret"), std::string::npos) << in.out;
   EXPECT_EQ(in.out.find("SHADOW"), std::string::npos) << in.out;
@@ -69,11 +70,31 @@ TEST_F(Sandbox, HasNoEnvironmentNetworkOrStdinOfItsCaller) {
 TEST_F(Sandbox, FileSizeLimitCapsOutput) {
   pkb::test::TempDir scratch;
   pkb::Sandbox box;
-  box.writable = {scratch.path()};
+  box.work = scratch.path();
   pkb::SandboxLimits limits;
   limits.file_size = 1 << 16;
-  auto in = run_inside(box, "head -c 1000000 /dev/zero > " + scratch.path().string() + "/big; exit 0", limits);
+  auto in = run_inside(box, "head -c 1000000 /dev/zero > big; exit 0", limits);
   EXPECT_EQ(fs::file_size(scratch.path() / "big"), 1u << 16);
+}
+
+// Inside, the sandbox's own paths are fixed names: its working directory, HOME and PWD are /pkb/work (a private tmpfs
+// here), and files handed in are copies, so that nothing a process inside can read names where they come from on the
+// host (bound directories would show their host paths in /proc/self/mountinfo).
+TEST_F(Sandbox, ItsPathsAreNeutralAndItsFilesAreCopies) {
+  pkb::test::TempDir host;
+  pkb::Sandbox box;
+  box.files = {{"/pkb/spec.json", "{\"spec\": 1}"}, {pkb::kSandboxWork / "plan.json", "the plan", false}};
+  auto in = run_inside(box,
+                       "echo HOME=$HOME PWD=$PWD TMPDIR=$TMPDIR; echo cwd=$(pwd); cat /pkb/spec.json; echo; "
+                       "cat plan.json; echo; rm plan.json && echo plan-deleted; echo x > /pkb/spec.json || "
+                       "echo spec-read-only; echo y > mine && echo wrote-work; cat /proc/self/mountinfo; exit 0");
+  EXPECT_TRUE(in.result.ok()) << in.out;
+  EXPECT_NE(in.out.find("HOME=/pkb/work PWD=/pkb/work TMPDIR=/tmp"), std::string::npos) << in.out;
+  EXPECT_NE(in.out.find("cwd=/pkb/work"), std::string::npos) << in.out;
+  EXPECT_NE(in.out.find("{\"spec\": 1}\nthe plan\nplan-deleted\nspec-read-only\nwrote-work"), std::string::npos)
+      << in.out;
+  EXPECT_EQ(in.out.find(host.path().parent_path().string() + "/pkb-"), std::string::npos)
+      << "a host path of the temporary directory inside: " << in.out;
 }
 
 TEST_F(Sandbox, ItsProcessesDieWithIt) {

@@ -321,7 +321,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
     // The compiler reads untrusted source: it sees the system, pkb's headers and its own directory only
     // (an #include of a secret finds nothing), with no network and no environment of the driver.
     box.read_only = {o.include_dir};
-    box.writable = {work};
+    box.work = work;  // at /pkb/work: the compiler is given relative paths
     box.env = {{"CUDA_HOME", "/usr/local/cuda"}};
     apply_limits(po, {size_t{32} << 30, size_t{1} << 30, o.timeout_s + 5, 512});
   }

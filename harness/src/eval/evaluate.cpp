@@ -6,8 +6,12 @@
 #include "eval/evaluate.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -224,74 +228,84 @@ struct CandidateRun {
   json sandbox;
 };
 
-CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
-                           const fs::path& cand_dir, const json& ref_record, const std::vector<CheckedCall>& calls) {
-  // cand_dir (the driver's): logs, sealed/ (what was received), fifo/; only scratch/ is writable inside.
-  std::error_code ec;
-  fs::remove_all(cand_dir, ec);
-  fs::path scratch = cand_dir / "scratch", fifo = cand_dir / "fifo", sealed = cand_dir / "sealed";
-  fs::create_directories(scratch);
-  std::set<std::string> keep;
-  for (const auto& c : calls) keep.insert(c.label);
-  int copies = ref_record.value("candidate_input_copies", 0);
-  size_t out_bytes = heap_copy_bytes(spec, run, false);  // a capture's bytes, at most
-  uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
+// A directory of the driver's, empty, of a neutral name in the system's temporary directory ("pkb-seal-XXXXXX"),
+// removed with this: what is bound into a sandbox from the host shows its host path there (/proc/self/mountinfo), and
+// must not be the run directory's.
+class NeutralDir {
+ public:
+  explicit NeutralDir(const std::string& prefix) {
+    std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data())) throw Error(tmpl + ": mkdtemp: " + std::strerror(errno));
+    path_ = tmpl;
+  }
+  ~NeutralDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  NeutralDir(const NeutralDir&) = delete;
+  NeutralDir& operator=(const NeutralDir&) = delete;
+  const fs::path& path() const { return path_; }
 
-  CandidateRun res;
-  SealCollector collector(fifo, sealed, o.world, max_stream,
-                          [&keep](const std::string& l) { return keep.count(l) > 0; });
-  bool boxed = o.sandbox;
-  fs::path problem_dir = boxed ? fs::path("/pkb/problems") / spec.folder() : spec.dir;
-  fs::path seal_dir = boxed ? fs::path("/pkb/seal") : fifo;
-  fs::path lib = boxed ? fs::path("/pkb/candidate.so") : fs::absolute(library);
-  WorkerOptions w = worker_options(spec, o, scratch);
-  w.problem_dir = problem_dir.string();
+ private:
+  fs::path path_;
+};
+
+// Where the candidate pass's ranks find the problem, the library, the seal and their working directory: in the sandbox
+// fixed /pkb names, without one the driver's own paths.
+struct PassPaths {
+  fs::path problem_dir, library, seal_dir, out_dir;
+};
+
+// The rank programs' options for the candidate pass.
+WorkerOptions candidate_worker_options(const ProblemSpec& spec, const EvalOptions& o, const PassPaths& inside,
+                                       const json& ref_record, const std::vector<CheckedCall>& calls) {
+  WorkerOptions w = worker_options(spec, o, inside.out_dir);
+  w.problem_dir = inside.problem_dir.string();
   w.trials = trial_range(0, o.trials - 1);
   w.post_trial = o.trials;
-  w.candidate = lib.string();
-  w.seal_dir = seal_dir.string();
+  w.candidate = inside.library.string();
+  w.seal_dir = inside.seal_dir.string();
+  int copies = ref_record.value("candidate_input_copies", 0);
   if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
   w.heap_mib = o.heap_mib;
   w.draw_copies = o.draw_copies;
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
   // it hides them itself. (In the sandbox neither is there at all.)
-  if (!boxed) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
+  if (!o.sandbox) w.runner_hidden = {fs::absolute(o.cache_dir).string(), fs::absolute(o.out_dir).string()};
   // In a runner the candidate cannot read the monitor, which may then know which copies are checked and capture only
   // those (in process every copy's capture crosses, so that the candidate sharing the process learns nothing).
   if (o.uses_runner())
     for (const auto& c : calls)
       if (c.copy >= 0) w.captured_copies.push_back(c.copy);
+  return w;
+}
 
-  // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
-  // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
-  fs::path plan = scratch / "plan.json";
-  write_file_atomically(plan, json(to_args(w)).dump());
-  RankJob job = rank_job(o, {"--plan", plan.string()}, cand_dir, "candidate", o.timeout_s);
-  // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
-  job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
+// The sandbox of a candidate pass and its limits. Every path inside is a fixed name: the problem's spec, the library
+// and the plan are copies bwrap writes in, the working directory (HOME) is a private tmpfs, and only the seal's FIFOs
+// are bound, from a directory of neutral name. So nothing the candidate can read (its environment, its directory,
+// /proc/self/mountinfo, a peer's command line) names the run directory, the cache or the user's files.
+Sandbox candidate_sandbox(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
+                          const fs::path& fifo, const PassPaths& inside, const std::string& plan, RankJob& job) {
   Sandbox box;
-  if (boxed) {
-    box.gpu = o.device == DeviceKind::cuda;
-    box.read_only_at = {
-        {spec.dir / "problem.json", problem_dir / "problem.json"}, {fs::absolute(library), lib}, {fifo, seal_dir}};
-    box.writable = {scratch};
-    size_t in_bytes = heap_copy_bytes(spec, run, true);  // the largest rank's, as the heap holds them
-    // Files the job may write: logs, and on CPUs each rank's heap in /dev/shm (copies, outputs, arena).
-    size_t heap_bound = kTimingCopyBudgetCpu + 4 * (in_bytes + out_bytes) + ((o.heap_mib ? o.heap_mib : 16) << 20);
-    job.limits.file_size = std::max<size_t>(size_t{256} << 20, 2 * heap_bound);
-    box.tmpfs_bytes = std::max<size_t>(size_t{1} << 30, static_cast<size_t>(o.world) * 2 * heap_bound);
-    if (o.device != DeviceKind::cuda)
-      job.limits.address_space = size_t{32} << 30;  // CUDA reserves far more address space
-    job.limits.cpu_s = 2 * o.timeout_s + 30;
-    job.limits.processes = 256 + 16 * static_cast<size_t>(o.world);
-    job.sandbox = &box;
-  }
-  res.process = run_rank_job(job);
-  const std::vector<SealedRank>& got = collector.finish();
-  res.sandbox = {{"enabled", boxed},
-                 {"file_size_limit", job.limits.file_size},
-                 {"rank_program", rank_program_path(job.program).filename().string()}};
-  if (!boxed) res.sandbox["note"] = "--no-sandbox: candidate code ran with the driver's user, files and network";
+  box.gpu = o.device == DeviceKind::cuda;
+  box.read_only_at = {{fifo, inside.seal_dir}};
+  box.files = {{inside.problem_dir / "problem.json", read_text_file(spec.dir / "problem.json")},
+               {inside.library, read_text_file(library)},
+               {kSandboxWork / "plan.json", plan, false}};  // rank 0 deletes it before any candidate code runs
+  size_t in_bytes = heap_copy_bytes(spec, run, true), out_bytes = heap_copy_bytes(spec, run, false);
+  // Files the job may write: logs, and on CPUs each rank's heap in /dev/shm (copies, outputs, arena).
+  size_t heap_bound = kTimingCopyBudgetCpu + 4 * (in_bytes + out_bytes) + ((o.heap_mib ? o.heap_mib : 16) << 20);
+  job.limits.file_size = std::max<size_t>(size_t{256} << 20, 2 * heap_bound);
+  box.tmpfs_bytes = std::max<size_t>(size_t{1} << 30, static_cast<size_t>(o.world) * 2 * heap_bound);
+  if (o.device != DeviceKind::cuda) job.limits.address_space = size_t{32} << 30;  // CUDA reserves far more
+  job.limits.cpu_s = 2 * o.timeout_s + 30;
+  job.limits.processes = 256 + 16 * static_cast<size_t>(o.world);
+  return box;
+}
+
+// What the ranks sent (records, a broken seal, a rank that never finished) and what the sandbox says of the pass.
+void collect_sealed(CandidateRun& res, const std::vector<SealedRank>& got, const RankJob& job,
+                    const fs::path& cand_dir) {
   for (size_t r = 0; r < got.size(); ++r) {
     const SealedRank& g = got[r];
     json j = g.record.empty() ? json() : json::parse(g.record, nullptr, false);
@@ -310,9 +324,52 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
     if (rank0.contains("candidate_lockdown_note")) res.sandbox["lockdown_note"] = rank0["candidate_lockdown_note"];
   }
   // A log that reached the file-size limit was cut there: say so.
+  std::error_code ec;
   for (const char* log : {"candidate.stdout", "candidate.stderr"})
     if (job.limits.file_size && fs::file_size(cand_dir / log, ec) >= job.limits.file_size)
       res.sandbox["truncated"].push_back(std::string(log) + " at " + std::to_string(job.limits.file_size) + " bytes");
+}
+
+CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
+                           const fs::path& cand_dir, const json& ref_record, const std::vector<CheckedCall>& calls) {
+  // cand_dir (the driver's): logs, sealed/ (what was received); without a sandbox also scratch/ and fifo/.
+  std::error_code ec;
+  fs::remove_all(cand_dir, ec);
+  fs::create_directories(cand_dir);
+  const bool boxed = o.sandbox;
+  std::optional<NeutralDir> seal_home;
+  if (boxed) seal_home.emplace("pkb-seal");
+  fs::path fifo = boxed ? seal_home->path() : cand_dir / "fifo", scratch = cand_dir / "scratch";
+  PassPaths inside =
+      boxed ? PassPaths{fs::path("/pkb/problems") / spec.folder(), "/pkb/candidate.so", "/pkb/seal", kSandboxWork}
+            : PassPaths{spec.dir, fs::absolute(library), fifo, scratch};
+  std::set<std::string> keep;
+  for (const auto& c : calls) keep.insert(c.label);
+  size_t out_bytes = heap_copy_bytes(spec, run, false);  // a capture's bytes, at most
+  uint64_t copies = static_cast<uint64_t>(ref_record.value("candidate_input_copies", 0));
+  uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
+
+  CandidateRun res;
+  SealCollector collector(fifo, cand_dir / "sealed", o.world, max_stream,
+                          [&keep](const std::string& l) { return keep.count(l) > 0; });
+  // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
+  // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
+  const std::string plan = json(to_args(candidate_worker_options(spec, o, inside, ref_record, calls))).dump();
+  if (!boxed) fs::create_directories(scratch), write_file_atomically(scratch / "plan.json", plan);
+  RankJob job = rank_job(o, {"--plan", (inside.out_dir / "plan.json").string()}, cand_dir, "candidate", o.timeout_s);
+  // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
+  job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
+  Sandbox box;
+  if (boxed) {
+    box = candidate_sandbox(spec, run, o, library, fifo, inside, plan, job);
+    job.sandbox = &box;
+  }
+  res.process = run_rank_job(job);
+  res.sandbox = {{"enabled", boxed},
+                 {"file_size_limit", job.limits.file_size},
+                 {"rank_program", rank_program_path(job.program).filename().string()}};
+  if (!boxed) res.sandbox["note"] = "--no-sandbox: candidate code ran with the driver's user, files and network";
+  collect_sealed(res, collector.finish(), job, cand_dir);
   return res;
 }
 

@@ -45,7 +45,10 @@ std::future<void> prefetch_rank_job_libraries() {
 }
 
 ProcessResult run_rank_job(const RankJob& job) {
-  std::vector<std::string> program = {rank_program_path(job.program).string()};
+  const std::filesystem::path binary = rank_program_path(job.program);
+  // In the sandbox the rank programs and pkb-runner lie in kSandboxBin: no host path on a command line, in
+  // /proc/self/exe or in a message of theirs.
+  std::vector<std::string> program = {(job.sandbox ? kSandboxBin / binary.filename() : binary).string()};
   program.insert(program.end(), job.args.begin(), job.args.end());
   // A sandboxed job always runs mpirun inside its sandbox (launch/mpirun.h says why srun cannot).
   bool srun = !job.sandbox && rank_launcher() == Launcher::srun;
@@ -59,11 +62,11 @@ ProcessResult run_rank_job(const RankJob& job) {
     return run_process(mpi.argv, po);
   }
   Sandbox box = *job.sandbox;
-  box.read_only.push_back(program.front());
-  for (const auto& d : library_dirs_outside_system(program.front())) box.read_only.push_back(d);
-  // The process a candidate pass on CPU ranks runs the candidate in (worker/runner_main.cpp).
+  box.read_only_at.push_back({binary, program.front()});
+  for (const auto& d : library_dirs_outside_system(binary)) box.read_only.push_back(d);
+  // The process a candidate pass runs the candidate in (worker/runner_main.cpp), found beside the rank program.
   if (std::filesystem::path runner = executable_dir() / "pkb-runner"; std::filesystem::exists(runner))
-    box.read_only.push_back(runner);
+    box.read_only_at.push_back({runner, kSandboxBin / "pkb-runner"});
   for (const auto& [k, v] : mpi.env) box.env[k] = v;
   if (const char* cvd = getenv("CUDA_VISIBLE_DEVICES"); cvd && !box.env.count("CUDA_VISIBLE_DEVICES"))
     box.env["CUDA_VISIBLE_DEVICES"] = cvd;

@@ -282,10 +282,30 @@ int open_reported_init(int fd) {
   return pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)) : -1;
 }
 
+constexpr size_t kMaxPassedFds = 16;  // ProcessOptions::pass_fds
+
+// Descriptors handed to a child (ProcessOptions::pass_fds), between fork and exec (system calls only: no allocation in
+// a forked copy of a threaded process): lifted above every target at once (close-on-exec), so that setting up stdio
+// and the info descriptor cannot overwrite one, then placed.
+class PassedFds {
+ public:
+  explicit PassedFds(const std::vector<std::pair<int, int>>& fds) : fds_(fds) {
+    for (size_t i = 0; i < fds_.size(); ++i) lifted_[i] = fcntl(fds_[i].first, F_DUPFD_CLOEXEC, 1000);
+  }
+  void place() const {
+    for (size_t i = 0; i < fds_.size(); ++i) dup2(lifted_[i], fds_[i].second);
+  }
+
+ private:
+  const std::vector<std::pair<int, int>>& fds_;
+  int lifted_[kMaxPassedFds] = {};
+};
+
 // Forks and execs one child into process group `group` (0: a new group it leads, tracked for the termination
 // handler at once); a process it reports on opts.info_fd is opened into *namespace_init (-1 if none) and tracked.
 pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group, int* namespace_init) {
   if (argv.empty()) throw Error("run_process: empty command");
+  if (opts.pass_fds.size() > kMaxPassedFds) throw Error("run_process: too many descriptors to pass");
   std::optional<ReportingStart> reporting;
   if (opts.info_fd >= 0) reporting.emplace();
   std::vector<std::string> env_strings;
@@ -321,6 +341,7 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != keeper) _exit(127);
     sigprocmask(SIG_SETMASK, &caller_mask, nullptr);
+    PassedFds passed(opts.pass_fds);
     // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, 0);
@@ -332,6 +353,7 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
       else
         dup2(info[1], opts.info_fd);
     }
+    passed.place();
     for (const auto& [resource, value] : opts.rlimits) {
       struct rlimit lim = {value, value};
       setrlimit(resource, &lim);

@@ -29,6 +29,8 @@ struct ProcessOptions {
   // group is killed as on the deadline, without the grace (pkb serve's cancel, and its progress reports).
   std::function<bool()> poll;
   double poll_interval_s = 0.1;
+  // {descriptor here, its number in the child}: open in the child (bwrap's --file and --ro-bind-data read them).
+  std::vector<std::pair<int, int>> pass_fds;
 };
 
 struct ProcessResult {

@@ -1,11 +1,16 @@
 #include "launch/sandbox.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace pkb {
 namespace {
@@ -34,7 +39,38 @@ bool under_system_dir(const fs::path& p) {
 
 void add(std::vector<std::string>& v, std::initializer_list<std::string> items) { v.insert(v.end(), items); }
 
-constexpr int kInfoFd = 3;  // where bwrap writes {"child-pid": N} (ProcessOptions::info_fd)
+constexpr int kInfoFd = 3;       // where bwrap writes {"child-pid": N} (ProcessOptions::info_fd)
+constexpr int kFirstFileFd = 4;  // Sandbox::files[i] is read from descriptor kFirstFileFd + i
+
+// A descriptor of an anonymous file holding `contents`, at its start, for bwrap to read.
+int data_descriptor(const std::string& contents) {
+  int fd = memfd_create("pkb-sandbox-file", MFD_CLOEXEC);
+  if (fd < 0) throw Error(std::string("memfd_create: ") + std::strerror(errno));
+  for (size_t done = 0; done < contents.size();) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      throw Error(std::string("writing a file for the sandbox: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
+// What the job brings: its read-only paths, the working directory (bound, or a private tmpfs) and its files.
+void add_job_mounts(std::vector<std::string>& c, const Sandbox& box) {
+  for (const auto& p : box.read_only) add(c, {"--ro-bind", p.string(), p.string()});
+  for (const auto& [from, to] : box.read_only_at) add(c, {"--ro-bind", from.string(), to.string()});
+  if (box.work.empty())
+    add(c, {"--perms", "0755", "--size", std::to_string(box.tmpfs_bytes), "--tmpfs", kSandboxWork.string()});
+  else
+    add(c, {"--bind", box.work.string(), kSandboxWork.string()});
+  for (size_t i = 0; i < box.files.size(); ++i)
+    add(c, {box.files[i].read_only ? "--ro-bind-data" : "--file", std::to_string(kFirstFileFd + static_cast<int>(i)),
+            box.files[i].inside.string()});
+}
 
 }  // namespace
 
@@ -78,13 +114,12 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
     auto mps = box.env.find("CUDA_MPS_PIPE_DIRECTORY");
     if (mps != box.env.end()) add(c, {"--bind-try", mps->second, mps->second});
   }
-  for (const auto& p : box.read_only) add(c, {"--ro-bind", p.string(), p.string()});
-  for (const auto& [from, to] : box.read_only_at) add(c, {"--ro-bind", from.string(), to.string()});
-  for (const auto& p : box.writable) add(c, {"--bind", p.string(), p.string()});
-  fs::path cwd = !box.cwd.empty() ? box.cwd : !box.writable.empty() ? box.writable.front() : fs::path("/tmp");
-  add(c, {"--chdir", cwd.string()});
+  add_job_mounts(c, box);
+  const std::string work = kSandboxWork.string();
+  add(c, {"--chdir", work});
   std::map<std::string, std::string> env = {{"PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"},
-                                            {"HOME", cwd.string()},
+                                            {"HOME", work},
+                                            {"PWD", work},
                                             {"TMPDIR", "/tmp"},
                                             {"LANG", "C.UTF-8"}};
   if (const char* ld = getenv("LD_LIBRARY_PATH"); ld && *ld) env["LD_LIBRARY_PATH"] = ld;
@@ -98,6 +133,16 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
 ProcessResult run_sandboxed(const Sandbox& box, const std::vector<std::string>& argv, ProcessOptions po) {
   po.clear_env = true;
   po.info_fd = kInfoFd;
+  struct Closer {
+    std::vector<int> fds;
+    ~Closer() {
+      for (int fd : fds) close(fd);
+    }
+  } data;
+  for (size_t i = 0; i < box.files.size(); ++i) {
+    data.fds.push_back(data_descriptor(box.files[i].contents));
+    po.pass_fds.push_back({data.fds.back(), kFirstFileFd + static_cast<int>(i)});
+  }
   return run_process(sandbox_command(box, argv), po);
 }
 

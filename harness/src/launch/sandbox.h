@@ -1,10 +1,14 @@
 // The sandbox that everything touching candidate code runs in (the compiler on untrusted source, and the candidate
 // pass: mpirun with its W ranks, in one sandbox so CUDA IPC works between them). It is bubblewrap: its own user,
 // PID, network (loopback only), IPC, UTS and cgroup namespaces; no capabilities; an empty environment apart from
-// what the job names; stdin from /dev/null; the system directories read-only; writable only the job's scratch
+// what the job names; stdin from /dev/null; the system directories read-only; writable only the job's working
 // directory, a private /tmp and /dev/shm. Nothing else of the host is visible: not the reference cache, the run
 // directory, other candidates, $HOME or the driver's environment. The PID namespace dies with its first process,
 // so nothing a candidate starts outlives its job. The sandbox, not the lint, is the security boundary.
+// Its own paths are fixed names under /pkb (the working directory, which is also HOME and PWD, is /pkb/work), so that
+// no host path (the run directory, the cache, a user's home) is what a process inside sees as its directory, its
+// environment or its arguments. Known limit: /proc/self/mountinfo shows each bound directory's path on the host (the
+// mount's root), so what is bound under /pkb should come from a directory of neutral name (or be a private tmpfs).
 #pragma once
 
 #include <filesystem>
@@ -18,18 +22,34 @@
 
 namespace pkb {
 
+// Fixed paths inside the sandbox.
+inline const std::filesystem::path kSandboxWork = "/pkb/work";  // the working directory, HOME and PWD
+inline const std::filesystem::path kSandboxBin = "/pkb/bin";    // the rank programs and pkb-runner
+
+// A file bwrap writes into the sandbox from a copy of `contents`, so that no host path lies behind it (a bound file
+// shows its host path in /proc/self/mountinfo): read-only (a library, a problem's spec), or else a file of the job's
+// own, which it may delete (a plan in kSandboxWork).
+struct SandboxFile {
+  std::filesystem::path inside;
+  std::string contents;
+  bool read_only = true;
+};
+
 struct Sandbox {
-  bool gpu = false;                              // bind the NVIDIA device nodes and /sys
-  std::vector<std::filesystem::path> read_only;  // bound read-only at the same path
+  bool gpu = false;  // bind the NVIDIA device nodes and /sys
+  // Bound read-only at the same path: what is part of the system wherever it lies (pkb's headers, the directories of
+  // libraries a rank program was linked against by absolute path).
+  std::vector<std::filesystem::path> read_only;
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> read_only_at;  // host path -> sandbox path
-  std::vector<std::filesystem::path> writable;  // bound read-write at the same path (the job's scratch)
-  std::map<std::string, std::string> env;       // the only variables inside besides PATH, HOME, TMPDIR, LANG
-  std::filesystem::path cwd;                    // inside; default the first writable directory
-  size_t tmpfs_bytes = size_t{1} << 30;         // size of /tmp and of /dev/shm each
+  std::filesystem::path work;              // host directory bound read-write at kSandboxWork; empty: a private tmpfs
+  std::vector<SandboxFile> files;          // written in after the mounts above (run_sandboxed hands bwrap the data)
+  std::map<std::string, std::string> env;  // the only variables inside besides PATH, HOME, PWD, TMPDIR, LANG
+  size_t tmpfs_bytes = size_t{1} << 30;    // size of /tmp and of /dev/shm each (and of a private kSandboxWork)
 };
 
 // bwrap's command line that runs `argv` inside `box`. Start it with run_sandboxed, which clears bwrap's own
-// environment (readable from inside through /proc) and opens the descriptor bwrap reports its namespace init on.
+// environment (readable from inside through /proc), opens the descriptor bwrap reports its namespace init on and hands
+// it the contents of box.files.
 std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<std::string>& argv);
 
 // Runs `argv` inside `box` (sandbox_command) under `po`. The sandbox is its own session, out of reach of the

@@ -112,6 +112,13 @@ class HttpProvider : public Provider {
     if (stop.kind != ErrorKind::none) return stop;  // the provider's error event, or a malformed event
     // A whole answer is kept whatever happened to the connection after it: re-sending it would pay twice.
     if (assembler.complete()) return parse_assembled(*wire_, assembler.body(), reply);
+    // A stream that ended cleanly having said nothing at all is the reply without an answer its body is, buffered
+    // (Gemini's streams have no terminal event: theirs end so). One that said something was cut: broken, below.
+    if (resp.completed()) {
+      Reply said;
+      if (AttemptVerdict v = parse_assembled(*wire_, assembler.body(), said); v.kind == ErrorKind::bad_response)
+        return v;
+    }
     std::string how = resp.completed()      ? "the connection closed before the final event"
                       : resp.idle_timed_out ? resp.transport_error + " (--idle-timeout)"
                                             : resp.transport_error;

@@ -110,6 +110,11 @@ AttemptVerdict parse_assembled(const WireFormat& wire, const nlohmann::json& j, 
     reply.text = std::move(split.answer);
     detail::append_para(reply.reasoning, split.reasoning);
   }
+  // Nothing said and no word on why it ended (a stream of message_start and message_stop, a choice without content or
+  // finish_reason): the server's fault, not the model's answer. Retried and never cached, buffered or streamed alike;
+  // an answer the provider ended (end_turn, stop, MAX_TOKENS, ...) stays one, empty or not.
+  if (reply.text.empty() && reply.tool_calls.empty() && reply.finish_raw.empty())
+    return detail::bad_response("a reply without an answer: no text, no tool call and no stop reason");
   return v;
 }
 

@@ -266,7 +266,8 @@ class ResponsesAssembler : public StreamAssembler {
       if (!refusal_.empty()) content.push_back({{"type", "refusal"}, {"refusal", refusal_}});
       if (!content.empty()) out.push_back({{"type", "message"}, {"content", content}});
       for (const auto& [index, call] : calls_) out.push_back(call);
-      b["output"] = out;
+      // Nothing streamed either: the body stays without output[], as the same reply buffered would be.
+      if (!out.empty()) b["output"] = out;
     }
     return b;
   }
