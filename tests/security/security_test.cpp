@@ -520,8 +520,8 @@ TEST(Security, KilledAtRandomMomentsPkbEvalLeavesNothing) {
                                    "--cache",   (tmp.path() / "cache").string()};
   args.insert(args.end(), pkb::test::kShortTiming.begin(), pkb::test::kShortTiming.end());
   const unsigned seed = std::random_device{}();
-  auto left = pkb::test::leftovers_after_random_kills(PKB_BINARY, args, {{"TMPDIR", tmp.path().string()}}, 10, 6.0, seed,
-                                                      [&] { fs::remove_all(tmp.path() / "eval"); });
+  auto left = pkb::test::leftovers_after_random_kills(PKB_BINARY, args, {{"TMPDIR", tmp.path().string()}}, 10, 6.0,
+                                                      seed, [&] { fs::remove_all(tmp.path() / "eval"); });
   for (size_t i = 0; i < left.size(); ++i) EXPECT_EQ(left[i], 0) << "kill " << i << " (seed " << seed << ")";
 }
 TEST(Security, TerminatingPkbLeavesNothingRunning) { kill_pkb_mid_evaluation(SIGTERM); }

@@ -474,3 +474,21 @@ TEST(Verdict, ContentionIsNamedWhereTimesMeasureIt) {
   EXPECT_NE(why.find("without MPS"), std::string::npos) << why;
   EXPECT_NE(why.find("exit 1"), std::string::npos) << why;
 }
+
+// A bug in reading pkb's own records (here: a timing field of the wrong type, read by repeat_faster) is a
+// harness_error, no verdict; any other failure while judging stays the candidate's runtime_error.
+TEST(ProcessingFailure, AMisreadRecordIsAHarnessErrorNotTheCandidates) {
+  nlohmann::json mistyped = {{"repeated_content_iters", 20},
+                             {"fresh_median_us", "2100"},  // a string where the monitor writes a number
+                             {"fresh_ci95_low_us", 2050},
+                             {"repeated_median_us", 60},
+                             {"repeated_ci95_high_us", 80}};
+  try {
+    (void)pkb::repeat_faster(mistyped);
+    FAIL() << "a mistyped record was read without complaint";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+  }
+  EXPECT_EQ(pkb::processing_failure_status(std::runtime_error("outputs of the wrong size")),
+            pkb::EvalStatus::runtime_error);
+}

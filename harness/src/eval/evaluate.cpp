@@ -902,8 +902,16 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   try {
     return judge_candidate(ev, cr, ref_dir);
   } catch (const std::exception& e) {
-    return ev.finish(EvalStatus::runtime_error, std::string("its results could not be processed: ") + e.what());
+    const EvalStatus status = processing_failure_status(e);
+    return ev.finish(status, std::string(status == EvalStatus::harness_error
+                                             ? "harness error, no verdict: pkb could not read its own records: "
+                                             : "its results could not be processed: ") +
+                                 e.what());
   }
+}
+
+EvalStatus processing_failure_status(const std::exception& e) {
+  return dynamic_cast<const nlohmann::json::exception*>(&e) ? EvalStatus::harness_error : EvalStatus::runtime_error;
 }
 
 std::string format_verdict(const json& r) {

@@ -130,6 +130,11 @@ constexpr double kHostDriftRatio = 1.2;
 // (both the rank programs' host_chase_probe_us, the baseline possibly cached from hours before), host_drift: beyond
 // kHostDriftRatio either way}: a speedup of dispatch-bound work timed on differently contended cores carries that
 // ratio. Empty when either timing lacks the probe (records from before it, CPU-less stubs).
+// What an exception out of judging a candidate's results makes of the sample. A JSON error (a key of the wrong type,
+// a record or safetensors header that does not parse) is pkb's own: every record and header the driver reads is the
+// monitor's writing, so it is a harness_error, never the candidate's runtime_error; anything else is runtime_error.
+EvalStatus processing_failure_status(const std::exception& e);
+
 nlohmann::json host_speed_comparison(const nlohmann::json& candidate_timing, const nlohmann::json& baseline_timing);
 
 // Why a record's times measure contention rather than the kernel ("" when they do not): its ranks shared a GPU
