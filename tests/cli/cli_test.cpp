@@ -271,6 +271,33 @@ TEST(Cli, TheFrontLinksNoLibtorchAndHandsTheOtherCommandsOn) {
   EXPECT_EQ(pkb_cli({"report"}).exit_code, 2);  // a usage error of the front's own
 }
 
+// The evaluating commands list their options in groups, each option once; the HTTP deadline has one name everywhere.
+TEST(Cli, OptionsComeInGroupsWithOneMeaningPerName) {
+  std::string run_help;
+  for (const char* command : {"eval", "run"}) {
+    CliRun help = pkb_cli({command, "--help"});
+    if (std::string(command) == "run") run_help = help.out;
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    size_t last = 0;
+    for (const char* group : {"Selection:", "Evaluation:", "Timing:", "Isolation:", "Output:"}) {
+      size_t at = help.out.find(std::string("\n") + group + "\n");
+      EXPECT_NE(at, std::string::npos) << command << " has no group " << group << "\n" << help.out;
+      EXPECT_GT(at, last) << command << ": " << group << " out of order";
+      last = at == std::string::npos ? last : at;
+    }
+    for (const char* option : {"--timeout ", "--trials ", "--no-sandbox ", "--cache "}) {
+      size_t first = help.out.find(std::string("  ") + option);
+      EXPECT_NE(first, std::string::npos) << command << " " << option;
+      EXPECT_EQ(help.out.find(std::string("  ") + option, first + 1), std::string::npos)
+          << command << " declares " << option << "twice";
+    }
+  }
+  EXPECT_NE(run_help.find("\nModel service:\n"), std::string::npos);
+  CliRun generate = pkb_cli({"generate", "--help"});
+  EXPECT_NE(generate.out.find("--http-timeout"), std::string::npos) << generate.out;
+  EXPECT_EQ(generate.out.find("  --timeout "), std::string::npos) << "generate's --timeout meant an HTTP deadline";
+}
+
 TEST(Cli, TopologyListAndShow) {
   CliRun r = pkb_cli({"topology", "list"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -235,7 +235,7 @@ TEST(Generate, StreamsByDefaultRetriesAStalledStreamAndNoStreamBuffers) {
   TempDir tmp;
   fs::path out = tmp.path() / "gen";
   auto args = generate_args(server, out, "1", 1);
-  args.insert(args.end(), {"--idle-timeout", "0.3", "--timeout", "0.05"});  // a buffered attempt would time out
+  args.insert(args.end(), {"--idle-timeout", "0.3", "--http-timeout", "0.05"});  // a buffered attempt would time out
   CliRun run = pkb_cli(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(server.request_count(), 2);

@@ -79,16 +79,18 @@ void add_reference_timeout_flag(CLI::App* cmd, EvalOptions& e) {
 void add_eval_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<EvalCliOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel: compile, check, time");
+  cmd->option_defaults()->group("Selection");
   cmd->add_option("file", o->file, "Candidate source (.cu for --device cuda, .cpp for --device cpu)")->required();
   cmd->add_option("--problem", o->problem, "Problem id or slug")->required();
   cmd->add_option("-w,--world", o->e.world, "World size (ranks)")->check(kPositive);
   add_enum_option(*cmd, "--device", o->e.device, "cuda or cpu");
   cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
+  cmd->option_defaults()->group("Evaluation");
   cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")
       ->check(kPositive);
   cmd->add_option("--seed", o->e.seed, "Base seed")->check(kNonNegative);
-  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  add_eval_timing_flags(cmd, o->e);
   cmd->add_option("--timeout", o->e.timeout_s, "Deadline per launch of the candidate's ranks, seconds")
       ->check(kPositive);
   add_reference_timeout_flag(cmd, o->e);
@@ -98,16 +100,19 @@ void add_eval_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
+  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
+      ->check(CLI::IsMember({"auto", "cpp"}));
+  cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")
+      ->check(kNonNegative);
+  cmd->option_defaults()->group("Timing");
+  add_eval_timing_flags(cmd, o->e);
+  cmd->option_defaults()->group("Isolation");
   cmd->add_flag(
       "--no-sandbox", [o](int64_t) { o->e.sandbox = false; },
       "Compile and run the candidate without the bubblewrap sandbox: it then runs as this user with "
       "this user's files, environment and network (trusted code only; the record says so)");
   add_candidate_process_flags(cmd, o->e);
-  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
-      ->check(CLI::IsMember({"auto", "cpp"}));
-  cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")
-      ->check(kNonNegative);
-  cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
+  cmd->option_defaults()->group("Output");
   cmd->add_option("--out", o->e.out_dir, "Where run directories and results.jsonl go");
   cmd->add_option("--cache", o->e.cache_dir, "Compile and reference-pass cache");
   cmd->add_flag("--json", o->json, "Print the whole record");

@@ -60,7 +60,7 @@ void add_generate_command(CLI::App& app, Action& action) {
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)")
       ->check(kNonNegative);
   cmd->add_option("--out", o->out, "Output directory (default: results/generate/<model>)");
-  add_service_options(cmd, o->g.provider, o->service, "--timeout");
+  add_service_options(cmd, o->g.provider, o->service);
   cmd->callback([o, &action] { action = [o] { return run_generate_cmd(*o); }; });
 }
 

@@ -91,14 +91,31 @@ void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunCliOptions>();
   run::RunOptions& r = o->r;
   CLI::App* cmd = app.add_subcommand("run", "The benchmark end to end: generate, compile, evaluate, score, report");
-  cmd->add_option("--model", r.model,
-                  "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
+  cmd->option_defaults()->group("Selection");
   cmd->add_option("--problems", r.problems,
                   "ids, ranges, lists, slugs or all (default: all; for expert, those with a solution)");
   cmd->add_option("--samples", r.samples, "Samples per problem")->check(kPositive);
+  cmd->add_option("-w,--world", r.world, "Ranks per evaluation (default: every visible GPU, at least 2)")
+      ->check(kPositive);
+  cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("--dtype", r.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd->add_option("--topology", r.topology,
+                  "Hardware described in prompts and used for rooflines (default: the smallest in topologies/ that "
+                  "fits W, preferring this machine's GPU)");
+  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
+  cmd->add_option("--shard", o->shard,
+                  "I/N: evaluate the I-th of N parts of the (problem, sample) work, in OUT/shard-I-of-N; "
+                  "`pkb report OUT` merges the shards");
+  cmd->option_defaults()->group("Model service");
+  cmd->add_option("--model", r.model,
+                  "provider:model, compat:URL@model, expert (default) or replay:DIR (see pkb generate)");
   cmd->add_option("--turns", r.turns,
                   "Turns per sample: each later turn shows the model its last kernel's evaluation (default 1)")
       ->check(kPositive);
+  cmd->add_option("--stop-speedup", o->stop_speedup,
+                  "With --turns: a sample stops once correct and faster than this many x the baseline (default 1; "
+                  "never: always use every turn)");
   cmd->add_flag("--agent", r.agent.enabled,
                 "Agent mode: the model calls compile_kernel, evaluate_kernel and submit_kernel as tools; only the "
                 "submitted kernel is judged, on fresh inputs (docs/runs.md)");
@@ -112,44 +129,33 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--agent-gpu-s", r.agent.budget.gpu_s,
                   "With --agent: seconds of evaluate_kernel per sample (default 0: no limit)")
       ->check(kNonNegative);
-  cmd->add_option("--stop-speedup", o->stop_speedup,
-                  "With --turns: a sample stops once correct and faster than this many x the baseline (default 1; "
-                  "never: always use every turn)");
-  cmd->add_option("-w,--world", r.world, "Ranks per evaluation (default: every visible GPU, at least 2)")
-      ->check(kPositive);
-  cmd->add_option("--device", r.device, "auto (GPUs if any), cuda, or cpu (candidates are C++ on CPU ranks)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  cmd->add_option("--dtype", r.eval.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
-  cmd->add_option("--topology", r.topology,
-                  "Hardware described in prompts and used for rooflines (default: the smallest in topologies/ that "
-                  "fits W, preferring this machine's GPU)");
-  cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
-  cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
-  cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(kPositive);
-  add_eval_timing_flags(cmd, r.eval);
-  cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
-  add_reference_timeout_flag(cmd, r.eval);
-  cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
-  cmd->add_flag(
-      "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
-      "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
-  add_candidate_process_flags(cmd, r.eval);
-  cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default, or 0: one per core)")
-      ->check(kNonNegative);
   cmd->add_option("--variant", o->variant, "Prompt variant")->check(CLI::IsMember({"one-shot", "zero-shot"}));
   cmd->add_option("--concurrency", r.generate.concurrency, "Model requests in flight")->check(kPositive);
   cmd->add_option("--max-tokens", r.generate.max_tokens, "Output cap per request")->check(kPositive);
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (default: the provider's)")
       ->check(kNonNegative);
-  add_service_options(cmd, r.generate.provider, o->service, "--http-timeout");
-  cmd->add_option("--shard", o->shard,
-                  "I/N: evaluate the I-th of N parts of the (problem, sample) work, in OUT/shard-I-of-N; "
-                  "`pkb report OUT` merges the shards");
+  add_service_options(cmd, r.generate.provider, o->service);
+  cmd->option_defaults()->group("Evaluation");
+  cmd->add_option("--trials", r.eval.trials, "Checked trials per candidate")->check(kPositive);
+  cmd->add_option("--timeout", r.eval.timeout_s, "Deadline per launch, seconds")->check(kPositive);
+  add_reference_timeout_flag(cmd, r.eval);
+  cmd->add_option("--arch", r.arch, "nvcc target, e.g. sm_90a (default: the topology's GPU)");
+  cmd->add_option("--compile-jobs", r.compile_jobs, "Compilations at once (default, or 0: one per core)")
+      ->check(kNonNegative);
   cmd->add_option("--launcher", o->launcher,
                   "How ranks start: mpirun (default) or srun (a step of the Slurm allocation; sandboxed candidate "
                   "passes still use mpirun inside the sandbox). Default: $PKB_LAUNCHER, else mpirun")
       ->check(CLI::IsMember({"mpirun", "srun"}));
+  cmd->option_defaults()->group("Timing");
+  add_eval_timing_flags(cmd, r.eval);
+  cmd->option_defaults()->group("Isolation");
+  cmd->add_flag(
+      "--no-sandbox", [&r](int64_t) { r.eval.sandbox = false; },
+      "Compile and run candidates without the bubblewrap sandbox (trusted code only; records say so)");
+  add_candidate_process_flags(cmd, r.eval);
+  cmd->option_defaults()->group("Output");
+  cmd->add_option("--out", r.out_dir, "Run directory (default: results/runs/<model>-w<W>-<device>-<dtype>)");
+  cmd->add_option("--cache", r.eval.cache_dir, "Compile and reference-pass cache");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress lines");
   cmd->callback([o, &action] { action = [o] { return run_run(*o); }; });
 }

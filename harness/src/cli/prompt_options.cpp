@@ -25,12 +25,11 @@ prompt::PromptOptions to_prompt_options(const PromptCliOptions& o) {
   return p;
 }
 
-void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o,
-                         const std::string& timeout_flag) {
+void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o) {
   cmd->add_option("--retry-base-ms", o.retry_base_ms, "Back-off before the first retry, doubled per retry")
       ->check(kNonNegative);
   cmd->add_option("--max-attempts", provider.retry.max_attempts, "HTTP attempts per model request")->check(kPositive);
-  cmd->add_option(timeout_flag, provider.http.total_timeout_s,
+  cmd->add_option("--http-timeout", provider.http.total_timeout_s,
                   "Deadline per buffered (--no-stream) HTTP attempt, seconds")
       ->check(kPositive);
   cmd->add_option("--idle-timeout", provider.http.idle_timeout_s,

@@ -27,13 +27,12 @@ void add_prompt_options(CLI::App* cmd, PromptCliOptions& o);
 prompt::PromptOptions to_prompt_options(const PromptCliOptions& o);
 
 // How requests reach a model service: retries, streaming (--no-stream) and the HTTP deadlines (buffered attempt,
-// stream idle, whole stream), shared by `pkb generate` and `pkb run` (whose --timeout is the launch deadline,
-// hence the buffered deadline's flag name is the caller's).
+// stream idle, whole stream), shared by `pkb generate` and `pkb run`: --http-timeout everywhere, since --timeout is
+// the launch deadline wherever a command evaluates.
 struct ServiceCliOptions {
   int retry_base_ms = 2000;
 };
-void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o,
-                         const std::string& timeout_flag);
+void add_service_options(CLI::App* cmd, models::ProviderOptions& provider, ServiceCliOptions& o);
 void apply_service_options(const ServiceCliOptions& o, models::ProviderOptions& provider);
 
 }  // namespace pkb::cli
