@@ -11,6 +11,7 @@
 #include <regex>
 #include <thread>
 
+#include "../unit/leftovers.h"
 #include "../unit/test_util.h"
 
 namespace pkb::test {
@@ -147,16 +148,7 @@ json wait_for(Client& c, const std::string& id, Pred done, double timeout_s = 12
 }
 
 // Processes whose command line mentions `needle` (children of a server, found by its data directory).
-inline int processes_mentioning(const std::string& needle) {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(needle) != std::string::npos) ++n;
-  }
-  return n;
-}
+// Processes whose command line contains `needle` (one that exits mid-read is not counted: leftovers.h).
+inline int processes_mentioning(const std::string& needle) { return processes_with(needle); }
 
 }  // namespace pkb::test
