@@ -121,8 +121,7 @@ std::map<int, Proc> process_table() {
   for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(it->path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::string stat = pkb::test::proc_text(it->path() / "stat");
     size_t paren = stat.rfind(')');  // the command's name may hold spaces and parentheses
     if (paren == std::string::npos || paren + 2 > stat.size()) continue;
     std::istringstream fields(stat.substr(paren + 2));

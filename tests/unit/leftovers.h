@@ -20,6 +20,18 @@
 
 namespace pkb::test {
 
+// A /proc file's text, "" where the process is gone (a read of an exited process's file fails with ESRCH: raw reads,
+// since an ifstream turns that into an exception).
+inline std::string proc_text(const std::filesystem::path& file) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[4096];
+  for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  return text;
+}
+
 // Processes whose command line contains `needle`. Processes come and go while /proc is walked: one that exits
 // mid-read is simply not counted.
 inline int processes_with(const std::string& needle) {
@@ -64,8 +76,7 @@ inline int live_descendants() {
   for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(it->path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::string stat = proc_text(it->path() / "stat");
     size_t paren = stat.rfind(')');  // "pid (comm) state ppid ...": the name may hold anything
     if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
     state[std::stoi(name)] = stat[paren + 2];
@@ -121,6 +132,7 @@ inline std::vector<int> leftovers_after_random_kills(const std::string& program,
     }
     left.push_back(n);
   }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);  // the next test in this process finds its orphans where it expects them
   return left;
 }
 
