@@ -162,7 +162,11 @@ TEST(InProcess, MemoizingOnContentIsScoredAtItsFreshSpeed) {
   ASSERT_EQ(status(e), "correct") << summary(e);
   const json& t = e.record["timing"];
   ASSERT_GT(t["candidate"].value("repeated_content_iters", 0), 0) << "no contents came back: the test proves nothing";
-  EXPECT_TRUE(t.contains("repeat_faster")) << t.dump(2).substr(0, 3000);
+  // Flagged wherever the two kinds' intervals separate; on a machine so loaded that even they overlap (the fresh
+  // calls' spread reaching the repeated ones'), the flag is withheld, by the rule, and the time still is the fresh one.
+  const json& c = t["candidate"];
+  const bool separable = c.value("fresh_ci95_low_us", 0.0) > 1.25 * c.value("repeated_ci95_high_us", 0.0);
+  EXPECT_TRUE(t.contains("repeat_faster") || !separable) << t.dump(2).substr(0, 3000);
   EXPECT_GE(t["by_method"]["pkb"].value("candidate_us", 0.0), 0.9 * kSleepUs) << t.dump(2).substr(0, 3000);
   EXPECT_FALSE(t["by_method"]["paper"].contains("speedup")) << t["by_method"].dump(2);
 }
@@ -184,7 +188,11 @@ TEST(InProcess, MemoizingOnDrawnContentIsScoredAtItsFreshSpeed) {
   const json& t = e.record["timing"];
   ASSERT_GT(t["candidate"].value("copies_drawn_in_place", 0), 0) << t.dump(2).substr(0, 3000);
   ASSERT_GT(t["candidate"].value("repeated_content_iters", 0), 0) << "no contents came back: the test proves nothing";
-  EXPECT_TRUE(t.contains("repeat_faster")) << t.dump(2).substr(0, 3000);
+  // Flagged wherever the two kinds' intervals separate; on a machine so loaded that even they overlap (the fresh
+  // calls' spread reaching the repeated ones'), the flag is withheld, by the rule, and the time still is the fresh one.
+  const json& c = t["candidate"];
+  const bool separable = c.value("fresh_ci95_low_us", 0.0) > 1.25 * c.value("repeated_ci95_high_us", 0.0);
+  EXPECT_TRUE(t.contains("repeat_faster") || !separable) << t.dump(2).substr(0, 3000);
   EXPECT_GE(t["by_method"]["pkb"].value("candidate_us", 0.0), 0.9 * kSleepUs) << t.dump(2).substr(0, 3000);
 }
 
