@@ -307,6 +307,7 @@ void install_routes(httplib::Server& server, ApiContext& ctx, RateLimiter& limit
                 [&](const Request& q, Response& r) { cancel(ctx, limiter, q, r); });
   server.Get("/v1/events", [&](const Request& q, Response& r) { events(ctx, limiter, q, r); });
   install_problem_routes(server, ctx);
+  install_work_routes(server, ctx);
   server.Get("/metrics", [&](const Request&, Response& r) {
     r.set_content(metrics_text(ctx.store, ctx.slots), "text/plain; version=0.0.4");
   });

@@ -48,6 +48,8 @@ struct ApiContext {
 };
 
 void install_routes(httplib::Server& server, ApiContext& ctx, RateLimiter& limiter);
+// The routes of remote workers, /v1/work/... (serve/work_api.cpp).
+void install_work_routes(httplib::Server& server, ApiContext& ctx);
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& body);
 // {"error": {"field", "message", "status"}} with that HTTP status.
