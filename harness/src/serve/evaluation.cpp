@@ -1,5 +1,7 @@
 #include "serve/evaluation.h"
 
+#include <optional>
+
 #include "core/files.h"
 #include "core/utf8.h"
 #include "launch/process.h"
@@ -58,8 +60,8 @@ Outcome outcome_of(const json& record, const std::string& no_record_error, doubl
   return o;
 }
 
-std::optional<Outcome> run_evaluation(const Claim& c, const EvalSettings& s, const std::vector<std::string>& gpus,
-                                      const EvalHooks& hooks) {
+void run_evaluation(const Claim& c, const EvalSettings& s, const std::vector<std::string>& gpus,
+                    const EvalHooks& hooks) {
   const fs::path dir = s.work_dir / c.id;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -89,8 +91,8 @@ std::optional<Outcome> run_evaluation(const Claim& c, const EvalSettings& s, con
   } catch (const std::exception& e) {  // pkb eval could not be started
     out = Outcome{EvalState::failed, "", "", std::string("could not run pkb eval: ") + e.what(), 0};
   }
+  if (out) hooks.finish(*out);
   fs::remove_all(dir);
-  return out;
 }
 
 }  // namespace pkb::serve

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,17 +39,18 @@ struct Outcome {
 // with `no_record_error` when the record is not an object with a string status.
 Outcome outcome_of(const nlohmann::json& record, const std::string& no_record_error, double child_wall_s);
 
-// What the evaluation asks of its slot while the child runs (about every 0.1 s): `started` once, when its
-// candidate pass starts (its run directory appears: compiling -> running); `keep` every poll, false kills the
-// child (cancelled, or its claim was lost).
+// What the evaluation tells its slot. While the child runs (about every 0.1 s): `started` once, when its candidate
+// pass starts (its run directory appears: compiling -> running); `keep` every poll, false kills the child
+// (cancelled, or its claim was lost). Then `finish` with the outcome, unless `keep` ended it.
 struct EvalHooks {
   std::function<void()> started;
   std::function<bool()> keep;
+  std::function<void(const Outcome&)> finish;
 };
 
-// Runs `c` in work_dir/ID (removed after) on `gpus` (CUDA_VISIBLE_DEVICES; none on CPU ranks). None when `keep`
-// ended it.
-std::optional<Outcome> run_evaluation(const Claim& c, const EvalSettings& s, const std::vector<std::string>& gpus,
-                                      const EvalHooks& hooks);
+// Runs `c` in work_dir/ID on `gpus` (CUDA_VISIBLE_DEVICES; none on CPU ranks). The directory is removed after
+// `finish`: the outcome is stored (or posted) before the slot spends time on its files.
+void run_evaluation(const Claim& c, const EvalSettings& s, const std::vector<std::string>& gpus,
+                    const EvalHooks& hooks);
 
 }  // namespace pkb::serve

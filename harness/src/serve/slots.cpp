@@ -113,14 +113,17 @@ void Slots::slot_loop(size_t slot) {
 }
 
 void Slots::evaluate(const Claim& c, const std::vector<std::string>& gpus) {
-  EvalHooks hooks{[&] { source_.started(c); }, [&] { return source_.keep(c); }};
-  std::optional<Outcome> out = run_evaluation(c, o_.eval, gpus, hooks);
-  if (!out) return;  // cancelled, or the claim was lost: nothing to tell
-  try {
-    source_.finish(c, *out);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pkb: evaluation %s: its outcome was not stored: %s\n", c.id.c_str(), e.what());
-  }
+  EvalHooks hooks;
+  hooks.started = [&] { source_.started(c); };
+  hooks.keep = [&] { return source_.keep(c); };
+  hooks.finish = [&](const Outcome& o) {  // not called when `keep` ended it: nothing to tell then
+    try {
+      source_.finish(c, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pkb: evaluation %s: its outcome was not stored: %s\n", c.id.c_str(), e.what());
+    }
+  };
+  run_evaluation(c, o_.eval, gpus, hooks);
 }
 
 void Slots::release_gpus(const std::vector<std::string>& ids) {

@@ -83,6 +83,12 @@ json claim_json(const Claim& c, double lease_s) {
 // before its next), so waiting workers never hold every thread.
 std::atomic<int> g_waiting{0};
 
+// One claim counted among the waiting ones while it lives (also when the store throws).
+struct WaitingClaim {
+  int others = g_waiting.fetch_add(1);
+  ~WaitingClaim() { g_waiting.fetch_sub(1); }
+};
+
 void claim(ApiContext& ctx, const Request& req, Response& res) {
   auto name = authenticate(ctx, nullptr, req, res, TokenRole::worker);
   if (!name) return;
@@ -92,8 +98,10 @@ void claim(ApiContext& ctx, const Request& req, Response& res) {
   o.worker = *name + "/" + (*body)["worker"].get<std::string>();
   o.lease_s = ctx.options.lease_s;
   if (body->contains("max_world") && (*body)["max_world"].is_number_integer()) o.max_world = (*body)["max_world"];
-  double wait_s = std::clamp(body->value("wait_s", 0.0), 0.0, kMaxClaimWait_s);
-  if (g_waiting.fetch_add(1) >= ctx.options.http_threads / 2) wait_s = 0;
+  const bool may_wait = body->contains("wait_s") && (*body)["wait_s"].is_number();
+  double wait_s = may_wait ? std::clamp((*body)["wait_s"].get<double>(), 0.0, kMaxClaimWait_s) : 0.0;
+  WaitingClaim waiting;
+  if (waiting.others >= ctx.options.http_threads / 2) wait_s = 0;
   const double until = epoch_seconds() + wait_s;
   std::optional<Claim> c;
   while (true) {
@@ -103,7 +111,6 @@ void claim(ApiContext& ctx, const Request& req, Response& res) {
     if (c || left <= 0 || ctx.feed.stopped()) break;
     ctx.feed.wait_after(seen, left);
   }
-  g_waiting.fetch_sub(1);
   if (!c) {
     res.status = 204;
     return;
@@ -133,8 +140,9 @@ void heartbeat(ApiContext& ctx, const Request& req, Response& res) {
   auto body = worker_body(req, res, true);
   if (!body) return;
   const Claim c = named_claim(*name, req, *body);
-  if (!ctx.store.renew(c, ctx.options.lease_s, body->value("running", false))) return not_current(res, c);
-  if (body->value("running", false)) ctx.feed.bump();
+  const bool running = body->contains("running") && (*body)["running"].is_boolean() && (*body)["running"].get<bool>();
+  if (!ctx.store.renew(c, ctx.options.lease_s, running)) return not_current(res, c);
+  if (running) ctx.feed.bump();
   send_json(res, 200, {{"id", c.id}, {"attempt", c.attempt}, {"lease_s", ctx.options.lease_s}});
 }
 
