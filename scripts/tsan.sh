@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The code pkb runs from several threads (pkb_core_tests: tests/unit/concurrency_test.cpp, files_test.cpp,
-# seal_test.cpp; the models' dispatch, retries and cache over loopback HTTP) built with ThreadSanitizer and run:
+# seal_test.cpp; the models' dispatch, retries and cache over loopback HTTP; pkb serve's store and slots in one
+# process, pkb_serve_unit_tests) built with ThreadSanitizer and run:
 # any data race fails it. A build dir of its own (default build-tsan beside the main one), torch-free targets
 # only, so it costs about a minute on two cores.
 # scripts/test.sh builds it beside ctest (PKB_TSAN_BUILD_ONLY=1: build, no run) and runs it after. Exit status:
@@ -23,7 +24,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 else
   cmake "$build" >/dev/null  # a target added since it was configured: make names only the targets it knows
 fi
-cmake --build "$build" -j "$(nproc)" --target pkb_core_tests pkb_models_http_tests >"$build/tsan-build.log" 2>&1 ||
+cmake --build "$build" -j "$(nproc)" --target pkb_core_tests pkb_models_http_tests pkb_serve_unit_tests >"$build/tsan-build.log" 2>&1 ||
   { tail -n 40 "$build/tsan-build.log"; exit 1; }
 [ -z "${PKB_TSAN_BUILD_ONLY:-}" ] || exit 0  # scripts/test.sh builds it beside ctest, then runs it
 # halt_on_error: the first race ends the run with its report; die_after_fork=0: pkb forks (then execs at once)
@@ -35,7 +36,7 @@ status=0
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 pids=() names=()
-for spec in tests/pkb_core_tests:2 tests/models/pkb_models_http_tests:4; do
+for spec in tests/pkb_core_tests:2 tests/models/pkb_models_http_tests:4 tests/pkb_serve_unit_tests:1; do
   t=${spec%:*} shards=${spec##*:}
   for ((i = 0; i < shards; i++)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/$t" --gtest_brief=1 >"$logs/${#pids[@]}.log" 2>&1 &

@@ -1,5 +1,5 @@
-// pkb serve as the tests run it: a real server process on a loopback port (any free one), a client over real
-// HTTP (cpp-httplib, the server's own library), and the CPU fixtures as items.
+// pkb serve as the tests run it: a real server process on a loopback port (any free one), `pkb worker` processes
+// pointed at it, a client over real HTTP (cpp-httplib, the server's own library), and the CPU fixtures as items.
 #pragma once
 
 #include <httplib.h>
@@ -67,9 +67,59 @@ class ServeProcess {
   int port_ = 0, starts_ = 0;
 };
 
-// A client's token, from `pkb serve token add`.
-inline std::string add_client(const std::filesystem::path& data, const std::string& name) {
-  CliRun r = run_cli(PKB_BINARY, {"serve", "token", "add", name, "--data", data.string()});
+// One `pkb worker --server http://127.0.0.1:PORT --name NAME --dir DIR` process (its token in
+// $PKB_WORKER_TOKEN); kill9() as ServeProcess's. Its stdout and stderr go to DIR.out and DIR.err.
+class WorkerProcess {
+ public:
+  explicit WorkerProcess(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  ~WorkerProcess() {
+    if (thread_.joinable()) kill9();
+  }
+  void start(int port, const std::string& token, const std::string& name, std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {PKB_BINARY, "worker", "--server", "http://127.0.0.1:" + std::to_string(port),
+                                     "--name",   name,     "--dir",    dir_.string(),
+                                     "--device", "cpu",    "--cache",  PKB_TEST_CACHE};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    thread_ = std::thread([this, argv, token] {
+      ProcessOptions o;
+      o.timeout_s = 600;
+      o.stdout_path = dir_.string() + ".out";
+      o.stderr_path = dir_.string() + ".err";
+      o.env = {{"PKB_WORKER_TOKEN", token}};
+      o.poll = [this] { return !stop_.load(); };
+      o.poll_interval_s = 0.02;
+      result_ = run_process(argv, o);
+      done_ = true;
+    });
+  }
+  void kill9() {
+    stop_ = true;
+    thread_.join();
+  }
+  // The exit code once it exits by itself within `timeout_s` (-1: it did not; it is killed).
+  int wait(double timeout_s) {
+    for (int i = 0; i < timeout_s * 20 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const bool exited = done_;
+    kill9();
+    return exited && result_.exited ? result_.exit_code : -1;
+  }
+  std::string output() const {
+    return file_tail(dir_.string() + ".out", 1 << 16) + file_tail(dir_.string() + ".err", 1 << 16);
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, done_{false};
+  ProcessResult result_;
+};
+
+// A client's token, from `pkb serve token add` (a worker's with --worker).
+inline std::string add_client(const std::filesystem::path& data, const std::string& name, bool worker = false) {
+  std::vector<std::string> args = {"serve", "token", "add", name, "--data", data.string()};
+  if (worker) args.push_back("--worker");
+  CliRun r = run_cli(PKB_BINARY, args);
   if (r.exit_code != 0) throw std::runtime_error("token add failed: " + r.err);
   return r.out.substr(0, r.out.find('\n'));
 }
@@ -132,6 +182,12 @@ inline json fixture_item(const std::string& fixture, const std::string& key = ""
             {"source", cpu_fixture(fixture)}};
   if (!key.empty()) j["idempotency_key"] = key;
   return j;
+}
+
+// A row of an evaluation that has finished: done, failed or cancelled.
+inline bool finished(const json& row) {
+  const std::string s = row.value("state", "");
+  return s == "done" || s == "failed" || s == "cancelled";
 }
 
 // Polls GET /v1/evaluations/ID until `done(row)` or the timeout; the last row.

@@ -33,11 +33,6 @@ class Serve : public testing::Test {
   std::unique_ptr<Client> alice_, bob_;
 };
 
-bool finished(const json& row) {
-  const std::string s = row.value("state", "");
-  return s == "done" || s == "failed" || s == "cancelled";
-}
-
 TEST_F(Serve, BatchIsStreamedToTheEndWithRecordsAndRewards) {
   start();
   json batch = {{"items",

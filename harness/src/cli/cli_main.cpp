@@ -17,6 +17,7 @@ void add_torch_free_commands(CLI::App& app, Action& action) {
   add_report_command(app, action);
   add_leaderboard_command(app, action);
   add_serve_command(app, action);
+  add_worker_command(app, action);
 }
 
 int cli_main(int argc, char** argv, const AddCommands& add_commands) {

@@ -1,5 +1,5 @@
 // pkb serve [--port P] [--host H] [--data DIR] [--slots N] ...: pkb's verdicts as an HTTP/JSON service
-// (docs/serve.md). pkb serve token add NAME | list | revoke NAME: the clients' bearer tokens.
+// (docs/serve.md). pkb serve token add NAME [--worker] | list | revoke NAME: the clients' and workers' bearer tokens.
 // Exit codes: 0 done (token commands), 2 usage or input error, or the server could not start; the server itself
 // runs until it is killed.
 #include <iostream>
@@ -12,6 +12,7 @@ namespace {
 
 struct TokenOptions {
   std::string name;
+  bool worker = false;
 };
 
 void add_server_flags(CLI::App* cmd, serve::ServeOptions& o) {
@@ -20,8 +21,11 @@ void add_server_flags(CLI::App* cmd, serve::ServeOptions& o) {
   cmd->add_option("--cache", o.cache_dir, "pkb eval's compile and reference-pass cache, shared (default DATA/cache)");
   cmd->add_option("--device", o.device, "cpu, cuda or auto (cuda where GPUs are visible)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_option("--slots", o.slots, "CPU ranks: evaluations at once, each of W ranks (GPUs: one per GPU)")
-      ->check(CLI::Range(1, 256));
+  cmd->add_option("--slots", o.slots,
+                  "CPU ranks: evaluations at once, each of W ranks (GPUs: one per GPU); 0: none, only workers evaluate")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--lease", o.lease_s, "A worker's claim lapses this long after its last heartbeat, s (default 60)")
+      ->check(CLI::Range(1.0, 86400.0));
   cmd->add_option("--timeout", o.candidate_timeout_s, "pkb eval --timeout: each launch of a candidate's ranks, s")
       ->check(kPositive);
   cmd->add_option("--deadline", o.evaluation_deadline_s, "The whole evaluation's deadline, s (then it has failed)")
@@ -46,13 +50,14 @@ void add_token_commands(CLI::App* serve_cmd, const std::shared_ptr<serve::ServeO
   auto t = std::make_shared<TokenOptions>();
   CLI::App* add = token->add_subcommand("add", "Add client NAME and print its token (shown this once)");
   add->add_option("name", t->name, "The client's name")->required();
+  add->add_flag("--worker", t->worker, "A worker's token (pkb worker): it claims evaluations, it cannot submit");
   CLI::App* revoke = token->add_subcommand("revoke", "Remove client NAME's token");
   revoke->add_option("name", t->name, "The client's name")->required();
   CLI::App* list = token->add_subcommand("list", "The clients' names");
   for (CLI::App* c : {add, revoke, list}) c->add_option("--data", o->data_dir, "The server's data directory");
   add->callback([o, t, &action] {
     action = [o, t] {
-      std::cout << serve::add_token(o->data_dir, t->name) << "\n";
+      std::cout << serve::add_token(o->data_dir, t->name, t->worker) << "\n";
       return 0;
     };
   });

@@ -27,6 +27,7 @@ void add_run_command(CLI::App& app, Action& action);
 void add_regress_command(CLI::App& app, Action& action);
 void add_leaderboard_command(CLI::App& app, Action& action);
 void add_serve_command(CLI::App& app, Action& action);
+void add_worker_command(CLI::App& app, Action& action);
 
 // The evaluation's timing flags, one spelling for eval, run and regress: the timing options (worker/timing_cli.h),
 // --timing-method and --retime-baseline.

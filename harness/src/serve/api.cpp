@@ -21,34 +21,6 @@ using json = nlohmann::json;
 using httplib::Request;
 using httplib::Response;
 
-void send_json(Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
-void send_error(Response& res, int status, const std::string& field, const std::string& message) {
-  send_json(res, status, {{"error", {{"field", field}, {"message", message}, {"status", status}}}});
-}
-
-// The client a request's bearer token names, or none after answering 401 (or 429 past the client's rate).
-std::optional<std::string> authenticate(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  const std::string h = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  std::optional<std::string> client;
-  if (h.rfind(prefix, 0) == 0) client = ctx.store.client_for_token(sha256_hex(h.substr(prefix.size())));
-  if (!client) {
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, "Authorization", h.empty() ? "missing bearer token" : "unknown token");
-    return std::nullopt;
-  }
-  if (auto wait = limiter.take(*client)) {
-    res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(*wait))));
-    send_error(res, 429, "rate", "over " + std::to_string(ctx.options.rate) + " requests a second");
-    return std::nullopt;
-  }
-  return client;
-}
-
 // The shaping a read asks for (?shaping=), or none after answering 400.
 std::optional<std::string> shaping_of(const Request& req, Response& res) {
   std::string s = req.has_param("shaping") ? req.get_param_value("shaping") : shaping_names().front();
@@ -76,6 +48,7 @@ json row_json(const EvalRow& r, const std::string& shaping, bool with_record) {
   if (r.child_wall_s > 0) j["child_wall_s"] = r.child_wall_s;
   if (!r.status.empty()) j["status"] = r.status;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.worker.empty()) j["worker"] = r.worker;
   if (!r.record.empty()) {
     json rec = json::parse(r.record, nullptr, false);
     if (r.state == EvalState::done) j["reward"] = compute_reward(rec, shaping).to_json();
@@ -153,7 +126,7 @@ void answer_submission(Response& res, bool batch, const std::string& batch_id,
 }
 
 void submit(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  auto client = authenticate(ctx, limiter, req, res);
+  auto client = authenticate(ctx, &limiter, req, res);
   if (!client) return;
   bool repaired = false;
   auto body = parse_body(req, res, &repaired);
@@ -191,7 +164,7 @@ std::optional<std::vector<EvalRow>> selected_rows(ApiContext& ctx, const std::st
 }
 
 void list(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  auto client = authenticate(ctx, limiter, req, res);
+  auto client = authenticate(ctx, &limiter, req, res);
   if (!client) return;
   auto shaping = shaping_of(req, res);
   if (!shaping) return;
@@ -209,7 +182,7 @@ void list(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& r
 }
 
 void get_one(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  auto client = authenticate(ctx, limiter, req, res);
+  auto client = authenticate(ctx, &limiter, req, res);
   if (!client) return;
   auto shaping = shaping_of(req, res);
   if (!shaping) return;
@@ -219,7 +192,7 @@ void get_one(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response
 }
 
 void cancel(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  auto client = authenticate(ctx, limiter, req, res);
+  auto client = authenticate(ctx, &limiter, req, res);
   if (!client) return;
   const std::string id = req.matches[1];
   switch (ctx.store.cancel(*client, id)) {
@@ -265,7 +238,7 @@ bool stream_turn(ApiContext& ctx, const std::string& client, const Request& req,
 }
 
 void events(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response& res) {
-  auto client = authenticate(ctx, limiter, req, res);
+  auto client = authenticate(ctx, &limiter, req, res);
   if (!client) return;
   auto shaping = shaping_of(req, res);
   if (!shaping) return;
@@ -280,6 +253,35 @@ void events(ApiContext& ctx, RateLimiter& limiter, const Request& req, Response&
 }
 
 }  // namespace
+
+void send_json(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void send_error(Response& res, int status, const std::string& field, const std::string& message) {
+  send_json(res, status, {{"error", {{"field", field}, {"message", message}, {"status", status}}}});
+}
+
+std::optional<std::string> authenticate(ApiContext& ctx, RateLimiter* limiter, const Request& req, Response& res,
+                                        TokenRole role) {
+  const std::string h = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  std::optional<std::string> name;
+  if (h.rfind(prefix, 0) == 0) name = ctx.store.client_for_token(sha256_hex(h.substr(prefix.size())), role);
+  if (!name) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, 401, "Authorization",
+               h.empty() ? "missing bearer token" : std::string("unknown token (for a ") + role_name(role) + ")");
+    return std::nullopt;
+  }
+  if (auto wait = limiter ? limiter->take(*name) : std::nullopt) {
+    res.set_header("Retry-After", std::to_string(static_cast<int>(std::ceil(*wait))));
+    send_error(res, 429, "rate", "over " + std::to_string(ctx.options.rate) + " requests a second");
+    return std::nullopt;
+  }
+  return name;
+}
 
 std::optional<double> RateLimiter::take(const std::string& client) {
   std::lock_guard lock(mu_);
@@ -305,6 +307,7 @@ void install_routes(httplib::Server& server, ApiContext& ctx, RateLimiter& limit
                 [&](const Request& q, Response& r) { cancel(ctx, limiter, q, r); });
   server.Get("/v1/events", [&](const Request& q, Response& r) { events(ctx, limiter, q, r); });
   install_problem_routes(server, ctx);
+  install_work_routes(server, ctx);
   server.Get("/metrics", [&](const Request&, Response& r) {
     r.set_content(metrics_text(ctx.store, ctx.slots), "text/plain; version=0.0.4");
   });

@@ -44,8 +44,19 @@ struct ApiContext {
   SubmitLimits limits;
   std::string device;  // cpu or cuda
   double started = 0;  // seconds since the epoch
+  EvalSettings eval;   // how evaluations run: a worker runs them alike
 };
 
 void install_routes(httplib::Server& server, ApiContext& ctx, RateLimiter& limiter);
+// The routes of remote workers, /v1/work/... (serve/work_api.cpp).
+void install_work_routes(httplib::Server& server, ApiContext& ctx);
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& body);
+// {"error": {"field", "message", "status"}} with that HTTP status.
+void send_error(httplib::Response& res, int status, const std::string& field, const std::string& message);
+// The name a request's bearer token belongs to, if it has `role`; none after answering 401 (or 429 past the
+// client's rate, when `limiter` is given).
+std::optional<std::string> authenticate(ApiContext& ctx, RateLimiter* limiter, const httplib::Request& req,
+                                        httplib::Response& res, TokenRole role = TokenRole::client);
 
 }  // namespace pkb::serve

@@ -1,88 +1,99 @@
 #include "serve/slots.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
-#include "core/files.h"
-#include "core/utf8.h"
-#include "launch/process.h"
-#include "serve/submission.h"
 
 namespace pkb::serve {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 constexpr size_t kRecentLatencies = 1000;
-constexpr size_t kErrorTailBytes = 2000;
-
-std::vector<std::string> eval_argv(const Claim& c, const fs::path& source, const fs::path& dir, const SlotOptions& o) {
-  std::vector<std::string> argv = {o.pkb.string(),
-                                   "eval",
-                                   source.string(),
-                                   "--problem",
-                                   c.item.problem,
-                                   "-w",
-                                   std::to_string(c.item.world),
-                                   "--device",
-                                   enum_name(o.device),
-                                   "--dtype",
-                                   c.item.dtype};
-  for (const auto& [k, v] : c.item.params.items()) argv.insert(argv.end(), {"--param", k + "=" + v.dump()});
-  for (const auto& a : timing_preset_args(c.item.timing)) argv.push_back(a);
-  char timeout[32];
-  std::snprintf(timeout, sizeof timeout, "%g", o.candidate_timeout_s);
-  argv.insert(argv.end(),
-              {"--timeout", timeout, "--out", (dir / "out").string(), "--cache", o.cache_dir.string(), "--json"});
-  argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
-  return argv;
-}
-
-std::string joined(const std::vector<std::string>& ids) {
-  std::string s;
-  for (const auto& id : ids) s += (s.empty() ? "" : ",") + id;
-  return s;
-}
 
 }  // namespace
 
-Slots::Slots(Store& store, ChangeFeed& feed, SlotOptions options)
-    : store_(store), feed_(feed), o_(std::move(options)), free_gpus_(o_.gpus) {}
+std::optional<Claim> LocalWork::claim(int max_world, double wait_s) {
+  const int64_t seen = feed_.current();
+  ClaimOptions o;
+  o.max_world = max_world;
+  std::optional<Claim> c = store_.claim_next(o);
+  if (c)
+    feed_.bump();
+  else
+    feed_.wait_after(seen, wait_s);
+  return c;
+}
 
-Slots::~Slots() {
+void LocalWork::started(const Claim& c) {
+  store_.set_running(c.id, c.attempt);
+  feed_.bump();
+}
+
+bool LocalWork::keep(const Claim& c) {
+  auto state = store_.state_of(c.id);
+  return !(state && *state == EvalState::cancelled);
+}
+
+void LocalWork::finish(const Claim& c, const Outcome& o) {
+  store_.finish(c, o.state, o.status, o.record, o.error, o.child_wall_s);
+  feed_.bump();
+}
+
+Slots::Slots(WorkSource& source, SlotOptions options) : source_(source), o_(std::move(options)), free_gpus_(o_.gpus) {}
+
+Slots::~Slots() { stop(); }
+
+void Slots::stop() {
   stop_ = true;
-  feed_.stop();
   gpus_freed_.notify_all();
-  for (auto& t : threads_) t.join();
+  source_.nudge();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 void Slots::start() {
-  fs::create_directories(o_.work_dir);
-  for (const auto& leftover : fs::directory_iterator(o_.work_dir)) fs::remove_all(leftover.path());  // a dead server's
-  started_ = epoch_seconds();
-  const size_t n = o_.device == DeviceKind::cuda ? std::max<size_t>(1, o_.gpus.size()) : std::max(1, o_.slots);
+  fs::create_directories(o_.eval.work_dir);
+  for (const auto& leftover : fs::directory_iterator(o_.eval.work_dir))
+    fs::remove_all(leftover.path());  // a dead one's
+  started_ = last_end_ = epoch_seconds();
+  size_t n = static_cast<size_t>(std::max(0, o_.slots));
+  if (o_.eval.device == DeviceKind::cuda && n > 0) n = o_.gpus.size();
   running_since_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) threads_.emplace_back([this, i] { slot_loop(i); });
 }
 
+// The next claim, and on GPUs the W GPUs it runs on; none when nothing fits now (or the slots stop).
+std::optional<Claim> Slots::next_claim(std::vector<std::string>* gpus) {
+  std::lock_guard claiming(claim_mu_);
+  int max_world = 1 << 30;
+  if (o_.eval.device == DeviceKind::cuda) {
+    std::unique_lock lock(mu_);
+    gpus_freed_.wait(lock, [&] { return stop_ || !free_gpus_.empty(); });
+    if (stop_) return std::nullopt;
+    max_world = static_cast<int>(free_gpus_.size());
+  }
+  std::optional<Claim> c;
+  try {
+    c = source_.claim(max_world, o_.claim_wait_s);
+  } catch (const std::exception& e) {  // the database was busy past its timeout, the server failed: try again
+    std::fprintf(stderr, "pkb: %s\n", e.what());
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (c && o_.eval.device == DeviceKind::cuda) {  // only the claiming slot takes GPUs: these are still free
+    std::lock_guard lock(mu_);
+    gpus->assign(free_gpus_.begin(), free_gpus_.begin() + c->item.world);
+    free_gpus_.erase(free_gpus_.begin(), free_gpus_.begin() + c->item.world);
+  }
+  return c;
+}
+
 void Slots::slot_loop(size_t slot) {
   while (!stop_) {
-    const int64_t seen = feed_.current();
-    std::optional<Claim> c;
-    try {
-      std::lock_guard lock(mu_);
-      c = store_.claim_next(&cursor_);
-    } catch (const Error& e) {  // the database was busy past its timeout: try again
-      std::fprintf(stderr, "pkb serve: %s\n", e.what());
-    }
-    if (!c) {
-      feed_.wait_after(seen, 1.0);
-      continue;
-    }
-    feed_.bump();
-    std::vector<std::string> gpus =
-        o_.device == DeviceKind::cuda ? lease_gpus(c->item.world) : std::vector<std::string>{};
+    std::vector<std::string> gpus;
+    std::optional<Claim> c = next_claim(&gpus);
+    if (!c) continue;
     const double t0 = epoch_seconds();
     {
       std::lock_guard lock(mu_);
@@ -93,65 +104,26 @@ void Slots::slot_loop(size_t slot) {
     {
       std::lock_guard lock(mu_);
       running_since_[slot] = 0;
-      busy_s_ += t1 - t0;
+      busy_s_ += t1 - t0, last_end_ = t1, ++evaluated_;
       recent_.push_back({t0 - c->created, t1 - t0});
       if (recent_.size() > kRecentLatencies) recent_.pop_front();
     }
     if (!gpus.empty()) release_gpus(gpus);
-    feed_.bump();
   }
 }
 
 void Slots::evaluate(const Claim& c, const std::vector<std::string>& gpus) {
-  const fs::path dir = o_.work_dir / c.id;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const fs::path source = dir / (o_.device == DeviceKind::cuda ? "candidate.cu" : "candidate.cpp");
-  write_file_atomically(source, c.item.source);
-  ProcessOptions po;
-  po.timeout_s = o_.evaluation_deadline_s;
-  po.stdout_path = dir / "stdout.json";
-  po.stderr_path = dir / "stderr.txt";
-  if (!gpus.empty()) po.env["CUDA_VISIBLE_DEVICES"] = joined(gpus);
-  bool running = false;
-  po.poll = [&] {
-    if (!running && fs::exists(dir / "out" / "runs")) {  // the candidate pass has started
-      running = true;
-      store_.set_running(c.id, c.attempt);
-      feed_.bump();
+  EvalHooks hooks;
+  hooks.started = [&] { source_.started(c); };
+  hooks.keep = [&] { return source_.keep(c); };
+  hooks.finish = [&](const Outcome& o) {  // not called when `keep` ended it: nothing to tell then
+    try {
+      source_.finish(c, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pkb: evaluation %s: its outcome was not stored: %s\n", c.id.c_str(), e.what());
     }
-    auto state = store_.state_of(c.id);
-    return !(state && *state == EvalState::cancelled);
   };
-  try {
-    ProcessResult r = run_process(eval_argv(c, source, dir, o_), po);
-    if (!r.cancelled) conclude(c, dir, r.wall_s, r.summary());
-  } catch (const std::exception& e) {  // pkb eval could not be started
-    store_.finish(c, EvalState::failed, "", "", std::string("could not run pkb eval: ") + e.what(), 0);
-  }
-  fs::remove_all(dir);
-}
-
-// The child's verdict into the store: its record (done; failed for a harness_error), or why there is none.
-void Slots::conclude(const Claim& c, const fs::path& dir, double child_wall_s, const std::string& summary) {
-  json record = json::parse(file_tail(dir / "stdout.json", 1 << 26), nullptr, false);
-  if (!record.is_object() || !record.contains("status") || !record["status"].is_string()) {
-    std::string tail = utf8_prefix(file_tail(dir / "stderr.txt", kErrorTailBytes), kErrorTailBytes);
-    store_.finish(c, EvalState::failed, "", "", "pkb eval gave no record (" + summary + "): " + tail, child_wall_s);
-    return;
-  }
-  const std::string status = record["status"];
-  const bool harness = status == "harness_error";
-  store_.finish(c, harness ? EvalState::failed : EvalState::done, status, record.dump(),
-                harness ? record.value("message", "harness error") : "", child_wall_s);
-}
-
-std::vector<std::string> Slots::lease_gpus(int world) {
-  std::unique_lock lock(mu_);
-  gpus_freed_.wait(lock, [&] { return stop_ || static_cast<int>(free_gpus_.size()) >= world; });
-  std::vector<std::string> mine(free_gpus_.begin(), free_gpus_.begin() + std::min<size_t>(world, free_gpus_.size()));
-  free_gpus_.erase(free_gpus_.begin(), free_gpus_.begin() + static_cast<long>(mine.size()));
-  return mine;
+  run_evaluation(c, o_.eval, gpus, hooks);
 }
 
 void Slots::release_gpus(const std::vector<std::string>& ids) {
@@ -160,6 +132,7 @@ void Slots::release_gpus(const std::vector<std::string>& ids) {
     free_gpus_.insert(free_gpus_.end(), ids.begin(), ids.end());
   }
   gpus_freed_.notify_all();
+  source_.nudge();
 }
 
 double Slots::busy_fraction() const {
@@ -175,6 +148,18 @@ double Slots::busy_fraction() const {
 std::vector<Latency> Slots::recent() const {
   std::lock_guard lock(mu_);
   return {recent_.begin(), recent_.end()};
+}
+
+double Slots::idle_s() const {
+  std::lock_guard lock(mu_);
+  for (double since : running_since_)
+    if (since > 0) return 0;
+  return epoch_seconds() - last_end_;
+}
+
+int Slots::evaluated() const {
+  std::lock_guard lock(mu_);
+  return evaluated_;
 }
 
 }  // namespace pkb::serve

@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 
@@ -25,6 +26,15 @@ CREATE TABLE IF NOT EXISTS evaluations(
 CREATE INDEX IF NOT EXISTS queue ON evaluations(state, client, priority DESC, seq);
 CREATE INDEX IF NOT EXISTS by_batch ON evaluations(batch);
 )sql";
+
+// Columns added since the first schema, added to a database that lacks them (ALTER TABLE ADD COLUMN).
+constexpr std::array<std::array<const char*, 3>, 3> kAddedColumns = {{
+    {"clients", "role", "TEXT NOT NULL DEFAULT 'client'"},  // TokenRole
+    {"evaluations", "worker", "TEXT"},                      // the remote worker holding the claim
+    {"evaluations", "lease_until", "REAL"},                 // its lease (seconds since the epoch)
+}};
+
+constexpr std::pair<TokenRole, const char*> kRoles[] = {{TokenRole::client, "client"}, {TokenRole::worker, "worker"}};
 
 constexpr std::pair<EvalState, const char*> kStates[] = {
     {EvalState::queued, "queued"}, {EvalState::compiling, "compiling"}, {EvalState::running, "running"},
@@ -106,7 +116,7 @@ class Transaction {
 constexpr const char* kRowColumns =
     "id, client, batch, idempotency_key, problem, world, dtype, params, timing, priority, state, created, "
     "COALESCE(started, 0), COALESCE(finished, 0), attempts, COALESCE(status, ''), COALESCE(record, ''), "
-    "COALESCE(error, ''), COALESCE(child_wall_s, 0)";
+    "COALESCE(error, ''), COALESCE(child_wall_s, 0), COALESCE(worker, '')";
 
 EvalRow read_row(const Stmt& s) {
   EvalRow r;
@@ -118,6 +128,7 @@ EvalRow read_row(const Stmt& s) {
   r.created = s.real(11), r.started = s.real(12), r.finished = s.real(13);
   r.attempts = static_cast<int>(s.integer(14));
   r.status = s.text(15), r.record = s.text(16), r.error = s.text(17), r.child_wall_s = s.real(18);
+  r.worker = s.text(19);
   return r;
 }
 
@@ -129,15 +140,30 @@ std::optional<Accepted> existing_for_key(sqlite3* db, const std::string& client,
   return Accepted{s.text(0), true, state_from_name(s.text(1)).value_or(EvalState::failed)};
 }
 
-// The first client by name after `after` with a queued evaluation ("" = from the start).
-std::optional<std::string> next_client(sqlite3* db, const std::string& after) {
-  Stmt s(db, "SELECT client FROM evaluations WHERE state = 'queued' AND client > ? ORDER BY client LIMIT 1");
-  s.bind(1, after);
+// The first client by name after `after` with a queued evaluation of W <= max_world ("" = from the start).
+std::optional<std::string> next_client(sqlite3* db, const std::string& after, int max_world) {
+  Stmt s(db,
+         "SELECT client FROM evaluations WHERE state = 'queued' AND client > ? AND world <= ? ORDER BY client LIMIT 1");
+  s.bind(1, after).bind(2, max_world);
   if (s.step()) return s.text(0);
   return std::nullopt;
 }
 
+void add_missing_columns(sqlite3* db) {
+  for (const auto& [table, column, decl] : kAddedColumns) {
+    Stmt s(db, (std::string("SELECT 1 FROM pragma_table_info('") + table + "') WHERE name = ?").c_str());
+    s.bind(1, std::string(column));
+    if (!s.step()) exec(db, (std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + decl).c_str());
+  }
+}
+
 }  // namespace
+
+const char* role_name(TokenRole r) {
+  for (const auto& [v, n] : kRoles)
+    if (v == r) return n;
+  return "?";
+}
 
 const char* state_name(EvalState s) {
   for (const auto& [v, n] : kStates)
@@ -179,6 +205,7 @@ Store::Store(const std::filesystem::path& db_path) {
   try {
     exec(db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
     exec(db_, kSchema);
+    add_missing_columns(db_);
   } catch (...) {
     sqlite3_close(db_);
     throw;
@@ -187,10 +214,10 @@ Store::Store(const std::filesystem::path& db_path) {
 
 Store::~Store() { sqlite3_close(db_); }
 
-void Store::add_client(const std::string& name, const std::string& token_sha256) {
+void Store::add_client(const std::string& name, const std::string& token_sha256, TokenRole role) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "INSERT INTO clients(name, token_sha256, created) VALUES(?, ?, ?)");
-  s.bind(1, name).bind(2, token_sha256).bind(3, epoch_seconds());
+  Stmt s(db_, "INSERT INTO clients(name, token_sha256, created, role) VALUES(?, ?, ?, ?)");
+  s.bind(1, name).bind(2, token_sha256).bind(3, epoch_seconds()).bind(4, std::string(role_name(role)));
   try {
     s.step();
   } catch (const Error&) {
@@ -205,18 +232,18 @@ bool Store::remove_client(const std::string& name) {
   return sqlite3_changes(db_) > 0;
 }
 
-std::vector<std::string> Store::client_names() {
+std::vector<std::pair<std::string, TokenRole>> Store::client_names() {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "SELECT name FROM clients ORDER BY name");
-  std::vector<std::string> names;
-  while (s.step()) names.push_back(s.text(0));
+  Stmt s(db_, "SELECT name, role FROM clients ORDER BY name");
+  std::vector<std::pair<std::string, TokenRole>> names;
+  while (s.step()) names.emplace_back(s.text(0), s.text(1) == "worker" ? TokenRole::worker : TokenRole::client);
   return names;
 }
 
-std::optional<std::string> Store::client_for_token(const std::string& token_sha256) {
+std::optional<std::string> Store::client_for_token(const std::string& token_sha256, TokenRole role) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "SELECT name FROM clients WHERE token_sha256 = ?");
-  s.bind(1, token_sha256);
+  Stmt s(db_, "SELECT name FROM clients WHERE token_sha256 = ? AND role = ?");
+  s.bind(1, token_sha256).bind(2, std::string(role_name(role)));
   if (s.step()) return s.text(0);
   return std::nullopt;
 }
@@ -296,26 +323,34 @@ CancelOutcome Store::cancel(const std::string& client, const std::string& id) {
   return q.step() ? CancelOutcome::already_finished : CancelOutcome::not_found;
 }
 
-std::optional<Claim> Store::claim_next(std::string* cursor) {
+std::optional<Claim> Store::claim_next(const ClaimOptions& o) {
   std::lock_guard lock(mu_);
   Transaction t(db_);
-  std::optional<std::string> client = next_client(db_, *cursor);
-  if (!client) client = next_client(db_, "");
+  std::optional<std::string> client = next_client(db_, cursor_, o.max_world);
+  if (!client) client = next_client(db_, "", o.max_world);
   if (!client) return std::nullopt;
   Stmt s(db_,
          "SELECT id, problem, world, dtype, params, timing, priority, source, attempts, created FROM evaluations "
-         "WHERE state = 'queued' AND client = ? ORDER BY priority DESC, seq LIMIT 1");
-  s.bind(1, *client);
+         "WHERE state = 'queued' AND client = ? AND world <= ? ORDER BY priority DESC, seq LIMIT 1");
+  s.bind(1, *client).bind(2, o.max_world);
   if (!s.step()) return std::nullopt;
   Claim c;
-  c.id = s.text(0), c.client = *client;
+  c.id = s.text(0), c.client = *client, c.worker = o.worker;
   c.item.problem = s.text(1), c.item.world = static_cast<int>(s.integer(2)), c.item.dtype = s.text(3);
   c.item.params = json::parse(s.text(4)), c.item.timing = s.text(5), c.item.priority = static_cast<int>(s.integer(6));
   c.item.source = s.text(7), c.attempt = static_cast<int>(s.integer(8)) + 1, c.created = s.real(9);
-  Stmt u(db_, "UPDATE evaluations SET state = 'compiling', started = ?, attempts = ? WHERE id = ?");
-  u.bind(1, epoch_seconds()).bind(2, c.attempt).bind(3, c.id).step();
+  const double now = epoch_seconds();
+  Stmt u(db_,
+         "UPDATE evaluations SET state = 'compiling', started = ?, attempts = ?, worker = ?, lease_until = ? "
+         "WHERE id = ?");
+  u.bind(1, now).bind(2, c.attempt).bind_null_if_empty(3, o.worker);
+  if (o.worker.empty())
+    sqlite3_bind_null(u.get(), 4);
+  else
+    u.bind(4, now + o.lease_s);
+  u.bind(5, c.id).step();
   t.commit();
-  *cursor = *client;
+  cursor_ = *client;
   return c;
 }
 
@@ -325,15 +360,26 @@ void Store::set_running(const std::string& id, int attempt) {
   s.bind(1, id).bind(2, attempt).step();
 }
 
+bool Store::renew(const Claim& c, double lease_s, bool running) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "UPDATE evaluations SET lease_until = ?, state = CASE WHEN ? THEN 'running' ELSE state END "
+         "WHERE id = ? AND attempts = ? AND worker = ? AND state IN ('compiling', 'running')");
+  s.bind(1, epoch_seconds() + lease_s).bind(2, running ? 1 : 0).bind(3, c.id).bind(4, c.attempt).bind(5, c.worker);
+  s.step();
+  return sqlite3_changes(db_) > 0;
+}
+
 bool Store::finish(const Claim& c, EvalState state, const std::string& status, const std::string& record,
                    const std::string& error, double child_wall_s) {
   std::lock_guard lock(mu_);
   Stmt s(db_,
-         "UPDATE evaluations SET state = ?, finished = ?, status = ?, record = ?, error = ?, child_wall_s = ? "
-         "WHERE id = ? AND attempts = ? AND state IN ('compiling', 'running')");
+         "UPDATE evaluations SET state = ?, finished = ?, status = ?, record = ?, error = ?, child_wall_s = ?, "
+         "lease_until = NULL WHERE id = ? AND attempts = ? AND COALESCE(worker, '') = ? AND state IN ('compiling', "
+         "'running')");
   s.bind(1, std::string(state_name(state))).bind(2, epoch_seconds()).bind_null_if_empty(3, status);
   s.bind_null_if_empty(4, record).bind_null_if_empty(5, error).bind(6, child_wall_s).bind(7, c.id);
-  s.bind(8, c.attempt).step();
+  s.bind(8, c.attempt).bind(9, c.worker).step();
   return sqlite3_changes(db_) > 0;
 }
 
@@ -347,8 +393,17 @@ std::optional<EvalState> Store::state_of(const std::string& id) {
 
 int Store::requeue_in_flight() {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE evaluations SET state = 'queued' WHERE state IN ('compiling', 'running')");
+  Stmt s(db_, "UPDATE evaluations SET state = 'queued' WHERE state IN ('compiling', 'running') AND worker IS NULL");
   s.step();
+  return sqlite3_changes(db_);
+}
+
+int Store::requeue_expired() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "UPDATE evaluations SET state = 'queued', lease_until = NULL WHERE state IN ('compiling', 'running') AND "
+         "lease_until < ?");
+  s.bind(1, epoch_seconds()).step();
   return sqlite3_changes(db_);
 }
 
