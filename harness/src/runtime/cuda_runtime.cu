@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -284,7 +285,8 @@ class CudaRuntime final : public Runtime {
   // written before it stopped, so the wait has passed: nothing is written that could overtake a later call's flag.
   void flag_release(uint32_t* flag, uint32_t value) override {
     if (!memops_ || !waited_) return;
-    for (int i = 0; i < 2000 && cudaEventQuery(waited_) == cudaErrorNotReady; ++i) usleep(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    while (cudaEventQuery(waited_) == cudaErrorNotReady && std::chrono::steady_clock::now() < give_up) usleep(10);
     if (cudaEventQuery(waited_) != cudaErrorNotReady) return;
     if (!release_stream_)
       cuda_check(cudaStreamCreateWithFlags(&release_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
