@@ -3,12 +3,13 @@
 # (tests/fixtures/cpu) at W = 2 through the server against the same evaluations as `pkb eval` processes, as many at
 # once as the server has slots (what `pkb run` does with its slots); (2) the server's own overhead per evaluation:
 # the time in its slot beyond the pkb eval child's wall (p50, p99); (3) the server's memory with 10,000 queued items.
-# Usage: scripts/bench_serve.sh [N=200] [SLOTS=2] [QUEUED=10000] (N = 0: the memory part only). Goals (issue 46): within 10% of pkb eval's
-# throughput, overhead p99 <= 50 ms, <= 200 MB with 10,000 queued.
+# Usage: scripts/bench_serve.sh [N=200] [SLOTS=2] [QUEUED=10000] [ROUNDS=5] (N = 0: the memory part only); the two
+# sides of (1) alternate in ROUNDS rounds of N/ROUNDS each, so a shared machine's changing load weighs on both.
+# Goals (issue 46): within 10% of pkb eval's throughput, overhead p99 <= 50 ms, <= 200 MB with 10,000 queued.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkb=${PKB:-${PKB_BUILD_DIR:-$root/build}/pkb}
-n=${1:-200} slots=${2:-2} queued=${3:-10000}
+n=${1:-200} slots=${2:-2} queued=${3:-10000} rounds=${4:-5}
 work=$(mktemp -d /tmp/pkb-bench-serve.XXXXXX)
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
@@ -32,40 +33,66 @@ start_server() {  # DATA [flags...]: starts pkb serve, sets server_pid and url
   url=$(grep -o 'http://[0-9.:]*' "$data.out")
 }
 
-throughput() {
-# Warm one cache for both sides: every fixture's compile and the problem's reference pass.
-for f in "${fixtures[@]}"; do "$pkb" eval "$work/src/$f.cpp" "${flags[@]}" --out "$work/warm" --cache "$work/cache" >/dev/null || true; done
+# One round of pkb eval: evaluations FIRST..FIRST+COUNT-1 (the fixtures round robin), SLOTS at once; its wall (s).
+eval_round() {
+  local t0
+  t0=$(date +%s.%N)
+  for i in $(seq "$1" $(($1 + $2 - 1))); do echo "${fixtures[$((i % ${#fixtures[@]}))]}"; done |
+    xargs -P "$slots" -I{} sh -c "'$pkb' eval '$work/src/{}.cpp' $(printf '%q ' "${flags[@]}") --out '$work/eval' --cache '$work/cache' >/dev/null 2>&1 || true"
+  echo "$(date +%s.%N) - $t0" | bc
+}
 
-echo "== pkb eval: $n evaluations, $slots at once"
-start=$(date +%s.%N)
-for i in $(seq 0 $((n - 1))); do echo "${fixtures[$((i % ${#fixtures[@]}))]}"; done |
-  xargs -P "$slots" -I{} sh -c "'$pkb' eval '$work/src/{}.cpp' $(printf '%q ' "${flags[@]}") --out '$work/eval' --cache '$work/cache' >/dev/null 2>&1 || true"
-eval_wall=$(echo "$(date +%s.%N) - $start" | bc)
-
-echo "== pkb serve: $n submissions in one batch, --slots $slots"
-mkdir -p "$work/data"
-token=$("$pkb" serve token add bench --data "$work/data")
-start_server "$work/data" --slots "$slots"
-python3 - "$root/scripts" "$url" "$token" "$work/src" "$n" "$eval_wall" "${fixtures[@]}" <<'PY'
-import statistics, sys, time
+# The same evaluations as one batch through the server; its wall (s). Each done evaluation's overhead (slot time
+# beyond the child's wall, s) is appended to $work/overhead.
+serve_round() {
+  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "${fixtures[@]}" <<'PY'
+import sys, time
 sys.path.insert(0, sys.argv[1])
 from pkb_client import Client
-url, token, src, n, eval_wall, fixtures = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), sys.argv[7:]
+url, token, src, first, count, overhead, fixtures = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8:]
 c = Client(url, token, timeout=600)
 items = [{"problem": 1, "world": 2, "params": {"M": 64, "N": 48}, "timing": "quick",
-          "source": open(f"{src}/{fixtures[i % len(fixtures)]}.cpp").read()} for i in range(n)]
+          "source": open(f"{src}/{fixtures[i % len(fixtures)]}.cpp").read()} for i in range(first, first + count)]
 t0 = time.monotonic()
 rows = c.evaluate(items)
 wall = time.monotonic() - t0
-done = [r for r in rows if r.get("state") == "done"]
-over = sorted(r["evaluation_s"] - r["child_wall_s"] for r in done)
+with open(overhead, "a") as f:
+    for r in rows:
+        f.write(f"{r['evaluation_s'] - r['child_wall_s']}\n" if r.get("state") == "done" else "failed\n")
+print(wall)
+PY
+}
+
+# The two sides in alternating rounds (pkb eval, then the server, ROUNDS times), so that a change of the machine's
+# load during the run weighs on both alike.
+throughput() {
+# Warm one cache for both sides: every fixture's compile and the problem's reference pass.
+for f in "${fixtures[@]}"; do "$pkb" eval "$work/src/$f.cpp" "${flags[@]}" --out "$work/warm" --cache "$work/cache" >/dev/null || true; done
+mkdir -p "$work/data"
+token=$("$pkb" serve token add bench --data "$work/data")
+start_server "$work/data" --slots "$slots"
+echo "== $n evaluations, $slots at once, in $rounds rounds: pkb eval, then the same through pkb serve --slots $slots"
+eval_wall=0 serve_wall=0
+for r in $(seq 0 $((rounds - 1))); do
+  first=$((r * n / rounds)) count=$(((r + 1) * n / rounds - r * n / rounds))
+  e=$(eval_round "$first" "$count") s=$(serve_round "$first" "$count")
+  printf 'round %d: %d evaluations: pkb eval %.1f s, pkb serve %.1f s (load %s)\n' "$r" "$count" "$e" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
+  eval_wall=$(echo "$eval_wall + $e" | bc) serve_wall=$(echo "$serve_wall + $s" | bc)
+done
+python3 - "$n" "$eval_wall" "$serve_wall" "$work/overhead" <<'PY'
+import sys
+n, eval_wall, serve_wall = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+lines = open(sys.argv[4]).read().split()
+over = sorted(float(x) for x in lines if x != "failed")
 q = lambda p: over[min(len(over) - 1, max(0, int(p * len(over) + 0.999) - 1))]
 print(f"pkb eval x{n}: {eval_wall:.1f} s ({n / eval_wall:.2f} evaluations/s)")
-print(f"pkb serve x{n}: {wall:.1f} s ({n / wall:.2f} evaluations/s), {len(done)} done; throughput "
-      f"{100 * (eval_wall / wall):.1f}% of pkb eval's (goal >= 90%)")
+print(f"pkb serve x{n}: {serve_wall:.1f} s ({n / serve_wall:.2f} evaluations/s), {len(over)} done; throughput "
+      f"{100 * (eval_wall / serve_wall):.1f}% of pkb eval's (goal >= 90%)")
 print(f"server overhead per evaluation (slot time beyond the child's wall): p50 {1000 * q(0.5):.1f} ms, "
       f"p99 {1000 * q(0.99):.1f} ms, max {1000 * over[-1]:.1f} ms (goal p99 <= 50 ms)")
 PY
+ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")  # utime + stime, in clock ticks
+echo "the server's own CPU time over the run: $(echo "scale=1; $ticks / $(getconf CLK_TCK)" | bc) s (its children not counted)"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 }
 [ "$n" -gt 0 ] && throughput

@@ -107,7 +107,7 @@ std::string slow_correct() {
 }
 
 TEST_F(Workers, AWorkerKilledMidEvaluationLosesItsClaimAndAnotherFinishesItOnce) {
-  start("2");
+  start("5");  // b heartbeats every 1.7 s: a loaded machine must stall it 3 s for its own claim to lapse
   WorkerProcess a(tmp_.path() / "a"), b(tmp_.path() / "b");
   a.start(server_.port(), worker_token_, "a");
   json item = fixture_item("correct");

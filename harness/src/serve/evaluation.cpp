@@ -1,8 +1,11 @@
 #include "serve/evaluation.h"
 
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "core/files.h"
+#include "core/sha256.h"
 #include "core/utf8.h"
 #include "launch/process.h"
 #include "serve/submission.h"
@@ -37,6 +40,40 @@ std::vector<std::string> eval_argv(const Claim& c, const fs::path& source, const
   return argv;
 }
 
+// Sources by content: WORK/src/SHA256/candidate.EXT, shared by the evaluations of one source that run at once and
+// removed when the last of them ends. pkb eval's compile cache keys on the source's folder (its -I), so a source
+// seen before compiles again unless it comes back at the same path.
+class SourceFiles {
+ public:
+  fs::path acquire(const fs::path& work, const std::string& source, const std::string& name) {
+    const fs::path dir = work / "src" / sha256_hex(source);
+    std::lock_guard lock(mu_);
+    if (users_[dir.string()] == 0) {
+      fs::create_directories(dir);
+      write_file_atomically(dir / name, source);
+    }
+    ++users_[dir.string()];
+    return dir / name;
+  }
+  void release(const fs::path& file) {
+    std::lock_guard lock(mu_);
+    const std::string dir = file.parent_path().string();
+    if (--users_[dir] > 0) return;
+    users_.erase(dir);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> users_;  // by folder: evaluations using it now
+};
+
+SourceFiles& source_files() {
+  static SourceFiles files;
+  return files;
+}
+
 std::string joined(const std::vector<std::string>& ids) {
   std::string s;
   for (const auto& id : ids) s += (s.empty() ? "" : ",") + id;
@@ -63,36 +100,39 @@ Outcome outcome_of(const json& record, const std::string& no_record_error, doubl
 void run_evaluation(const Claim& c, const EvalSettings& s, const std::vector<std::string>& gpus,
                     const EvalHooks& hooks) {
   const fs::path dir = s.work_dir / c.id;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const fs::path source = dir / (s.device == DeviceKind::cuda ? "candidate.cu" : "candidate.cpp");
-  write_file_atomically(source, c.item.source);
-  ProcessOptions po;
-  po.timeout_s = s.evaluation_deadline_s;
-  po.stdout_path = dir / "stdout.json";
-  po.stderr_path = dir / "stderr.txt";
-  if (!gpus.empty()) po.env["CUDA_VISIBLE_DEVICES"] = joined(gpus);
-  bool running = false;
-  po.poll = [&] {
-    if (!running && fs::exists(dir / "out" / "runs")) {  // the candidate pass has started
-      running = true;
-      hooks.started();
-    }
-    return hooks.keep();
-  };
   std::optional<Outcome> out;
-  try {
+  fs::path source;
+  try {  // anything here that throws (a full disk, a folder removed under us) fails this evaluation, not the worker
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    source = source_files().acquire(s.work_dir, c.item.source,
+                                    s.device == DeviceKind::cuda ? "candidate.cu" : "candidate.cpp");
+    ProcessOptions po;
+    po.timeout_s = s.evaluation_deadline_s;
+    po.stdout_path = dir / "stdout.json";
+    po.stderr_path = dir / "stderr.txt";
+    if (!gpus.empty()) po.env["CUDA_VISIBLE_DEVICES"] = joined(gpus);
+    bool running = false;
+    po.poll = [&] {
+      if (!running && fs::exists(dir / "out" / "runs")) {  // the candidate pass has started
+        running = true;
+        hooks.started();
+      }
+      return hooks.keep();
+    };
     ProcessResult r = run_process(eval_argv(c, source, dir, s), po);
     if (!r.cancelled) {
       json record = json::parse(file_tail(dir / "stdout.json", 1 << 26), nullptr, false);
       std::string tail = utf8_prefix(file_tail(dir / "stderr.txt", kErrorTailBytes), kErrorTailBytes);
       out = outcome_of(record, "pkb eval gave no record (" + r.summary() + "): " + tail, r.wall_s);
     }
-  } catch (const std::exception& e) {  // pkb eval could not be started
+  } catch (const std::exception& e) {
     out = Outcome{EvalState::failed, "", "", std::string("could not run pkb eval: ") + e.what(), 0};
   }
   if (out) hooks.finish(*out);
-  fs::remove_all(dir);
+  if (!source.empty()) source_files().release(source);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace pkb::serve
