@@ -76,8 +76,14 @@ targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests timing_mpi_test"
 { want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
+# pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: without them, pkb without it.
+serve_flag=-DPKB_BUILD_SERVE=ON
+if ! pkg-config --exists cpp-httplib 2>/dev/null || [ ! -f /usr/include/sqlite3.h ]; then
+  serve_flag=-DPKB_BUILD_SERVE=OFF
+  echo "pkb serve: not built (no cpp-httplib or sqlite3.h here)"
+fi
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
-  "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON || exit 1
+  "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON "$serve_flag" || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
 if [ "$world" -gt "$gpus" ]; then  # NCCL refuses two ranks on one GPU: the staged communicator instead
   want comm && step comm_staged "${mpi[@]}" "$build/tests/comm_test" --staged

@@ -301,6 +301,62 @@ class PassedFds {
   int lifted_[kMaxPassedFds] = {};
 };
 
+// The environment a child gets: the caller's (none with opts.clear_env), opts.env over it.
+std::vector<std::string> child_environment(const ProcessOptions& opts) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; !opts.clear_env && *e; ++e) {
+    std::string kv = *e;
+    if (!opts.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
+  }
+  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  return env_strings;
+}
+
+// Where a forked child's output and reports go: its stdout and stderr, the write ends of the info pipe (-1: none)
+// and of the pipe that carries a failed exec's errno.
+struct ChildFds {
+  int out = -1, err = -1, info = -1, exec_error = -1;
+};
+
+// The forked child: it becomes the keeper (launch/process.h), whose only child execs the command. Only
+// async-signal-safe calls after the fork (the caller may have other threads).
+[[noreturn]] void become_command(char* const* args, char* const* envp, const ProcessOptions& opts, pid_t group,
+                                 pid_t parent, const ChildFds& fds) {
+  setpgid(0, group);
+  const pid_t keeper = getpid();
+  sigset_t caller_mask;
+  if (become_keeper(parent, &caller_mask) != 0) _exit(127);
+  // The command's own process, the keeper's only child. It dies with the keeper.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != keeper) _exit(127);
+  sigprocmask(SIG_SETMASK, &caller_mask, nullptr);
+  PassedFds passed(opts.pass_fds);
+  // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) dup2(null_fd, 0);
+  dup2(fds.out, 1);
+  dup2(fds.err, 2);
+  if (fds.info >= 0) {  // dup2 clears close-on-exec; a descriptor already in place needs it cleared by hand
+    if (fds.info == opts.info_fd)
+      fcntl(fds.info, F_SETFD, 0);
+    else
+      dup2(fds.info, opts.info_fd);
+  }
+  passed.place();
+  for (const auto& [resource, value] : opts.rlimits) {
+    struct rlimit lim = {value, value};
+    setrlimit(resource, &lim);
+    // Past the file-size limit writes fail with EFBIG instead of killing the writer: capped logs stay whole.
+    if (resource == RLIMIT_FSIZE) signal(SIGXFSZ, SIG_IGN);
+  }
+  if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
+  execvpe(args[0], const_cast<char* const*>(args), const_cast<char* const*>(envp));
+  const int exec_errno = errno;
+  dprintf(2, "cannot execute %s: %s\n", args[0], strerror(exec_errno));
+  (void)!write(fds.exec_error, &exec_errno, sizeof exec_errno);
+  _exit(127);
+}
+
 // Forks and execs one child into process group `group` (0: a new group it leads, tracked for the termination
 // handler at once); a process it reports on opts.info_fd is opened into *namespace_init (-1 if none) and tracked.
 pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pid_t group, int* namespace_init) {
@@ -308,16 +364,10 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   if (opts.pass_fds.size() > kMaxPassedFds) throw Error("run_process: too many descriptors to pass");
   std::optional<ReportingStart> reporting;
   if (opts.info_fd >= 0) reporting.emplace();
-  std::vector<std::string> env_strings;
-  for (char** e = environ; !opts.clear_env && *e; ++e) {
-    std::string kv = *e;
-    if (!opts.env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
-  }
-  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = child_environment(opts), argv_copy = argv;
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
@@ -332,41 +382,8 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& opts, pi
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("run_process: fork failed: ") + strerror(errno));
-  if (pid == 0) {
-    setpgid(0, group);
-    const pid_t keeper = getpid();
-    sigset_t caller_mask;
-    if (become_keeper(parent, &caller_mask) != 0) _exit(127);
-    // The command's own process, the keeper's only child. It dies with the keeper.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != keeper) _exit(127);
-    sigprocmask(SIG_SETMASK, &caller_mask, nullptr);
-    PassedFds passed(opts.pass_fds);
-    // No child reads the caller's terminal or pipe: a candidate must not see what pkb's caller types.
-    int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
-    if (info[1] >= 0) {  // dup2 clears close-on-exec; a descriptor already in place needs it cleared by hand
-      if (info[1] == opts.info_fd)
-        fcntl(info[1], F_SETFD, 0);
-      else
-        dup2(info[1], opts.info_fd);
-    }
-    passed.place();
-    for (const auto& [resource, value] : opts.rlimits) {
-      struct rlimit lim = {value, value};
-      setrlimit(resource, &lim);
-      // Past the file-size limit writes fail with EFBIG instead of killing the writer: capped logs stay whole.
-      if (resource == RLIMIT_FSIZE) signal(SIGXFSZ, SIG_IGN);
-    }
-    if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
-    execvpe(args[0], args.data(), envp.data());
-    const int exec_errno = errno;
-    dprintf(2, "cannot execute %s: %s\n", args[0], strerror(exec_errno));
-    (void)!write(exec_errors[1], &exec_errno, sizeof exec_errno);
-    _exit(127);
-  }
+  if (pid == 0)
+    become_command(args.data(), envp.data(), opts, group, parent, {out_fd, err_fd, info[1], exec_errors[1]});
   close(exec_errors[1]);
   setpgid(pid, group ? group : pid);  // also from the parent, so the group exists before we might signal it
   // Tracked before waiting for the child's report: bwrap takes tens of ms to build the namespaces, and a SIGTERM

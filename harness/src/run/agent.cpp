@@ -22,6 +22,7 @@
 #include "prompt/feedback.h"
 #include "prompt/template.h"
 #include "run/agent_loop.h"
+#include "run/slot_queue.h"
 #include "scoring/records.h"
 
 namespace pkb::run {
@@ -488,7 +489,8 @@ void run_agent_samples(const std::vector<const ProblemSpec*>& problems, const Ru
   auto provider = models::make_provider(name, g.provider);
   auto prices = models::PriceTable::load(repo_root() / "pricing" / "prices.json");
   models::ReplyCache cache(g.cache_dir.empty() ? sum.dir / "cache" : g.cache_dir);
-  std::deque<std::vector<std::pair<const ProblemSpec*, int>>> groups;  // a problem's samples share one slot
+  using Sample = std::pair<const ProblemSpec*, int>;
+  std::deque<std::vector<Sample>> groups;  // a problem's samples share one slot
   for (const ProblemSpec* p : problems) {
     if (world_size_violation(*p, o.world, p->parameters)) continue;  // not asked at this W: no sample
     groups.emplace_back();
@@ -504,47 +506,46 @@ void run_agent_samples(const std::vector<const ProblemSpec*>& problems, const Ru
   }
   if (o.progress && sum.resumed)
     std::fprintf(stderr, "resuming: %d of %d samples already recorded\n", sum.resumed, sum.samples);
-  std::mutex mu;
+  std::mutex mu;  // sum and the results file
   std::atomic<bool> stopped{false};
-  auto worker = [&](const std::string& devices) {
-    for (;;) {
-      std::vector<std::pair<const ProblemSpec*, int>> group;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (groups.empty()) return;
-        group = std::move(groups.front());
-        groups.pop_front();
-      }
-      for (auto [spec, k] : group) {
-        std::optional<ResultRecord> rec;
-        AgentSample a(*spec, k, o, g, sum.dir, devices);
-        try {
-          if (!stopped) rec = a.run(*provider, cache, prices);
-        } catch (const std::exception& err) {
-          std::lock_guard<std::mutex> lock(mu);
-          ++sum.harness_errors;
-          std::fprintf(stderr, "pkb run: %s sample %d: harness error, left unrecorded: %s\n", spec->folder().c_str(), k,
-                       err.what());
-          continue;
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        if (!rec) {
-          ++sum.service_failures;
-          if (sum.service_error.empty())
-            sum.service_error = stopped ? "not sent: an earlier request failed" : a.service_error;
-          if (a.stops_batch) stopped = true;
-          continue;
-        }
-        append_line(results, record_line(*rec));
-        ++sum.recorded;
-        if (o.progress)
-          std::fprintf(stderr, "%s sample %d: %s after %d steps (%s)\n", spec->folder().c_str(), k, rec->status.c_str(),
-                       rec->fields["agent"]["steps"].get<int>(),
-                       rec->fields["agent"]["end"].get<std::string>().c_str());
-      }
+  SlotWork<Sample> work;
+  work.evaluate = [&](const Sample& s, const std::string& devices) -> std::string {
+    auto [spec, k] = s;
+    AgentSample a(*spec, k, o, g, sum.dir, devices);
+    std::optional<ResultRecord> rec;
+    if (!stopped) rec = a.run(*provider, cache, prices);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!rec) {  // the model service failed: unrecorded, retried by the next invocation
+      ++sum.service_failures;
+      if (sum.service_error.empty())
+        sum.service_error = stopped ? "not sent: an earlier request failed" : a.service_error;
+      if (a.stops_batch) stopped = true;
+      return "";
     }
+    append_line(results, record_line(*rec));
+    ++sum.recorded;
+    if (o.progress)
+      std::fprintf(stderr, "%s sample %d: %s after %d steps (%s)\n", spec->folder().c_str(), k, rec->status.c_str(),
+                   rec->fields["agent"]["steps"].get<int>(), rec->fields["agent"]["end"].get<std::string>().c_str());
+    if (rec->status != result_status_name(ResultStatus::harness_error)) return "";
+    ++sum.harness_errors;
+    return "sample " + std::to_string(k) + " of this problem: " + rec->message;
   };
-  parallel_for_each(slots.size(), static_cast<int>(slots.size()), [&](size_t i) { worker(slots[i]); });
+  work.record_harness_error = [&](const Sample& s, const std::string& why) {
+    ResultRecord r = base_record(*s.first, s.second, o);
+    r.sample = s.second;
+    r.model = o.model;
+    r.status = result_status_name(ResultStatus::harness_error);
+    r.message = "harness error, no verdict: " + why;
+    std::lock_guard<std::mutex> lock(mu);
+    append_line(results, record_line(r));
+    ++sum.recorded, ++sum.harness_errors;
+  };
+  work.group_failed = [](const Sample& s, const std::string& why) {
+    std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
+                 s.first->folder().c_str(), why.c_str());
+  };
+  evaluate_on_slots(std::move(groups), slots, work);
 }
 
 }  // namespace pkb::run

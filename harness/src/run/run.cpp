@@ -28,6 +28,7 @@
 #include "prompt/feedback.h"
 #include "prompt/prompt.h"
 #include "run/agent_loop.h"
+#include "run/slot_queue.h"
 #include "scoring/report.h"
 #include "validate/validate.h"
 
@@ -420,84 +421,48 @@ void validate_without_gpus(RunOptions& o, const std::vector<const ProblemSpec*>&
   o.eval.not_evaluated_reason = "no GPU on this machine";
 }
 
-// What the GPU slots share while they evaluate: the queue of problems and the counts.
-struct SlotQueue {
-  std::deque<std::vector<Task>> groups;  // one problem's samples each
-  std::mutex mu;
-  std::atomic<int> recorded_count{0}, harness_errors{0};
-};
-
-// One problem's samples on one slot, one record each. The problem's other samples would fail the same way: after a
-// harness error they are recorded so at once.
-void evaluate_group(const std::vector<Task>& group, EvalOptions& e, const RunOptions& o, const fs::path& results,
-                    const fs::path& run_dir, SlotQueue& q, Progress& progress) {
-  std::string harness_failure;
-  auto record_harness_error = [&](const Task& t) {
-    append_line(results, record_line(harness_error_record(t, o, harness_failure)));
-    ++q.recorded_count, ++q.harness_errors;
-    progress.finished(t, "harness_error", 0);
-  };
-  for (const Task& t : group) {
-    if (!harness_failure.empty()) {
-      record_harness_error(t);
-      continue;
-    }
-    try {
-      // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per
-      // sample (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
-      e.out_dir = run_dir / "eval" /
-                  ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
-      ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
-      rec.sample = t.sample;
-      rec.turn = t.turn;
-      rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
-      rec.model = o.model;
-      append_line(results, record_line(rec));
-      ++q.recorded_count;
-      progress.finished(t, rec.status, rec.speedup.value_or(0.0));
-      if (rec.status == result_status_name(ResultStatus::harness_error)) {
-        ++q.harness_errors;
-        harness_failure = "sample " + std::to_string(t.sample) + " of this problem: " + rec.message;
-      }
-    } catch (const std::exception& err) {
-      // Any other failure of the harness, not the candidate's: recorded as one too. (The other problems' groups
-      // go on.)
-      harness_failure = err.what();
-      record_harness_error(t);
-    }
-  }
-  if (!harness_failure.empty())
-    std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
-                 group.front().spec->folder().c_str(), harness_failure.c_str());
-}
-
-// One slot per W GPUs (disjoint sets, so no two timed runs share a GPU); one slot on CPU ranks. A slot takes a
-// whole problem at a time: its samples share one cached reference pass, which must not be computed twice at once.
-void evaluate_on_slots(const std::vector<Task>& evals, const RunOptions& o, const std::vector<std::string>& gpus,
-                       const fs::path& results, RunSummary& sum, Progress& progress) {
-  std::vector<std::string> slots = evaluation_slots(o, gpus, sum.gpu_evaluation);
-  SlotQueue q;
+// One record per sample, on the slots (run/slot_queue.h: a problem's samples on one slot, pkb's own failures
+// recorded harness_error).
+void evaluate_tasks(const std::vector<Task>& evals, const RunOptions& o, const std::vector<std::string>& gpus,
+                    const fs::path& results, RunSummary& sum, Progress& progress) {
+  std::deque<std::vector<Task>> groups;
   for (const Task& t : evals) {
-    if (q.groups.empty() || q.groups.back().front().spec != t.spec) q.groups.emplace_back();
-    q.groups.back().push_back(t);
+    if (groups.empty() || groups.back().front().spec != t.spec) groups.emplace_back();
+    groups.back().push_back(t);
   }
-  auto worker = [&](const std::string& devices) {
+  std::atomic<int> recorded{0}, harness_errors{0};
+  SlotWork<Task> work;
+  work.evaluate = [&](const Task& t, const std::string& devices) -> std::string {
     EvalOptions e = o.eval;
     e.visible_devices = devices;
-    for (;;) {
-      std::vector<Task> group;
-      {
-        std::lock_guard<std::mutex> lock(q.mu);
-        if (q.groups.empty()) return;
-        group = std::move(q.groups.front());
-        q.groups.pop_front();
-      }
-      evaluate_group(group, e, o, results, sum.dir, q, progress);
-    }
+    // evaluate_candidate names the candidate pass's directory under out_dir by content: one directory per sample
+    // (and turn) keeps two samples with equal bytes from overwriting each other's rank records.
+    e.out_dir = sum.dir / "eval" /
+                ("sample_" + std::to_string(t.sample) + (t.turn > 1 ? "_turn_" + std::to_string(t.turn) : ""));
+    ResultRecord rec = record_from_json(evaluate_candidate(*t.spec, t.source, e).record);
+    rec.sample = t.sample;
+    rec.turn = t.turn;
+    rec.input_tokens = t.input_tokens, rec.output_tokens = t.output_tokens, rec.cost_usd = t.cost_usd;
+    rec.model = o.model;
+    append_line(results, record_line(rec));
+    ++recorded;
+    progress.finished(t, rec.status, rec.speedup.value_or(0.0));
+    if (rec.status != result_status_name(ResultStatus::harness_error)) return "";
+    ++harness_errors;
+    return "sample " + std::to_string(t.sample) + " of this problem: " + rec.message;
   };
-  parallel_for_each(slots.size(), static_cast<int>(slots.size()), [&](size_t i) { worker(slots[i]); });
-  sum.recorded += q.recorded_count;
-  sum.harness_errors += q.harness_errors;
+  work.record_harness_error = [&](const Task& t, const std::string& why) {
+    append_line(results, record_line(harness_error_record(t, o, why)));
+    ++recorded, ++harness_errors;
+    progress.finished(t, "harness_error", 0);
+  };
+  work.group_failed = [](const Task& t, const std::string& why) {
+    std::fprintf(stderr, "pkb run: %s: harness error, recorded harness_error (the next invocation retries): %s\n",
+                 t.spec->folder().c_str(), why.c_str());
+  };
+  evaluate_on_slots(std::move(groups), evaluation_slots(o, gpus, sum.gpu_evaluation), work);
+  sum.recorded += recorded;
+  sum.harness_errors += harness_errors;
 }
 
 // Steps 3-5 for one turn: account for every sample the turn's generation produced (resumed ones skipped), record
@@ -523,7 +488,7 @@ void run_turn(const generate::GenerateResult& gen, int turn, RunOptions& o,
   int jobs = o.compile_jobs > 0 ? o.compile_jobs : usable_cores();
   compile_ahead(evals, o.eval, jobs, o.progress);
   if (!sum.gpu_evaluation && turn == 1) validate_without_gpus(o, problems, mine, sum);
-  evaluate_on_slots(evals, o, gpus, results, sum, progress);
+  evaluate_tasks(evals, o, gpus, results, sum, progress);
 }
 
 // The samples that go on to turn `turn` + 1, each with its conversation so far: its answer of this turn was

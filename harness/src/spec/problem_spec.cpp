@@ -190,10 +190,7 @@ TensorSpec parse_tensor(const Fields& f, bool is_input, const std::set<std::stri
   return t;
 }
 
-void parse_into(ProblemSpec& s, const json& j) {
-  Fields f(j, "");
-  f.only({"id", "slug", "title", "category", "source", "description", "world_size", "parameters", "test_parameters",
-          "groups", "inputs", "outputs", "tolerance", "roofline", "deviations", "notes"});
+void parse_header(ProblemSpec& s, Fields& f) {
   s.id = static_cast<int>(f.integer("id"));
   if (s.id <= 0) f.fail("id", "must be a positive integer");
   s.slug = f.str("slug");
@@ -204,7 +201,9 @@ void parse_into(ProblemSpec& s, const json& j) {
   auto c = category_from_name(cat);
   if (!c) f.fail("category", "unknown category '" + cat + "'");
   s.category = *c;
+}
 
+void parse_parameters(ProblemSpec& s, Fields& f) {
   const json& params = f.at("parameters");
   if (!params.is_object()) f.fail("parameters", "must be an object of name: integer");
   for (auto it = params.begin(); it != params.end(); ++it) {
@@ -214,20 +213,18 @@ void parse_into(ProblemSpec& s, const json& j) {
     s.parameters[it.key()] = it.value().get<int64_t>();
   }
   // Small shapes for CI: overrides of existing parameters that keep every code path and hazard alive.
-  if (f.has("test_parameters")) {
-    const json& small = f.at("test_parameters");
-    if (!small.is_object()) f.fail("test_parameters", "must be an object of name: integer");
-    for (auto it = small.begin(); it != small.end(); ++it) {
-      if (!s.parameters.count(it.key())) f.fail("test_parameters." + it.key(), "not a parameter of this problem");
-      if (!it.value().is_number_integer()) f.fail("test_parameters." + it.key(), "must be an integer");
-      s.test_parameters[it.key()] = it.value().get<int64_t>();
-    }
+  if (!f.has("test_parameters")) return;
+  const json& small = f.at("test_parameters");
+  if (!small.is_object()) f.fail("test_parameters", "must be an object of name: integer");
+  for (auto it = small.begin(); it != small.end(); ++it) {
+    if (!s.parameters.count(it.key())) f.fail("test_parameters." + it.key(), "not a parameter of this problem");
+    if (!it.value().is_number_integer()) f.fail("test_parameters." + it.key(), "must be an integer");
+    s.test_parameters[it.key()] = it.value().get<int64_t>();
   }
-  std::set<std::string> names = {"W", "E"};
-  for (const auto& [k, v] : s.parameters) names.insert(k);
-  std::set<std::string> names_with_rank = names;
-  names_with_rank.insert("r");
+}
 
+void parse_world_and_groups(ProblemSpec& s, Fields& f, const std::set<std::string>& names,
+                            const std::set<std::string>& names_with_rank) {
   Fields ws = f.object("world_size");
   ws.only({"min", "max", "constraints"});
   if (ws.has("min")) s.world_size.min = static_cast<int>(ws.integer("min"));
@@ -242,19 +239,20 @@ void parse_into(ProblemSpec& s, const json& j) {
       check_names(s.world_size.constraints.back(), names, where);
     }
   }
-
-  if (f.has("groups")) {
-    const json& gs = f.array("groups");
-    for (size_t i = 0; i < gs.size(); ++i) {
-      Fields g(gs[i], idx("groups", i));
-      g.only({"name", "color", "key", "doc"});
-      GroupSpec gs_{g.str("name"), g.expr("color"), g.has("key") ? g.expr("key") : Expr::parse("r")};
-      check_names(gs_.color, names_with_rank, g.join("color"));
-      check_names(gs_.key, names_with_rank, g.join("key"));
-      s.groups.push_back(gs_);
-    }
+  if (!f.has("groups")) return;
+  const json& gs = f.array("groups");
+  for (size_t i = 0; i < gs.size(); ++i) {
+    Fields g(gs[i], idx("groups", i));
+    g.only({"name", "color", "key", "doc"});
+    GroupSpec group{g.str("name"), g.expr("color"), g.has("key") ? g.expr("key") : Expr::parse("r")};
+    check_names(group.color, names_with_rank, g.join("color"));
+    check_names(group.key, names_with_rank, g.join("key"));
+    s.groups.push_back(group);
   }
+}
 
+void parse_tensors(ProblemSpec& s, Fields& f, const std::set<std::string>& names,
+                   const std::set<std::string>& names_with_rank) {
   const json& ins = f.array("inputs");
   std::set<std::string> seen;
   for (size_t i = 0; i < ins.size(); ++i) {
@@ -284,7 +282,9 @@ void parse_into(ProblemSpec& s, const json& j) {
     s.outputs.push_back(parse_tensor(out, false, names_with_rank));
     if (!seen.insert(s.outputs.back().name).second) out.fail("name", "duplicate name '" + s.outputs.back().name + "'");
   }
+}
 
+void parse_checks_and_notes(ProblemSpec& s, Fields& f, const std::set<std::string>& names) {
   if (f.has("tolerance")) {
     Fields t = f.object("tolerance");
     t.only({"atol", "rtol", "gamma", "max_rel_l2"});
@@ -295,22 +295,34 @@ void parse_into(ProblemSpec& s, const json& j) {
     for (const char* k : {"atol", "rtol", "gamma", "max_rel_l2"})
       if (t.number(k, 0) < 0) t.fail(k, "must be >= 0");
   }
-
   Fields roof = f.object("roofline");
   roof.only({"link_bytes", "hbm_bytes", "flops"});
   for (const char* k : {"link_bytes", "hbm_bytes", "flops"}) {
     s.roofline[k] = roof.expr(k);
     check_names(s.roofline[k], names, roof.join(k));
   }
-
-  if (f.has("deviations")) {
-    for (const auto& d : f.array("deviations")) {
-      // Each entry is what differs from PKB and why: a sentence or more, never a placeholder.
-      if (!d.is_string() || d.get<std::string>().size() < 20)
-        f.fail("deviations", "must be an array of sentences (each what differs from PKB and why)");
-      s.deviations.push_back(d.get<std::string>());
-    }
+  if (!f.has("deviations")) return;
+  for (const auto& d : f.array("deviations")) {
+    // Each entry is what differs from PKB and why: a sentence or more, never a placeholder.
+    if (!d.is_string() || d.get<std::string>().size() < 20)
+      f.fail("deviations", "must be an array of sentences (each what differs from PKB and why)");
+    s.deviations.push_back(d.get<std::string>());
   }
+}
+
+void parse_into(ProblemSpec& s, const json& j) {
+  Fields f(j, "");
+  f.only({"id", "slug", "title", "category", "source", "description", "world_size", "parameters", "test_parameters",
+          "groups", "inputs", "outputs", "tolerance", "roofline", "deviations", "notes"});
+  parse_header(s, f);
+  parse_parameters(s, f);
+  std::set<std::string> names = {"W", "E"};
+  for (const auto& [k, v] : s.parameters) names.insert(k);
+  std::set<std::string> names_with_rank = names;
+  names_with_rank.insert("r");
+  parse_world_and_groups(s, f, names, names_with_rank);
+  parse_tensors(s, f, names, names_with_rank);
+  parse_checks_and_notes(s, f, names);
 }
 
 }  // namespace

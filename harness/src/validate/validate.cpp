@@ -328,6 +328,98 @@ void conclude(Planned& p) {
   finish(p, Verdict::pass, buf);
 }
 
+// The chunk's problems planned (a problem that cannot be planned fails here, alone).
+std::vector<Planned> plan_chunk(const std::vector<const ProblemSpec*>& specs, const ValidateOptions& options) {
+  std::vector<Planned> chunk;
+  for (const ProblemSpec* spec : specs) {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      chunk.push_back(plan(*spec, options));
+      chunk.back().driver_s += seconds_since(t0);
+    } catch (const Error& e) {
+      Planned p;
+      p.spec = spec;
+      p.res.problem = spec->folder();
+      finish(p, Verdict::fail, e.what());
+      chunk.push_back(std::move(p));
+    }
+  }
+  return chunk;
+}
+
+// References: one launch for the chunk; a problem that ends a launch early fails with its ranks' error, and the
+// launch resumes after it.
+void run_references(std::vector<Planned>& chunk, const ValidateOptions& options) {
+  std::vector<Planned*> todo;
+  for (auto& p : chunk)
+    if (!p.done) todo.push_back(&p);
+  fs::path batch_root = options.out_dir / ".launches";
+  while (!todo.empty()) {
+    auto t0 = std::chrono::steady_clock::now();
+    ProcessResult pr;
+    size_t finished = 0;
+    try {
+      std::tie(pr, finished) = run_reference_batch(todo, options, batch_root / todo.front()->spec->folder());
+    } catch (const std::exception& e) {
+      for (Planned* p : todo) finish(*p, Verdict::fail, std::string("reference launch failed: ") + e.what());
+      break;
+    }
+    size_t covered = std::min(todo.size(), finished + 1);
+    double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / covered;
+    for (size_t i = 0; i < covered; ++i) {
+      Planned& p = *todo[i];
+      p.launch_share_s += share;
+      p.res.record["reference_launch_s"] = pr.wall_s;
+      p.res.record["reference_launch_problems"] = todo.size();
+      if (i < finished) continue;
+      p.res.record["reference_launch"] = {
+          {"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
+      finish(p, Verdict::fail, "reference run failed: " + launch_failure_detail(pr, p.dir, options.world));
+    }
+    todo.erase(todo.begin(), todo.begin() + static_cast<std::ptrdiff_t>(covered));
+  }
+}
+
+void check_chunk_against_oracle(std::vector<Planned>& chunk) {
+  for (auto& p : chunk) {
+    if (p.done) continue;
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      check_against_oracle(p);
+      p.driver_s += seconds_since(t0);
+    } catch (const std::exception& e) {
+      p.driver_s += seconds_since(t0);
+      finish(p, Verdict::fail, std::string("oracle check failed: ") + e.what());
+    }
+  }
+}
+
+// reference.py: one launch of W Python processes for the chunk, again resumed after a problem that ends it.
+void run_python_references(std::vector<Planned>& chunk, const ValidateOptions& options) {
+  std::vector<Planned*> python;
+  for (auto& p : chunk)
+    if (!p.done && p.want_python) python.push_back(&p);
+  while (!python.empty()) {
+    std::vector<PythonBatchEntry> entries;
+    for (const Planned* p : python) entries.push_back({p->spec->dir, p->dir});
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<PythonRunResult> got = run_python_batch(python_job(options), entries);
+    double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / got.size();
+    for (size_t i = 0; i < got.size() && i < python.size(); ++i) {
+      python[i]->launch_share_s += share;
+      try {
+        apply_python(*python[i], got[i]);
+      } catch (const std::exception& e) {
+        python[i]->python_verdict = "failed";
+        python[i]->python_detail = e.what();
+        python[i]->tally.pass = false;
+        if (python[i]->tally.first_failure.empty()) python[i]->tally.first_failure = e.what();
+      }
+    }
+    python.erase(python.begin(), python.begin() + static_cast<std::ptrdiff_t>(std::min(got.size(), python.size())));
+  }
+}
+
 }  // namespace
 
 std::vector<ValidationResult> validate_problems(const std::vector<const ProblemSpec*>& specs,
@@ -338,83 +430,13 @@ std::vector<ValidationResult> validate_problems(const std::vector<const ProblemS
   std::vector<ValidationResult> results;
   const size_t batch = options.device == DeviceKind::cpu ? kValidateBatchCpu : kValidateBatch;
   for (size_t first = 0; first < specs.size(); first += batch) {
-    std::vector<Planned> chunk;
-    for (size_t i = first; i < std::min(specs.size(), first + batch); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      try {
-        chunk.push_back(plan(*specs[i], options));
-        chunk.back().driver_s += seconds_since(t0);
-      } catch (const Error& e) {
-        Planned p;
-        p.spec = specs[i];
-        p.res.problem = specs[i]->folder();
-        finish(p, Verdict::fail, e.what());
-        chunk.push_back(std::move(p));
-      }
-    }
-    // References: one launch for the chunk; a problem that ends a launch early fails with its ranks' error.
-    std::vector<Planned*> todo;
-    for (auto& p : chunk)
-      if (!p.done) todo.push_back(&p);
-    fs::path batch_root = options.out_dir / ".launches";
-    while (!todo.empty()) {
-      auto t0 = std::chrono::steady_clock::now();
-      ProcessResult pr;
-      size_t finished = 0;
-      try {
-        std::tie(pr, finished) = run_reference_batch(todo, options, batch_root / todo.front()->spec->folder());
-      } catch (const std::exception& e) {
-        for (Planned* p : todo) finish(*p, Verdict::fail, std::string("reference launch failed: ") + e.what());
-        break;
-      }
-      size_t covered = std::min(todo.size(), finished + 1);
-      double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / covered;
-      for (size_t i = 0; i < covered; ++i) {
-        Planned& p = *todo[i];
-        p.launch_share_s += share;
-        p.res.record["reference_launch_s"] = pr.wall_s;
-        p.res.record["reference_launch_problems"] = todo.size();
-        if (i < finished) continue;
-        p.res.record["reference_launch"] = {
-            {"stdout", (batch_root / todo.front()->spec->folder() / "mpirun.stdout").string()}};
-        finish(p, Verdict::fail, "reference run failed: " + launch_failure_detail(pr, p.dir, options.world));
-      }
-      todo.erase(todo.begin(), todo.begin() + static_cast<std::ptrdiff_t>(covered));
-    }
-    for (auto& p : chunk) {
-      if (p.done) continue;
-      auto t0 = std::chrono::steady_clock::now();
-      try {
-        check_against_oracle(p);
-        p.driver_s += seconds_since(t0);
-      } catch (const std::exception& e) {
-        p.driver_s += seconds_since(t0);
-        finish(p, Verdict::fail, std::string("oracle check failed: ") + e.what());
-      }
-    }
-    // reference.py: one launch of W Python processes for the chunk, again resumed after a problem that ends it.
-    std::vector<Planned*> python;
-    for (auto& p : chunk)
-      if (!p.done && p.want_python) python.push_back(&p);
-    while (!python.empty()) {
-      std::vector<PythonBatchEntry> entries;
-      for (const Planned* p : python) entries.push_back({p->spec->dir, p->dir});
-      auto t0 = std::chrono::steady_clock::now();
-      std::vector<PythonRunResult> got = run_python_batch(python_job(options), entries);
-      double share = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / got.size();
-      for (size_t i = 0; i < got.size() && i < python.size(); ++i) {
-        python[i]->launch_share_s += share;
-        try {
-          apply_python(*python[i], got[i]);
-        } catch (const std::exception& e) {
-          python[i]->python_verdict = "failed";
-          python[i]->python_detail = e.what();
-          python[i]->tally.pass = false;
-          if (python[i]->tally.first_failure.empty()) python[i]->tally.first_failure = e.what();
-        }
-      }
-      python.erase(python.begin(), python.begin() + static_cast<std::ptrdiff_t>(std::min(got.size(), python.size())));
-    }
+    std::vector<Planned> chunk =
+        plan_chunk({specs.begin() + static_cast<std::ptrdiff_t>(first),
+                    specs.begin() + static_cast<std::ptrdiff_t>(std::min(specs.size(), first + batch))},
+                   options);
+    run_references(chunk, options);
+    check_chunk_against_oracle(chunk);
+    run_python_references(chunk, options);
     for (auto& p : chunk) {
       if (!p.done) {
         try {
