@@ -285,11 +285,12 @@ PY
 export -f retime_check
 want retime && step retime retime_check "$build/pkb" "$out/retime"
 # The call gate's own cost (PKB_STEPS=gate): a kernel that does almost nothing (the zeros fixture on problem 13, a
-# memset of its output) in process, through the gate with its flags as kernels, and as stream memory operations (the
-# default where the driver has them); candidate and baseline medians side by side.
+# memset of its output) in process, and through the gate with each flag mechanism (runtime/call_gate.cuh: kernels,
+# the default; writes as stream memory operations; writes and waits as stream memory operations); candidate and
+# baseline medians side by side. PKB_GATE_MODES picks some.
 if want gate; then
-  for mode in in_process kernels stream_memory_ops; do
-    flags=$([ "$mode" = kernels ] && echo kernels || echo default)
+  for mode in ${PKB_GATE_MODES:-in_process kernels write_ops stream_memory_ops}; do
+    flags=$([ "$mode" = in_process ] && echo kernels || echo "$mode")
     where=$([ "$mode" = in_process ] && echo in-process || echo runner)
     TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
       "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where"
@@ -298,7 +299,7 @@ if want gate; then
 import glob, json, statistics, sys
 print("| mode | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
 print("|---|---|---|---|---|")
-for mode in ("in_process", "kernels", "stream_memory_ops"):
+for mode in ("in_process", "kernels", "write_ops", "stream_memory_ops"):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{mode}/run*.json"))]
     t = [r.get("timing", {}) for r in runs]
     cand = [x["candidate"]["median_us"] for x in t if (x.get("candidate") or {}).get("median_us")]

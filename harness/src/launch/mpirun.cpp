@@ -24,6 +24,7 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // Every rank is local: the remote launcher is never used, but Open MPI refuses to start when it cannot find
   // ssh or rsh, which a sandbox (or a minimal image) has not got.
   job.env["OMPI_MCA_plm_rsh_agent"] = "false";
+  if (const char* flags = getenv("PKB_GATE_FLAGS")) job.env["PKB_GATE_FLAGS"] = flags;  // the call gate's, to measure
   for (const auto& [k, v] : opts.env) job.env[k] = v;
 
   job.argv = {PKB_MPIRUN};

@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <string_view>
+
 #include "../../include/pkb/device.cuh"
 
 namespace pkb::gate {
@@ -82,6 +84,20 @@ inline const MemOps& mem_ops() {
   return ops;
 }
 constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
+
+// How the gate's flags are made. Waits as stream memory operations on a flag another process writes were measured at
+// ~290 us a call on an H100 under MPS (docs/results/gate-flags-h100-2026-12-05.md), against ~5 us for a one-thread
+// kernel, so the default is kernels; PKB_GATE_FLAGS picks another, to measure it. The monitor's choice goes to the
+// runner in its layout (gate_flags), by name.
+struct FlagMechanism {
+  bool write_ops = false;  // flags written by cuStreamWriteValue32, not a kernel
+  bool wait_ops = false;   // waited for by cuStreamWaitValue32, not a kernel
+  const char* name() const { return wait_ops ? "stream_memory_ops" : write_ops ? "write_ops" : "kernels"; }
+};
+inline FlagMechanism flag_mechanism_named(const char* name) {
+  const std::string_view n = name ? name : "";
+  return {n == "write_ops" || n == "stream_memory_ops", n == "stream_memory_ops"};
+}
 
 static __global__ void flag_write_kernel(uint32_t* flag, uint32_t value) {
   __threadfence_system();  // everything before it on the stream is visible first

@@ -25,12 +25,10 @@ void mem_op_check(int rc, const char* what) {
   if (rc != 0) throw Error(std::string(what) + " failed: CUresult " + std::to_string(rc));
 }
 
-// The gate's flags as stream memory operations where the driver has them; PKB_GATE_FLAGS=kernels keeps the kernels
-// (to measure one against the other).
-bool use_mem_ops() {
-  const char* choice = getenv("PKB_GATE_FLAGS");
-  if (choice && std::string(choice) == "kernels") return false;
-  return gate::mem_ops().available();
+// The gate's flags: kernels, unless PKB_GATE_FLAGS names stream memory operations the driver has (call_gate.cuh).
+gate::FlagMechanism chosen_flag_mechanism() {
+  gate::FlagMechanism m = gate::flag_mechanism_named(getenv("PKB_GATE_FLAGS"));
+  return gate::mem_ops().available() ? m : gate::FlagMechanism{};
 }
 
 __global__ void barrier_kernel(uint32_t* flags, void* const* bases, int rank, int world, uint32_t epoch) {
@@ -261,7 +259,7 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaGetLastError(), "gate hold launch");
   }
   void flag_write(uint32_t* flag, uint32_t value) override {
-    if (memops_) {
+    if (flags_.write_ops) {
       mem_op_check(gate::mem_ops().write(stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
                    "cuStreamWriteValue32");
       return;
@@ -270,7 +268,7 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaGetLastError(), "flag write launch");
   }
   void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us) override {
-    if (memops_) {
+    if (flags_.wait_ops) {
       mem_op_check(gate::mem_ops().wait(stream_, reinterpret_cast<uintptr_t>(flag), seq, gate::kWaitGeq),
                    "cuStreamWaitValue32");
       if (!waited_) cuda_check(cudaEventCreateWithFlags(&waited_, cudaEventDisableTiming), "cudaEventCreate");
@@ -284,7 +282,7 @@ class CudaRuntime final : public Runtime {
   // process died, or never wrote the flag), the flag is written from a stream of its own. An honest runner's flag was
   // written before it stopped, so the wait has passed: nothing is written that could overtake a later call's flag.
   void flag_release(uint32_t* flag, uint32_t value) override {
-    if (!memops_ || !waited_) return;
+    if (!flags_.wait_ops || !waited_) return;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
     while (cudaEventQuery(waited_) == cudaErrorNotReady && std::chrono::steady_clock::now() < give_up) usleep(10);
     if (cudaEventQuery(waited_) != cudaErrorNotReady) return;
@@ -293,7 +291,7 @@ class CudaRuntime final : public Runtime {
     mem_op_check(gate::mem_ops().write(release_stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
                  "cuStreamWriteValue32 (release)");
   }
-  const char* flag_mechanism() const override { return memops_ ? "stream_memory_ops" : "kernels"; }
+  const char* flag_mechanism() const override { return flags_.name(); }
   GateTrace gate_trace() override {
     GateTrace out;
     if (!gate_state_) return out;
@@ -315,7 +313,7 @@ class CudaRuntime final : public Runtime {
 
  private:
   std::vector<void*> private_;
-  bool memops_ = use_mem_ops();
+  const gate::FlagMechanism flags_ = chosen_flag_mechanism();
   cudaEvent_t waited_ = nullptr;           // after the last stream-op wait
   cudaStream_t release_stream_ = nullptr;  // where flag_release writes
   int device_ = 0;

@@ -20,9 +20,11 @@ __global__ void runner_barrier_kernel(uint32_t* flags, void* const* bases, int r
 
 }  // namespace
 
-Device::Device(int device, const std::string& ipc_handles, int rank, int world, bool mem_ops)
-    : rank_(rank), world_(world), mem_ops_(mem_ops) {
-  if (mem_ops_ && !gate::mem_ops().available())
+Device::Device(int device, const std::string& ipc_handles, int rank, int world, const std::string& flags)
+    : rank_(rank), world_(world) {
+  const gate::FlagMechanism m = gate::flag_mechanism_named(flags.c_str());
+  write_ops_ = m.write_ops, wait_ops_ = m.wait_ops;
+  if ((write_ops_ || wait_ops_) && !gate::mem_ops().available())
     throw Error("the monitor's gate uses stream memory operations; the driver has none here");
   if (ipc_handles.size() != sizeof(cudaIpcMemHandle_t) * static_cast<size_t>(world))
     throw Error("the monitor gave " + std::to_string(ipc_handles.size()) + " bytes of IPC handles for " +
@@ -61,7 +63,7 @@ void Device::zero(void* p, size_t bytes) {
 }
 
 void Device::wait_flag(const uint32_t* flag, uint32_t seq, double max_us) {
-  if (mem_ops_) {
+  if (wait_ops_) {
     if (gate::mem_ops().wait(static_cast<cudaStream_t>(stream_), reinterpret_cast<uintptr_t>(flag), seq,
                              gate::kWaitGeq) != 0)
       throw Error("cuStreamWaitValue32 failed");
@@ -72,7 +74,7 @@ void Device::wait_flag(const uint32_t* flag, uint32_t seq, double max_us) {
 }
 
 void Device::write_flag(uint32_t* flag, uint32_t value) {
-  if (mem_ops_) {
+  if (write_ops_) {
     if (gate::mem_ops().write(static_cast<cudaStream_t>(stream_), reinterpret_cast<uintptr_t>(flag), value,
                               gate::kWriteDefault) != 0)
       throw Error("cuStreamWriteValue32 failed");

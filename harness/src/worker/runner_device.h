@@ -14,8 +14,8 @@ namespace pkb::runner {
 class Device {
  public:
   // Opens rank q's heap from ipc_handles (cudaIpcMemHandle_t bytes, rank order) on `device`; throws pkb::Error.
-  // mem_ops: the gate's flags as stream memory operations (as the monitor's are), else kernels.
-  Device(int device, const std::string& ipc_handles, int rank, int world, bool mem_ops);
+  // flags: the gate's flag mechanism by name, the monitor's (runtime/call_gate.cuh FlagMechanism).
+  Device(int device, const std::string& ipc_handles, int rank, int world, const std::string& flags);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -35,7 +35,7 @@ class Device {
 
  private:
   int rank_, world_;
-  bool mem_ops_;
+  bool write_ops_ = false, wait_ops_ = false;
   uint32_t epoch_ = 0;
   std::vector<void*> bases_;
   void** bases_device_ = nullptr;

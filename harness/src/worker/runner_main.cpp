@@ -226,8 +226,7 @@ std::unique_ptr<Device> map_memory(Host& h, const RunnerLayout& layout) {
   const RunnerCuda& cuda = *layout.cuda;
   std::unique_ptr<Device> device;
   try {
-    device = std::make_unique<Device>(cuda.device, unhex(cuda.ipc_hex), layout.rank, layout.world,
-                                      cuda.gate_flags == "stream_memory_ops");
+    device = std::make_unique<Device>(cuda.device, unhex(cuda.ipc_hex), layout.rank, layout.world, cuda.gate_flags);
   } catch (const std::exception& e) {
     die(e.what());
   }
