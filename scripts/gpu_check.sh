@@ -293,6 +293,7 @@ if want gate; then
     flags=$([ "$mode" = in_process ] && echo kernels || echo "$mode")
     where=$([ "$mode" = in_process ] && echo in-process || echo runner)
     TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
+      PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" \
       "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where"
   done
   TAIL_LINES=12 step gate_table python3 - "$out" <<'PY'

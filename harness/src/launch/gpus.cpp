@@ -46,6 +46,9 @@ std::string start_daemon(MpsDaemon& d) {
   fs::path base = fs::temp_directory_path() / ("pkb-mps-" + std::to_string(getpid()));
   d.pipe_dir = (base / "pipe").string();
   d.log_dir = (base / "log").string();
+  // PKB_MPS_LOG_DIR keeps the daemon's logs (control.log, server.log: which clients connected) past pkb's exit.
+  if (const char* keep = getenv("PKB_MPS_LOG_DIR"); keep && *keep)
+    d.log_dir = (fs::path(keep) / std::to_string(getpid())).string();
   std::error_code ec;
   fs::create_directories(d.pipe_dir, ec);
   fs::create_directories(d.log_dir, ec);

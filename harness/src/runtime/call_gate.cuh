@@ -85,17 +85,19 @@ inline const MemOps& mem_ops() {
 }
 constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
 
-// How the gate's flags are made. Waits as stream memory operations on a flag another process writes were measured at
-// ~290 us a call on an H100 under MPS (docs/results/gate-flags-h100-2026-12-05.md), against ~5 us for a one-thread
-// kernel, so the default is kernels; PKB_GATE_FLAGS picks another, to measure it. The monitor's choice goes to the
-// runner in its layout (gate_flags), by name.
+// How the gate's flags are made. On an H100 under MPS on 2026-12-05 (docs/results/gate-flags-h100-2026-12-05.md) a
+// do-nothing call's window was 289 us with waits as stream memory operations and 2339 us with one-thread kernels,
+// against 3.9 us in process (and 11 us with kernels on an H200 in issue 34's run): the default is the memory
+// operations where the driver has them; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops picks one, to measure.
+// The monitor's choice goes to the runner in its layout (gate_flags), by name.
 struct FlagMechanism {
   bool write_ops = false;  // flags written by cuStreamWriteValue32, not a kernel
   bool wait_ops = false;   // waited for by cuStreamWaitValue32, not a kernel
   const char* name() const { return wait_ops ? "stream_memory_ops" : write_ops ? "write_ops" : "kernels"; }
 };
+// By name; no name (nullptr or ""): the default, stream memory operations.
 inline FlagMechanism flag_mechanism_named(const char* name) {
-  const std::string_view n = name ? name : "";
+  const std::string_view n = name && *name ? name : "stream_memory_ops";
   return {n == "write_ops" || n == "stream_memory_ops", n == "stream_memory_ops"};
 }
 
