@@ -73,7 +73,7 @@ fs::path fake_pkb(const fs::path& dir, double nap_s) {
   const fs::path script = dir / "fake-pkb";
   test::write_file(script,
                    "#!/bin/sh\nsrc=$2; out=''\nwhile [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
-                   "id=$(basename \"$(dirname \"$src\")\")\n"
+                   "id=$(basename \"$(dirname \"$out\")\")\n"  // WORK/ID/out (sources are stored by content)
                    "echo \"start $id $CUDA_VISIBLE_DEVICES $(date +%s.%N)\" >>" +
                        (dir / "log").string() +
                        "\n"
