@@ -2,9 +2,10 @@
 # The test command: installs what is missing, builds, and runs every test (unit tests, multi-rank CPU
 # validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
 # then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer),
-# scripts/format.sh (the sources in .clang-format's style) and scripts/check_docs.sh (docs/architecture.md a map,
-# every relative link in docs/ resolving). Exit status: ctest's, or 1 if the ThreadSanitizer run, the format check or
-# the docs check failed.
+# scripts/format.sh (the sources in .clang-format's style), scripts/check_docs.sh (docs/architecture.md a map,
+# every relative link in docs/ resolving) and scripts/check_protocol_keys.sh (no key of a rank record, plan or layout
+# read outside harness/src/protocol/). Exit status: ctest's, or 1 if the ThreadSanitizer run, the format check, the
+# docs check or the protocol-key check failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 t0=$SECONDS
@@ -58,6 +59,7 @@ else
 fi
 "$root/scripts/format.sh" || status=1
 "$root/scripts/check_docs.sh" || status=1
+"$root/scripts/check_protocol_keys.sh" || status=1
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
 echo "test.sh: machine speed probe (one fixed parse, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
 exit "$status"
