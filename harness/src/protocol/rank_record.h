@@ -5,7 +5,8 @@
 // spelled here only. A record that is not an object, lacks a required key, or holds any key with the wrong type does
 // not parse (ProtocolError, protocol/fields.h): pkb's own failure, which the driver records as harness_error, never
 // as the candidate's. A key that only some passes or stages write is a std::optional, absent from the JSON when
-// unset. Sub-objects the driver never looks into (the clocks, the call gate's counters, fp32_math) travel as JSON.
+// unset. Sub-objects the driver copies into its result record without reading (the clocks, the call gate's counters)
+// travel as JSON, as does fp32_math, whose one key the driver reads here (fp32_math_is_ieee).
 #pragma once
 
 #include <cstddef>
