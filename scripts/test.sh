@@ -3,7 +3,8 @@
 # validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
 # then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer),
 # scripts/format.sh (the sources in .clang-format's style), scripts/check_docs.sh (docs/architecture.md a map,
-# every relative link in docs/ resolving) and scripts/check_function_length.py (no function over 80 lines). Exit
+# every relative link in docs/ resolving), scripts/check_function_length.py (no function over 80 lines) and
+# scripts/check_protocol_keys.sh (no key of a rank record, plan or layout read outside harness/src/protocol/). Exit
 # status: ctest's, or 1 if the ThreadSanitizer run or one of the checks failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,6 +60,7 @@ fi
 "$root/scripts/format.sh" || status=1
 "$root/scripts/check_docs.sh" || status=1
 "$root/scripts/check_function_length.py" || status=1
+"$root/scripts/check_protocol_keys.sh" || status=1
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
 echo "test.sh: machine speed probe (one fixed parse, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
 exit "$status"

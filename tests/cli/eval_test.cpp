@@ -7,6 +7,7 @@
 
 #include "../unit/test_util.h"
 #include "core/files.h"
+#include "core/sha256.h"
 #include "launch/jobs.h"
 #include "launch/process.h"
 #include "spec/catalog.h"
@@ -237,6 +238,33 @@ TEST(Eval, AFailedReferencePassIsAHarnessErrorRecord) {
   EXPECT_FALSE(j.contains("timing"));
 }
 
+// A reference record that does not parse (here rank 0's timed_checks a string: read with a default, as records once
+// were, it was no checks at all, and the candidate was judged without its timed calls) is pkb's own failure: a record
+// that says harness_error (exit code 2) with the key, never the candidate's runtime_error nor a verdict. The cache
+// entry's digest is rewritten with it, so the entry is believed.
+TEST(Eval, AMistypedReferenceRecordIsAHarnessError) {
+  pkb::test::TempDir cache, out;
+  const std::vector<std::string> problem = {"--problem", "1", "--param", "M=64", "--param", "N=48"};
+  auto first = eval_fixture("correct", 60, problem, out.path(), cache.path());
+  ASSERT_EQ(first.value("status", ""), "correct") << first.dump(2).substr(0, 3000);
+  const std::filesystem::path entry = first["reference"]["cache_dir"].get<std::string>();
+  auto record = nlohmann::json::parse(pkb::read_text_file(entry / "rank0.json"));
+  ASSERT_TRUE(record["timed_checks"].is_array()) << record.dump(2).substr(0, 2000);
+  record["timed_checks"] = "5";
+  const std::string text = record.dump(2) + "\n";
+  pkb::test::write_file(entry / "rank0.json", text);
+  auto complete = nlohmann::json::parse(pkb::read_text_file(entry / "complete.json"));
+  complete["files"]["rank0.json"] = pkb::sha256_hex(text);
+  pkb::test::write_file(entry / "complete.json", complete.dump());
+
+  auto j = eval_fixture("correct", 60, problem, out.path(), cache.path());
+  EXPECT_EQ(j.value("status", ""), "harness_error") << j.dump(2).substr(0, 3000);
+  EXPECT_EQ(j["reference"].value("cached", false), true) << "the entry was believed, its record refused";
+  EXPECT_NE(j.value("message", "").find("\"timed_checks\""), std::string::npos) << j.value("message", "");
+  EXPECT_TRUE(j["failure"].contains("harness")) << j.dump(2).substr(0, 3000);
+  EXPECT_FALSE(j.contains("checks"));
+}
+
 // --retime-baseline always: the baselines are timed again beside the candidate (never cached), and the speedup is
 // against that timing; the cached baseline's median stays in the record. never: the cached one, nothing re-timed.
 TEST(Eval, RetimedBaselinesReplaceTheCachedOnes) {
@@ -338,8 +366,10 @@ TEST(Eval, RanksWithDifferentInputShapesShareOneTimingPlan) {
   // Every rank of the reference pass recorded the same plan.
   auto records = pkb::read_rank_records(j["reference"]["cache_dir"].get<std::string>(), 2);
   ASSERT_EQ(records.size(), 2u);
-  EXPECT_EQ(records[0]["timed_checks"], records[1]["timed_checks"]);
-  EXPECT_EQ(records[0]["candidate_input_copies"], records[1]["candidate_input_copies"]);
+  ASSERT_TRUE(records[0] && records[1]);
+  EXPECT_TRUE(records[0]->timed_checks.has_value());
+  EXPECT_EQ(records[0]->timed_checks, records[1]->timed_checks);
+  EXPECT_EQ(records[0]->candidate_input_copies, records[1]->candidate_input_copies);
 }
 
 // --timing-method picks which of the two recorded timings is `speedup`; an unknown method is a usage error.

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "eval/evaluate.h"
 #include "launch/jobs.h"
+#include "seal/seal.h"
 #include "spec/catalog.h"
 #include "test_util.h"
 #include "worker/worker.h"
@@ -285,7 +286,11 @@ TEST(TimingHostProbe, ChaseTableIsOneCycleThroughEveryEntry) {
 
 // host_drift: the candidate's and the baseline's host probes (medians) more than 1.2x apart, either way.
 TEST(TimingHostProbe, DriftFlagsProbesFarApartEitherWay) {
-  auto timing = [](std::vector<double> probes) { return nlohmann::json{{"host_chase_probe_us", probes}}; };
+  auto timing = [](std::vector<double> probes) {
+    pkb::protocol::RankTiming t;
+    t.host_chase_probe_us = probes;
+    return std::optional(t);
+  };
   nlohmann::json same = host_speed_comparison(timing({100, 300, 101}), timing({99, 100, 102}));
   EXPECT_NEAR(same["host_speed_ratio"].get<double>(), 101.0 / 100, 1e-12);  // medians: one outlier is ignored
   EXPECT_FALSE(same["host_drift"].get<bool>());
@@ -293,18 +298,21 @@ TEST(TimingHostProbe, DriftFlagsProbesFarApartEitherWay) {
   EXPECT_TRUE(host_speed_comparison(timing({100}), timing({130}))["host_drift"].get<bool>());
   EXPECT_FALSE(host_speed_comparison(timing({119}), timing({100}))["host_drift"].get<bool>());
   // A record from before the probe (or without it) claims nothing.
-  EXPECT_TRUE(host_speed_comparison(timing({100}), nlohmann::json{{"median_us", 5}}).empty());
-  EXPECT_TRUE(host_speed_comparison(nlohmann::json(), timing({100})).empty());
+  EXPECT_TRUE(host_speed_comparison(timing({100}), timing({})).empty());
+  EXPECT_TRUE(host_speed_comparison(std::nullopt, timing({100})).empty());
+  EXPECT_FALSE(pkb::host_speed(std::nullopt, timing({100})).has_value());
+  EXPECT_TRUE(pkb::host_speed(timing({130}), timing({100}))->drift);
 }
 
 // repeat_faster: calls on repeated contents beyond 1.25x faster than on fresh ones, past both medians' intervals.
 TEST(RepeatFaster, FlagsOnlyASpeedupOnRepeatsBeyondNoise) {
   auto timing = [](double fresh, double fresh_low, double repeated, double repeated_high) {
-    return nlohmann::json{{"repeated_content_iters", 20},
-                          {"fresh_median_us", fresh},
-                          {"fresh_ci95_low_us", fresh_low},
-                          {"repeated_median_us", repeated},
-                          {"repeated_ci95_high_us", repeated_high}};
+    pkb::protocol::RankTiming t;
+    t.repeated_content_iters = 20;
+    t.fresh_median_us = fresh;
+    t.repeated_median_us = repeated;
+    t.intervals = pkb::protocol::ContentIntervals{20, fresh_low, fresh, repeated, repeated_high};
+    return std::optional(t);
   };
   // A memoizer: every fresh call does the work its repeats skip.
   nlohmann::json memo = repeat_faster(timing(2100, 2050, 60, 80));
@@ -315,11 +323,15 @@ TEST(RepeatFaster, FlagsOnlyASpeedupOnRepeatsBeyondNoise) {
   EXPECT_TRUE(repeat_faster(timing(30000, 14000, 20000, 23000)).is_null());
   EXPECT_TRUE(repeat_faster(timing(1250, 1250, 1000, 1000)).is_null());  // 1.25x exactly is not beyond it
   // No repeated contents, or no fresh calls to compare with: nothing to flag.
-  nlohmann::json none = timing(2100, 2050, 60, 80);
-  none["repeated_content_iters"] = 0;
+  auto none = timing(2100, 2050, 60, 80);
+  none->repeated_content_iters = 0;
   EXPECT_TRUE(repeat_faster(none).is_null());
   EXPECT_TRUE(repeat_faster(timing(0, 0, 60, 80)).is_null());
-  EXPECT_TRUE(repeat_faster(nlohmann::json()).is_null());
+  EXPECT_TRUE(repeat_faster(std::nullopt).is_null());
+  // Without the intervals (both kinds' calls not recorded), the medians themselves are compared.
+  auto medians_only = timing(2100, 2050, 60, 80);
+  medians_only->intervals.reset();
+  EXPECT_NEAR(repeat_faster(medians_only)["fresh_ci95_low_us"].get<double>(), 2100, 1e-12);
 }
 
 // below_roofline: a method's candidate time more than kBelowRooflineFactor below the floor, and only that.
@@ -475,20 +487,103 @@ TEST(Verdict, ContentionIsNamedWhereTimesMeasureIt) {
   EXPECT_NE(why.find("exit 1"), std::string::npos) << why;
 }
 
-// A bug in reading pkb's own records (here: a timing field of the wrong type, read by repeat_faster) is a
-// harness_error, no verdict; any other failure while judging stays the candidate's runtime_error.
+// A bug in reading pkb's own records (here: a timing field of the wrong type, refused where the record is parsed,
+// protocol/rank_record.h) is a harness_error, no verdict; any other failure while judging stays the candidate's
+// runtime_error.
 TEST(ProcessingFailure, AMisreadRecordIsAHarnessErrorNotTheCandidates) {
-  nlohmann::json mistyped = {{"repeated_content_iters", 20},
-                             {"fresh_median_us", "2100"},  // a string where the monitor writes a number
-                             {"fresh_ci95_low_us", 2050},
-                             {"repeated_median_us", 60},
-                             {"repeated_ci95_high_us", 80}};
+  nlohmann::json mistyped = pkb::protocol::RankTiming{};
+  mistyped["fresh_median_us"] = "2100";  // a string where the monitor writes a number
   try {
-    (void)pkb::repeat_faster(mistyped);
+    (void)mistyped.get<pkb::protocol::RankTiming>();
     FAIL() << "a mistyped record was read without complaint";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+  }
+  try {
+    nlohmann::json header = nlohmann::json::parse("{\"status\":");  // a safetensors header that does not parse
+    FAIL() << "parsed " << header.dump();
   } catch (const std::exception& e) {
     EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
   }
   EXPECT_EQ(pkb::processing_failure_status(std::runtime_error("outputs of the wrong size")),
             pkb::EvalStatus::runtime_error);
+}
+
+// The candidate pass's records as the driver receives them over the sealed channel (eval/evaluate.h sealed_records):
+// a record from a whole stream that does not parse is pkb's failure (ProtocolError, a harness_error, never the
+// candidate's runtime_error); one from a stream that is not believed counts as none, and the stream's verdict stands
+// (candidate code may have written it); a record that is not JSON breaks the channel.
+TEST(SealedRecords, AMistypedRecordIsPkbsFailureUnlessItsStreamIsNotBelieved) {
+  pkb::protocol::RankRecord rank0, rank1;
+  rank0.pass = rank1.pass = pkb::protocol::RankPass::candidate;
+  rank1.rank = 1, rank0.world = rank1.world = 2;
+  rank1.trials = std::vector<pkb::protocol::RankTrial>(1);
+  rank1.trials->front().trial = 0;
+  rank1.trials->front().inputs_mutated = std::vector<std::string>{"tensor"};
+  auto sealed = [](const nlohmann::json& record, const std::string& error = "") {
+    pkb::SealedRank s;
+    s.record = record.is_null() ? "" : record.dump();
+    s.ended = error.empty();
+    s.error = error;
+    return s;
+  };
+  pkb::SealedRecords whole = pkb::sealed_records({sealed(rank0), sealed(rank1)});
+  EXPECT_EQ(whole.seal_error, "");
+  ASSERT_EQ(whole.records.size(), 2u);
+  EXPECT_EQ(whole.records[1], rank1);
+  EXPECT_FALSE(pkb::sealed_records({sealed(rank0), sealed(nullptr)}).records[1].has_value());
+
+  nlohmann::json mistyped = rank1;
+  mistyped["trials"][0]["inputs_mutated"] = "tensor";  // a string where the monitor writes a list
+  try {
+    (void)pkb::sealed_records({sealed(rank0), sealed(mistyped)});
+    FAIL() << "a mistyped record was read without complaint";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"inputs_mutated\""), std::string::npos) << e.what();
+  }
+  // A forged record in an injected frame (tests/fixtures/adversarial/inject_frames.cpp): the stream is not believed.
+  const nlohmann::json forged = {{"schema", "pkb.rank_record/1"}, {"status", "ok"}, {"timing", {{"median_us", 0.001}}}};
+  pkb::SealedRecords injected = pkb::sealed_records({sealed(rank0), sealed(forged, "frame 4: out of sequence")});
+  EXPECT_EQ(injected.seal_error, "frame 4: out of sequence");
+  EXPECT_FALSE(injected.records[1].has_value());
+  pkb::SealedRank garbled = sealed(rank0);
+  garbled.record = "{\"schema\": ";
+  EXPECT_NE(pkb::sealed_records({garbled}).seal_error.find("not JSON"), std::string::npos);
+}
+
+// The timing section as the timing loop writes it (TimingStats::to_record, protocol/rank_record.h) reads back as the
+// same JSON, with each optional part present or not: every key the writer spells, the reader knows.
+TEST(TimingRecord, WhatTheLoopWritesReadsBack) {
+  pkb::TimingStats s;
+  s.pkb.values_us = {10, 11, 12, 13};
+  s.pkb.stats = pkb::summarize(s.pkb.values_us);
+  s.paper.values_us = {9, 9.5};
+  s.paper.stats = pkb::summarize(s.paper.values_us);
+  s.reps = 2, s.stopped_by = "budget", s.paper_warmup_calls = 50, s.host_loop_us = 500;
+  s.repeated_content_iters = 2;
+  s.fresh = pkb::summarize({12, 13}), s.repeated = pkb::summarize({10, 11});
+  s.clocks = {{"available", false}};
+  s.host_probe_us = {30, 31}, s.host_chase_probe_us = {300, 301};
+  s.dispatch_note = "not pinned";
+  s.device.method.values_us = {8, 8.5};
+  s.device.method.stats = pkb::summarize(s.device.method.values_us);
+  s.device.calls = 3, s.device.unheld = 1, s.device.hold_us = 40;
+  for (int variant = 0; variant < 3; ++variant) {
+    if (variant == 1) s.device.method = {}, s.device.note = "no call was held", s.dispatch_cpu = 1;
+    if (variant == 2) s.device.calls = 0, s.repeated = {};
+    const nlohmann::json j = s.to_json();
+    EXPECT_EQ(nlohmann::json(j.get<pkb::protocol::RankTiming>()), j) << "variant " << variant;
+    EXPECT_EQ(nlohmann::json::parse(j.dump()).get<pkb::protocol::RankTiming>(), s.to_record()) << "variant " << variant;
+    EXPECT_DOUBLE_EQ(j["median_us"].get<double>(), s.pkb.stats.median);
+    EXPECT_DOUBLE_EQ(j["iqr_us"].get<double>(), s.pkb.stats.q75 - s.pkb.stats.q25);
+    EXPECT_EQ(j["iters"], 4);
+    EXPECT_EQ(j["paper"]["reps"], 2);
+    EXPECT_EQ(j.contains("fresh_ci95_low_us"), variant < 2);
+    EXPECT_EQ(j.contains("dispatch_note"), variant == 0);
+    EXPECT_EQ(j.contains("device"), variant < 2);
+    if (variant < 2) {
+      EXPECT_EQ(j["device"].contains("median_us"), variant == 0);
+    }
+  }
 }

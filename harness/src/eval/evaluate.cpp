@@ -30,6 +30,8 @@
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
+#include "protocol/rank_plan.h"
+#include "protocol/rank_record.h"
 #include "seal/seal.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
@@ -42,6 +44,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using protocol::RankRecord;
+using protocol::RankTiming;
+using RankRecords = std::vector<std::optional<RankRecord>>;  // per rank: its record, nullopt where none arrived
 
 struct Failure {
   EvalStatus status;
@@ -51,11 +56,12 @@ struct Failure {
 
 // Classifies a candidate launch that did not end cleanly. Rank records come first: a rank that recorded a CUDA
 // error or a bad return code explains why its peers then hung or were killed.
-std::optional<Failure> launch_failure(const ProcessResult& pr, const std::vector<json>& records) {
+std::optional<Failure> launch_failure(const ProcessResult& pr, const RankRecords& records) {
   if (auto e = first_rank_error(records)) {
-    if (e->status == "load_error") return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
+    if (e->status == protocol::RankStatus::load_error)
+      return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
     // The candidate's process on that rank died (its monitor saw it): the rank program itself lived on.
-    if (e->status == "crash")
+    if (e->status == protocol::RankStatus::crash)
       return Failure{EvalStatus::crash,
                      "rank " + std::to_string(e->rank) + " " + e->message,
                      {{"rank", e->rank}, {"stderr_tail", stderr_tail(pr, kRecordTailBytes)}}};
@@ -161,7 +167,7 @@ CallVerdict check_call(const ProblemSpec& spec, const RunShape& run, const fs::p
 // failure message or "".
 std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
                                     const fs::path& sealed_dir, const std::vector<CheckedCall>& calls,
-                                    const std::vector<json>& records, json& checks) {
+                                    const RankRecords& records, json& checks) {
   // A call holds W ranks' outputs three times (candidate, reference, oracle) and each comparison widens two to double:
   // about 12x the outputs' bytes for bf16 at once, which bounds how many calls run together.
   constexpr size_t kCheckMemory = size_t{4} << 30;
@@ -188,15 +194,12 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
   }
   json mutated = json::array();
   for (size_t r = 0; r < records.size(); ++r)
-    if (records[r].is_object() && records[r].contains("trials") && records[r]["trials"].is_array())
-      for (const auto& tr : records[r]["trials"]) {
-        if (!tr.is_object() || !tr.contains("inputs_mutated") || !tr["inputs_mutated"].is_array()) continue;
-        for (const auto& name : tr["inputs_mutated"]) {
-          std::string n = name.is_string() ? name.get<std::string>() : name.dump();
-          mutated.push_back({{"rank", r}, {"trial", tr.value("trial", json())}, {"input", n}});
+    if (records[r] && records[r]->trials)
+      for (const protocol::RankTrial& tr : *records[r]->trials)
+        for (const std::string& n : tr.inputs_mutated.value_or(std::vector<std::string>{})) {
+          mutated.push_back({{"rank", r}, {"trial", tr.label()}, {"input", n}});
           note("rank " + std::to_string(r) + " modified input '" + n + "' (inputs are read-only)");
         }
-      }
   checks = {{"policy", "robust"},  {"expected", "oracle"},      {"robust_pass", robust_all},
             {"pkb_pass", pkb_all}, {"inputs_mutated", mutated}, {"timed_calls_checked", timed_checked},
             {"comparisons", per}};
@@ -206,25 +209,25 @@ std::string check_candidate_outputs(const ProblemSpec& spec, const RunShape& run
 
 // The calls whose outputs are judged: the checked trials, the post-timing trial, and the timed calls on the
 // copies the reference pass drew (each copy's captured call is one the candidate could not tell apart).
-std::vector<CheckedCall> checked_calls(const EvalOptions& o, const json& ref_record) {
+std::vector<CheckedCall> checked_calls(const EvalOptions& o, const RankRecord& ref_record) {
   std::vector<CheckedCall> calls;
   for (int t = 0; t <= o.trials; ++t)
     calls.push_back({"trial" + std::to_string(t),
                      t == o.trials ? "post-timing trial " + std::to_string(t) : "trial " + std::to_string(t), t});
-  CopyPlan plan = copy_plan(ref_record.value("candidate_input_copies", 0),
-                            ref_record.value("candidate_warmup_copies", 0), o.timing);
-  for (const auto& k : ref_record.value("timed_checks", json::array()))
-    if (int rep = k.is_number_integer() && plan.copies > 0 ? plan.first_rep_of(k.get<int>(), o.timing) : -1; rep >= 0)
-      calls.push_back({"copy" + std::to_string(k.get<int>()), "a timed call", -1, rep, k.get<int>()});
+  CopyPlan plan = copy_plan(ref_record.candidate_input_copies.value_or(0),
+                            ref_record.candidate_warmup_copies.value_or(0), o.timing);
+  for (int k : ref_record.timed_checks.value_or(std::vector<int>{}))
+    if (int rep = plan.copies > 0 ? plan.first_rep_of(k, o.timing) : -1; rep >= 0)
+      calls.push_back({"copy" + std::to_string(k), "a timed call", -1, rep, k});
   return calls;
 }
 
 // What the candidate pass produced, as the driver received it.
 struct CandidateRun {
   ProcessResult process;
-  std::vector<json> records;  // per rank: the last record it sent (null where none arrived)
-  std::string seal_error;     // a stream that cannot be believed
-  std::string ended;          // non-empty: the job exited cleanly but a rank never finished its protocol
+  RankRecords records;     // per rank: the last record it sent (nullopt where none arrived)
+  std::string seal_error;  // a stream that cannot be believed
+  std::string ended;       // non-empty: the job exited cleanly but a rank never finished its protocol
   json sandbox;
 };
 
@@ -258,15 +261,15 @@ struct PassPaths {
 
 // The rank programs' options for the candidate pass.
 WorkerOptions candidate_worker_options(const ProblemSpec& spec, const EvalOptions& o, const PassPaths& inside,
-                                       const json& ref_record, const std::vector<CheckedCall>& calls) {
+                                       const RankRecord& ref_record, const std::vector<CheckedCall>& calls) {
   WorkerOptions w = worker_options(spec, o, inside.out_dir);
   w.problem_dir = inside.problem_dir.string();
   w.trials = trial_range(0, o.trials - 1);
   w.post_trial = o.trials;
   w.candidate = inside.library.string();
   w.seal_dir = inside.seal_dir.string();
-  int copies = ref_record.value("candidate_input_copies", 0);
-  if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.value("candidate_warmup_copies", 1);
+  int copies = ref_record.candidate_input_copies.value_or(0);
+  if (copies > 0) w.rotation_copies = copies, w.warmup_copies = ref_record.candidate_warmup_copies.value_or(1);
   w.heap_mib = o.heap_mib;
   w.draw_copies = o.draw_copies;
   // Without a sandbox the runner could still read the reference cache (expected outputs) and the run directory:
@@ -306,22 +309,18 @@ Sandbox candidate_sandbox(const ProblemSpec& spec, const RunShape& run, const Ev
 // What the ranks sent (records, a broken seal, a rank that never finished) and what the sandbox says of the pass.
 void collect_sealed(CandidateRun& res, const std::vector<SealedRank>& got, const RankJob& job,
                     const fs::path& cand_dir) {
-  for (size_t r = 0; r < got.size(); ++r) {
-    const SealedRank& g = got[r];
-    json j = g.record.empty() ? json() : json::parse(g.record, nullptr, false);
-    res.records.push_back(j.is_discarded() ? json() : j);
-    if (!g.error.empty() && res.seal_error.empty()) res.seal_error = g.error;
-    if (g.error.empty() && !g.record.empty() && j.is_discarded() && res.seal_error.empty())
-      res.seal_error = "rank " + std::to_string(r) + ": its record is not JSON";
-    if (res.process.ok() && !g.ended && res.ended.empty())
+  SealedRecords sealed = sealed_records(got);
+  res.records = std::move(sealed.records);
+  res.seal_error = sealed.seal_error;
+  for (size_t r = 0; r < got.size(); ++r)
+    if (res.process.ok() && !got[r].ended && res.ended.empty())
       res.ended = "rank " + std::to_string(r) + " exited without finishing (exit(0) from candidate code?)";
-  }
   // Where the candidate ran (its own runner process, or with --candidate-process in-process the rank program), and what
   // of the runner's lockdown its kernel refused, as rank 0's monitor recorded them.
-  if (!res.records.empty() && res.records[0].is_object()) {
-    const json& rank0 = res.records[0];
-    if (rank0.contains("candidate_process")) res.sandbox["candidate_process"] = rank0["candidate_process"];
-    if (rank0.contains("candidate_lockdown_note")) res.sandbox["lockdown_note"] = rank0["candidate_lockdown_note"];
+  if (!res.records.empty() && res.records[0]) {
+    const RankRecord& rank0 = *res.records[0];
+    if (rank0.candidate_process) res.sandbox["candidate_process"] = *rank0.candidate_process;
+    if (rank0.candidate_lockdown_note) res.sandbox["lockdown_note"] = *rank0.candidate_lockdown_note;
   }
   // A log that reached the file-size limit was cut there: say so.
   std::error_code ec;
@@ -331,7 +330,8 @@ void collect_sealed(CandidateRun& res, const std::vector<SealedRank>& got, const
 }
 
 CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& library,
-                           const fs::path& cand_dir, const json& ref_record, const std::vector<CheckedCall>& calls) {
+                           const fs::path& cand_dir, const RankRecord& ref_record,
+                           const std::vector<CheckedCall>& calls) {
   // cand_dir (the driver's): logs, sealed/ (what was received); without a sandbox also scratch/ and fifo/.
   std::error_code ec;
   fs::remove_all(cand_dir, ec);
@@ -346,7 +346,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   std::set<std::string> keep;
   for (const auto& c : calls) keep.insert(c.label);
   size_t out_bytes = heap_copy_bytes(spec, run, false);  // a capture's bytes, at most
-  uint64_t copies = static_cast<uint64_t>(ref_record.value("candidate_input_copies", 0));
+  uint64_t copies = static_cast<uint64_t>(ref_record.candidate_input_copies.value_or(0));
   uint64_t max_stream = (static_cast<uint64_t>(calls.size()) + copies + 2) * (out_bytes + 4096) + (64u << 20);
 
   CandidateRun res;
@@ -354,7 +354,8 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
                           [&keep](const std::string& l) { return keep.count(l) > 0; });
   // The schedule (trials, seed, copies, timing) reaches the ranks in a file they read and delete before the candidate
   // starts; the command line, which /proc shows to every process in the sandbox, names only that file.
-  const std::string plan = json(to_args(candidate_worker_options(spec, o, inside, ref_record, calls))).dump();
+  const std::string plan =
+      json(protocol::RankPlan{to_args(candidate_worker_options(spec, o, inside, ref_record, calls))}).dump();
   if (!boxed) fs::create_directories(scratch), write_file_atomically(scratch / "plan.json", plan);
   RankJob job = rank_job(o, {"--plan", (inside.out_dir / "plan.json").string()}, cand_dir, "candidate", o.timeout_s);
   // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
@@ -373,22 +374,20 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
   return res;
 }
 
-double median_of(const json& t, TimingMethod m) {
-  if (!t.is_object()) return 0.0;
-  const json& x = m == TimingMethod::pkb     ? t
-                  : m == TimingMethod::paper ? t.value("paper", json::object())
-                                             : t.value("device", json::object());
-  return x.is_object() ? x.value("median_us", 0.0) : 0.0;
+double median_of(const std::optional<RankTiming>& t, TimingMethod m) {
+  if (!t) return 0.0;
+  if (m == TimingMethod::pkb) return t->pkb.median_us;
+  if (m == TimingMethod::paper) return t->paper.stats.median_us;
+  return t->device && t->device->stats ? t->device->stats->median_us : 0.0;
 }
 
 // The candidate's time by method m. Repeated contents never make a kernel fast: the pkb method takes the fresh calls'
 // median where it is the larger, and where repeats ran much faster (repeat_faster) the methods that cannot tell the
 // two kinds of call apart (paper: per-repetition means; device) claim no time, hence no speedup.
-double candidate_median_us(const json& cand_t, TimingMethod m, bool repeats_faster) {
+double candidate_median_us(const std::optional<RankTiming>& cand_t, TimingMethod m, bool repeats_faster) {
   double median = median_of(cand_t, m);
   if (m != TimingMethod::pkb) return repeats_faster ? 0.0 : median;
-  if (cand_t.is_object() && cand_t.value("repeated_content_iters", 0) > 0)
-    median = std::max(median, cand_t.value("fresh_median_us", 0.0));
+  if (cand_t && cand_t->repeated_content_iters > 0) median = std::max(median, cand_t->fresh_median_us);
   return median;
 }
 
@@ -421,24 +420,30 @@ struct Evaluation {
   }
 };
 
-// The times a speedup compares: the candidate's and the two baselines' (each a timing record, null when absent).
+// The times a speedup compares: the candidate's and the two baselines' (nullopt or null when absent).
 struct Timings {
-  json candidate, libtorch_nccl, pytorch_eager;
-  bool have_eager() const { return pytorch_eager.is_object() && pytorch_eager.contains("median_us"); }
+  std::optional<RankTiming> candidate, libtorch_nccl;  // the rank programs' timing sections
+  json pytorch_eager;                                  // reference.py's timing as it wrote it (timing.py.json)
+  std::optional<RankTiming> eager;                     // what of it the driver reads, where it has a median
+  void set_eager(json raw) {
+    eager = protocol::reference_py_timing(raw);
+    pytorch_eager = std::move(raw);
+  }
+  bool have_eager() const { return eager.has_value(); }
 };
 
 // 3. The candidate pass, in its own processes, in the sandbox; what is judged comes over the sealed channel.
-CandidateRun candidate_stage(Evaluation& ev, const fs::path& library, const fs::path& cand_dir, const json& ref_record,
-                             const std::vector<CheckedCall>& calls) {
+CandidateRun candidate_stage(Evaluation& ev, const fs::path& library, const fs::path& cand_dir,
+                             const RankRecord& ref_record, const std::vector<CheckedCall>& calls) {
   auto t0 = std::chrono::steady_clock::now();
   CandidateRun cand = run_candidate(ev.spec, ev.run, ev.o, library, cand_dir, ref_record, calls);
   ev.wall["candidate_s"] = wall_seconds_since(t0);
   ev.rec()["run_dir"] = cand_dir.string();
   ev.rec()["sandbox"] = cand.sandbox;
-  if (!cand.records.empty() && cand.records[0].is_object()) {
-    const json& rank0 = cand.records[0];
-    if (rank0.contains("phase_s")) ev.wall["candidate_phases"] = rank0["phase_s"];
-    if (rank0.contains("timing_input_threads")) ev.wall["candidate_input_threads"] = rank0["timing_input_threads"];
+  if (!cand.records.empty() && cand.records[0]) {
+    const RankRecord& rank0 = *cand.records[0];
+    if (!rank0.phase_s.empty()) ev.wall["candidate_phases"] = rank0.phase_s;
+    if (rank0.timing_input_threads) ev.wall["candidate_input_threads"] = *rank0.timing_input_threads;
   }
   return cand;
 }
@@ -465,10 +470,10 @@ std::optional<EvalResult> unfinished_verdict(Evaluation& ev, const CandidateRun&
 
 // 4a. The checks; returns the first failure ("" when every check passed). Timed calls of repetitions that did not
 // run (the loop stopped early) are not judged.
-std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path& cand_dir,
-                        const std::vector<json>& records, std::vector<CheckedCall> calls) {
+std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path& cand_dir, const RankRecords& records,
+                        std::vector<CheckedCall> calls) {
   auto t0 = std::chrono::steady_clock::now();
-  int reps_ran = records[0].is_object() ? records[0].value("timing", json::object()).value("reps", 0) : 0;
+  int reps_ran = records[0] && records[0]->timing ? records[0]->timing->reps : 0;
   std::erase_if(calls, [&](const CheckedCall& c) { return c.rep >= reps_ran; });
   json checks;
   std::string bad = check_candidate_outputs(ev.spec, ev.run, ref_dir, cand_dir / "sealed", calls, records, checks);
@@ -480,26 +485,25 @@ std::string check_stage(Evaluation& ev, const fs::path& ref_dir, const fs::path&
 // 4b. A correct candidate's speedup against baselines timed beside it, where the policy asks: always, or when the
 // host probes say the cached baselines were timed on a host of another speed (docs/design/timing.md).
 void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime_dir, Timings& t, json& timing) {
-  const json cached_drift = host_speed_comparison(t.candidate, t.libtorch_nccl);
+  const std::optional<HostSpeed> cached_drift = host_speed(t.candidate, t.libtorch_nccl);
   const EvalOptions& o = ev.o;
   RetimePolicy policy = o.retime_baseline;
   if (policy == RetimePolicy::automatic)
     policy = o.device == DeviceKind::cuda ? RetimePolicy::drift : RetimePolicy::never;
   const bool retime =
-      bad.empty() && contention_reason(ev.rec()).empty() && t.candidate.is_object() &&
-      (policy == RetimePolicy::always || (policy == RetimePolicy::drift && cached_drift.value("host_drift", false)));
+      bad.empty() && contention_reason(ev.rec()).empty() && t.candidate &&
+      (policy == RetimePolicy::always || (policy == RetimePolicy::drift && cached_drift && cached_drift->drift));
   if (!retime) return;
   auto t_retime = std::chrono::steady_clock::now();
   const bool had_py = t.have_eager();
-  json cached = {
-      {"reason", policy == RetimePolicy::always ? "always" : "host drift"},
-      {"libtorch_nccl_median_us", t.libtorch_nccl.is_object() ? t.libtorch_nccl.value("median_us", 0.0) : 0.0},
-      {"pytorch_eager_median_us", had_py ? t.pytorch_eager.value("median_us", 0.0) : 0.0}};
-  cached.update(cached_drift);
+  json cached = {{"reason", policy == RetimePolicy::always ? "always" : "host drift"},
+                 {"libtorch_nccl_median_us", median_of(t.libtorch_nccl, TimingMethod::pkb)},
+                 {"pytorch_eager_median_us", had_py ? median_of(t.eager, TimingMethod::pkb) : 0.0}};
+  cached.update(host_speed_comparison(t.candidate, t.libtorch_nccl));
   try {
     auto [fresh_cpp, fresh_py] = retime_baselines(ev.spec, o, had_py, retime_dir);
     t.libtorch_nccl = fresh_cpp;
-    if (had_py && fresh_py.is_object()) t.pytorch_eager = fresh_py;
+    if (had_py && fresh_py.is_object()) t.set_eager(fresh_py);
     cached["pytorch_eager_retimed"] = had_py && fresh_py.is_object();
   } catch (const std::exception& e) {
     cached["error"] = e.what();  // the cached baselines stand; the record says why
@@ -512,23 +516,25 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
 // that is `speedup` (and drives fast_p). The device method has a speedup only where both sides' device views
 // measured (candidates: GPUs at W = 1).
 void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, const json& repeat, json& timing) {
-  timing["candidate"] = t.candidate;
-  timing["baseline_libtorch_nccl"] = t.libtorch_nccl;
+  auto or_null = [](const std::optional<RankTiming>& x) { return x ? json(*x) : json(); };
+  timing["candidate"] = or_null(t.candidate);
+  timing["baseline_libtorch_nccl"] = or_null(t.libtorch_nccl);
   timing["baseline_pytorch_eager"] = t.pytorch_eager;
   const bool have_py = t.have_eager();
   timing["baseline"] = have_py ? "pytorch_eager" : "libtorch_nccl";
   if (!have_py) {
-    const json& ref = ev.rec()["reference"];
-    std::string skip = ref.value("python_skip", "");
+    const json& ref = ev.rec()["reference"];             // not a rank record: the driver's own (run_reference)
+    std::string skip = ref.value("python_skip", "");     // not a rank record
+    const bool python_ran = ref.value("python", false);  // not a rank record
     timing["baseline_note"] = !skip.empty() ? "reference.py cannot run here (" + skip + "): C++ baseline used"
-                              : ref.value("python", false) ? "reference.py timing missing"
-                                                           : "Python torch absent: strict C++ baseline used";
+                              : python_ran  ? "reference.py timing missing"
+                                            : "Python torch absent: strict C++ baseline used";
   }
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   json by_method = json::object();
   for (TimingMethod m : kTimingMethods) {
     double c = candidate_median_us(t.candidate, m, !repeat.is_null());
-    double cpp = median_of(t.libtorch_nccl, m), py = median_of(t.pytorch_eager, m);
+    double cpp = median_of(t.libtorch_nccl, m), py = median_of(t.eager, m);
     json s = {{"candidate_us", c}};
     if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;
     if (c > 0 && have_py && py > 0) s["speedup_vs_pytorch_eager"] = py / c;
@@ -544,25 +550,24 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
 // 4d. The roofline's floor and each side's fraction of it (speed of light) by the chosen method.
 void record_roofline(Evaluation& ev, const Timings& t, TimingMethod method, bool repeats_faster) {
   json roof = roofline_floor(ev.spec, ev.run, ev.o.topology);
-  auto sol = [&](const json& x) { return speed_of_light(roof, median_of(x, method)); };
+  auto sol = [&](const std::optional<RankTiming>& x) { return speed_of_light(roof, median_of(x, method)); };
   roof["sol_candidate"] = speed_of_light(roof, candidate_median_us(t.candidate, method, repeats_faster));
   roof["sol_baseline_libtorch_nccl"] = sol(t.libtorch_nccl);
-  roof["sol_baseline_pytorch_eager"] = sol(t.pytorch_eager);
+  roof["sol_baseline_pytorch_eager"] = sol(t.eager);
   ev.rec()["roofline"] = roof;
 }
 
 // 4e. What qualifies the times: work that escaped the timed stream (any rank), a GPU clock capped (power, thermal)
 // in a timed block of any timing, the host's speed between the candidate's and the baseline's timing. Returns
 // whether work escaped.
-bool record_timing_flags(const std::vector<json>& records, const Timings& t, json& timing) {
+bool record_timing_flags(const RankRecords& records, const Timings& t, json& timing) {
   bool escape = false, throttled = false;
   for (const auto& r : records)
-    if (r.is_object() && r.contains("timing")) {
-      escape |= r["timing"].value("stream_escape", false);
-      throttled |= r["timing"].value("throttled", false);
+    if (r && r->timing) {
+      escape |= r->timing->stream_escape;
+      throttled |= r->timing->throttled;
     }
-  for (const json* x : {&t.libtorch_nccl, &t.pytorch_eager})
-    throttled |= x->is_object() && x->value("throttled", false);
+  for (const std::optional<RankTiming>* x : {&t.libtorch_nccl, &t.eager}) throttled |= *x && (*x)->throttled;
   timing["stream_escape"] = escape;
   timing["throttled"] = throttled;
   timing.update(host_speed_comparison(t.candidate, t.libtorch_nccl));
@@ -616,15 +621,15 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   fs::path cand_dir = o.out_dir / "runs" /
                       (ev.spec.folder() + "-" + ev.source_hash.substr(0, 12) + "-w" + std::to_string(o.world) + "-" +
                        enum_name(o.device) + "-" + o.dtype);
-  json ref_record = read_json_or_null(ref_dir / "rank0.json");
+  const RankRecord ref_record = read_rank0_record(ref_dir);
   std::vector<CheckedCall> calls = checked_calls(o, ref_record);  // the seal keeps these; judged below
   CandidateRun cand = candidate_stage(ev, cr.library, cand_dir, ref_record, calls);
   if (auto unfinished = unfinished_verdict(ev, cand)) return *unfinished;
-  const std::vector<json>& records = cand.records;
+  const RankRecords& records = cand.records;
   std::string bad = check_stage(ev, ref_dir, cand_dir, records, calls);
 
-  Timings t{records[0].value("timing", json()), ref_record.value("timing", json()),
-            read_json_or_null(ref_dir / "timing.py.json")};
+  Timings t{records[0] ? records[0]->timing : std::nullopt, ref_record.timing, {}, {}};
+  t.set_eager(read_json_or_null(ref_dir / "timing.py.json"));
   json timing;
   retime_stage(ev, bad, cand_dir / "retime", t, timing);
   TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
@@ -639,12 +644,36 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
 
 }  // namespace
 
-json repeat_faster(const json& cand_t) {
-  if (!cand_t.is_object() || cand_t.value("repeated_content_iters", 0) == 0) return nullptr;
-  const double fresh = cand_t.value("fresh_median_us", 0.0), repeated = cand_t.value("repeated_median_us", 0.0);
+SealedRecords sealed_records(const std::vector<SealedRank>& got) {
+  SealedRecords res;
+  std::string unparsed;  // the first record of a whole stream that is no rank record
+  for (size_t r = 0; r < got.size(); ++r) {
+    const SealedRank& g = got[r];
+    std::optional<RankRecord> record;
+    try {
+      record = protocol::parse_rank_record(g.record);
+      if (g.error.empty() && !g.record.empty() && !record && res.seal_error.empty())
+        res.seal_error = "rank " + std::to_string(r) + ": its record is not JSON";
+    } catch (const protocol::ProtocolError& e) {
+      // A stream that is not believed (a frame injected, the stream cut) may end in a record candidate code wrote:
+      // not believed either (none), and the stream's verdict stands. A whole stream's record is the monitor's.
+      if (g.error.empty() && unparsed.empty()) unparsed = "rank " + std::to_string(r) + ": " + e.what();
+    }
+    res.records.push_back(std::move(record));
+    if (!g.error.empty() && res.seal_error.empty()) res.seal_error = g.error;
+  }
+  // A record the monitor sent that does not parse is pkb's failure, unless a stream was tampered with: then the
+  // verdict is the tampering's.
+  if (!unparsed.empty() && res.seal_error.empty()) throw protocol::ProtocolError(unparsed);
+  return res;
+}
+
+json repeat_faster(const std::optional<RankTiming>& cand_t) {
+  if (!cand_t || cand_t->repeated_content_iters == 0) return nullptr;
+  const double fresh = cand_t->fresh_median_us, repeated = cand_t->repeated_median_us;
   // The medians' intervals where the record has them (it always does since they were recorded), else the medians.
-  const double fresh_low = cand_t.value("fresh_ci95_low_us", fresh);
-  const double repeated_high = cand_t.value("repeated_ci95_high_us", repeated);
+  const double fresh_low = cand_t->intervals ? cand_t->intervals->fresh_ci95_low_us : fresh;
+  const double repeated_high = cand_t->intervals ? cand_t->intervals->repeated_ci95_high_us : repeated;
   if (fresh <= 0 || repeated <= 0 || fresh_low <= kRepeatFasterRatio * repeated_high) return nullptr;
   return {{"fresh_median_us", fresh},
           {"repeated_median_us", repeated},
@@ -653,41 +682,25 @@ json repeat_faster(const json& cand_t) {
           {"repeated_ci95_high_us", repeated_high}};
 }
 
-json below_roofline(const json& roofline, const json& by_method) {
-  const double floor = roofline.is_object() ? roofline.value("floor_us", 0.0) : 0.0;
-  if (floor <= 0 || !by_method.is_object()) return nullptr;
-  json methods = json::object();
-  for (const auto& [m, x] : by_method.items()) {
-    const double us = x.is_object() ? x.value("candidate_us", 0.0) : 0.0;
-    if (us > 0 && us * kBelowRooflineFactor < floor) methods[m] = us;  // 0: no time claimed (repeat_faster)
-  }
-  if (methods.empty()) return nullptr;
-  return {{"floor_us", floor},
-          {"factor", kBelowRooflineFactor},
-          {"bound", roofline.value("bound", "")},
-          {"methods", methods}};
-}
-
-json host_speed_comparison(const json& candidate_timing, const json& baseline_timing) {
-  auto chase_median = [](const json& t) {
-    if (!t.is_object() || !t.contains("host_chase_probe_us") || !t["host_chase_probe_us"].is_array()) return 0.0;
+std::optional<HostSpeed> host_speed(const std::optional<RankTiming>& candidate_timing,
+                                    const std::optional<RankTiming>& baseline_timing) {
+  auto chase_median = [](const std::optional<RankTiming>& t) {
+    if (!t) return 0.0;
     std::vector<double> v;
-    for (const json& x : t["host_chase_probe_us"])
-      if (x.is_number() && x.get<double>() > 0) v.push_back(x.get<double>());
+    for (double x : t->host_chase_probe_us)
+      if (x > 0) v.push_back(x);
     return v.empty() ? 0.0 : summarize(v).median;
   };
   double c = chase_median(candidate_timing), b = chase_median(baseline_timing);
-  if (c <= 0 || b <= 0) return json::object();
-  return {{"host_speed_ratio", c / b}, {"host_drift", c / b > kHostDriftRatio || b / c > kHostDriftRatio}};
+  if (c <= 0 || b <= 0) return std::nullopt;
+  return HostSpeed{c / b, c / b > kHostDriftRatio || b / c > kHostDriftRatio};
 }
 
-std::string contention_reason(const json& record) {
-  if (const auto s = record.find("gpu_sharing"); s != record.end() && s->is_object())
-    return s->value("note", std::string("ranks shared a GPU"));
-  if (const auto m = record.find("runner_mps"); m != record.end() && m->is_string())
-    return "the candidate's runner ran without MPS, its CUDA context taking turns with its monitor's: " +
-           m->get<std::string>();
-  return "";
+json host_speed_comparison(const std::optional<RankTiming>& candidate_timing,
+                           const std::optional<RankTiming>& baseline_timing) {
+  const std::optional<HostSpeed> h = host_speed(candidate_timing, baseline_timing);
+  if (!h) return json::object();
+  return {{"host_speed_ratio", h->ratio}, {"host_drift", h->drift}};
 }
 
 CompileOptions eval_compile_options(const EvalOptions& o) {
@@ -870,9 +883,14 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceO
     return ev.finish(EvalStatus::harness_error, "harness error, no verdict: " + r.error);
   }
   ref_dir = r.dir;
-  // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing.
-  json ref_rank0 = read_json_or_null(ref_dir / "rank0.json");
-  rec["provenance"]["fp32_math"] = ref_rank0.is_object() ? ref_rank0.value("fp32_math", json()) : json();
+  // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing. A
+  // reference entry whose record does not parse is pkb's failure.
+  try {
+    rec["provenance"]["fp32_math"] = read_rank0_record(ref_dir).fp32_math;
+  } catch (const protocol::ProtocolError& e) {
+    rec["failure"] = {{"harness", e.what()}};
+    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+  }
   return std::nullopt;
 }
 
@@ -911,53 +929,8 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
 }
 
 EvalStatus processing_failure_status(const std::exception& e) {
-  return dynamic_cast<const nlohmann::json::exception*>(&e) ? EvalStatus::harness_error : EvalStatus::runtime_error;
-}
-
-std::string format_verdict(const json& r) {
-  std::ostringstream s;
-  s << r["problem"]["folder"].get<std::string>() << " W=" << r["world"] << " " << r["device"].get<std::string>() << " "
-    << r["dtype"].get<std::string>() << ": " << r["status"].get<std::string>() << "\n";
-  s << "  " << r.value("message", "") << "\n";
-  if (r.contains("failure") && r["failure"].contains("stderr_tail")) {
-    std::string tail = r["failure"]["stderr_tail"];
-    if (tail.size() > kMessageTailBytes) tail = tail.substr(tail.size() - kMessageTailBytes);
-    s << "  stderr (tail):\n" << tail << "\n";
-  }
-  if (r.contains("checks"))
-    s << "  checks: robust " << (r["checks"]["robust_pass"].get<bool>() ? "pass" : "FAIL") << ", pkb (allclose 1e-2) "
-      << (r["checks"]["pkb_pass"].get<bool>() ? "pass" : "FAIL") << "\n";
-  if (r.contains("timing")) {
-    const json& t = r["timing"];
-    auto us = [](const json& x) { return x.is_object() ? x.value("median_us", 0.0) : 0.0; };
-    char buf[512];
-    auto cv = [](const json& x) { return x.is_object() ? 100 * x.value("cv", 0.0) : 0.0; };
-    std::snprintf(buf, sizeof buf, "  median time: candidate %.1f us (cv %.1f%%)", us(t["candidate"]),
-                  cv(t["candidate"]));
-    s << buf;
-    if (us(t["baseline_pytorch_eager"]) > 0) {
-      std::snprintf(buf, sizeof buf, ", PyTorch eager %.1f us", us(t["baseline_pytorch_eager"]));
-      s << buf;
-    }
-    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %.2fx vs %s (%s timing)%s%s\n",
-                  us(t["baseline_libtorch_nccl"]), t.value("speedup", 0.0), t.value("baseline", "").c_str(),
-                  t.value("method", "pkb").c_str(), t.value("stream_escape", false) ? " [stream escape flagged]" : "",
-                  t.value("throttled", false) ? " [GPU throttled]" : "");
-    s << buf;
-    if (t.value("host_drift", false)) {
-      std::snprintf(buf, sizeof buf,
-                    "  [host drift: the candidate's host probe ran %.2fx the baseline's; the speedup carries it]\n",
-                    t.value("host_speed_ratio", 0.0));
-      s << buf;
-    }
-    if (t.contains("by_method") && t["by_method"].is_object())
-      for (const auto& [m, x] : t["by_method"].items()) {
-        std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %.2fx\n", m.c_str(),
-                      x.value("candidate_us", 0.0), x.value("speedup", 0.0));
-        s << buf;
-      }
-  }
-  return s.str();
+  const bool pkbs_own = dynamic_cast<const protocol::ProtocolError*>(&e) || dynamic_cast<const json::exception*>(&e);
+  return pkbs_own ? EvalStatus::harness_error : EvalStatus::runtime_error;
 }
 
 }  // namespace pkb

@@ -8,15 +8,20 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "compile/compiler.h"
 #include "core/candidate_modes.h"
 #include "core/device_kind.h"
+#include "protocol/rank_record.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
 namespace pkb {
+
+struct SealedRank;
 
 // not_evaluated: compiled (or failed to), but EvalOptions::not_evaluated_reason stopped it before any rank ran
 // (`pkb run` on a machine without GPUs). harness_error: pkb's own machinery failed (the reference pass failed or
@@ -106,7 +111,7 @@ constexpr double kRepeatFasterRatio = 1.25;
 // The plan interleaves the two kinds (CopyPlan), so load that comes and goes stretches both; the intervals keep a
 // few fresh calls' spread on a loaded host from reading as a memoizer. A memoizer's fresh calls do the work it skips
 // on repeats, every one of them, which no interval spans.
-nlohmann::json repeat_faster(const nlohmann::json& candidate_timing);
+nlohmann::json repeat_faster(const std::optional<protocol::RankTiming>& candidate_timing);
 
 // A candidate time below its problem's roofline floor is no kernel's: it is a timing bug or a forgery, and claims no
 // speedup (timing.below_roofline). Below by more than this factor, that is: SOL% above 200%. The margin is the floor's
@@ -126,16 +131,36 @@ nlohmann::json below_roofline(const nlohmann::json& roofline, const nlohmann::js
 // Candidate's host probe median over the baseline's beyond which a record says `host_drift`: the probe's own
 // spread between timings on a quiet core is a few percent; the steps measured on the one-H200 node reached 1.6x.
 constexpr double kHostDriftRatio = 1.2;
-// {host_speed_ratio: the candidate timing's median cache-and-branch probe over the libtorch+NCCL baseline timing's
-// (both the rank programs' host_chase_probe_us, the baseline possibly cached from hours before), host_drift: beyond
-// kHostDriftRatio either way}: a speedup of dispatch-bound work timed on differently contended cores carries that
-// ratio. Empty when either timing lacks the probe (records from before it, CPU-less stubs).
-// What an exception out of judging a candidate's results makes of the sample. A JSON error (a key of the wrong type,
-// a record or safetensors header that does not parse) is pkb's own: every record and header the driver reads is the
-// monitor's writing, so it is a harness_error, never the candidate's runtime_error; anything else is runtime_error.
+// The rank records a candidate pass sent over the sealed channel (seal/seal.h), each parsed (protocol/rank_record.h;
+// nullopt where a rank sent none), and why the channel is not believed ("" when it is: every stream whole, every
+// record JSON). A record of a whole stream that does not parse throws protocol::ProtocolError (the monitor's writing:
+// pkb's failure, harness_error); one from a stream that is not believed counts as none (candidate code may have
+// written it: the verdict is the stream's).
+struct SealedRecords {
+  std::vector<std::optional<protocol::RankRecord>> records;
+  std::string seal_error;
+};
+SealedRecords sealed_records(const std::vector<SealedRank>& got);
+
+// What an exception out of judging a candidate's results makes of the sample. A record that does not parse
+// (protocol::ProtocolError: not an object, a key missing or of the wrong type) or a JSON error (a safetensors header
+// that does not parse) is pkb's own: every record and header the driver reads is the monitor's writing, so it is a
+// harness_error, never the candidate's runtime_error; anything else is runtime_error.
 EvalStatus processing_failure_status(const std::exception& e);
 
-nlohmann::json host_speed_comparison(const nlohmann::json& candidate_timing, const nlohmann::json& baseline_timing);
+// The candidate timing's median cache-and-branch probe over the libtorch+NCCL baseline timing's (both the rank
+// programs' host_chase_probe_us, the baseline possibly cached from hours before), and whether that ratio is beyond
+// kHostDriftRatio either way: a speedup of dispatch-bound work timed on differently contended cores carries it.
+// nullopt when either timing lacks the probe (CPU-less stubs).
+struct HostSpeed {
+  double ratio = 0;
+  bool drift = false;
+};
+std::optional<HostSpeed> host_speed(const std::optional<protocol::RankTiming>& candidate_timing,
+                                    const std::optional<protocol::RankTiming>& baseline_timing);
+// host_speed as records hold it: {host_speed_ratio, host_drift}; empty where host_speed is nullopt.
+nlohmann::json host_speed_comparison(const std::optional<protocol::RankTiming>& candidate_timing,
+                                     const std::optional<protocol::RankTiming>& baseline_timing);
 
 // Why a record's times measure contention rather than the kernel ("" when they do not): its ranks shared a GPU
 // (`gpu_sharing`), or a GPU candidate's runner ran without MPS (`runner_mps` a note), so that its CUDA context and

@@ -146,11 +146,11 @@ VerifiedEntries& verified_entries() {
 // The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
 // post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
 void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
-  json record = read_json_or_null(work / "rank0.json");
+  const protocol::RankRecord record = read_rank0_record(work);
   std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
   for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
-  for (const auto& k : record.value("timed_checks", json::array()))
-    if (k.is_number_integer()) calls.push_back({"copy" + std::to_string(k.get<int>()), kTimedTrialBase + k.get<int>()});
+  for (int k : record.timed_checks.value_or(std::vector<int>{}))
+    calls.push_back({"copy" + std::to_string(k), kTimedTrialBase + k});
   for (const auto& [label, trial] : calls) {
     std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
     for (int r = 0; r < run.world; ++r) {
@@ -294,16 +294,17 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   }
   // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
   // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
-  std::vector<json> records = read_rank_records(work, o.world);
-  auto field = [](const json& record, const char* key) {
-    return record.is_object() ? record.value(key, json()) : json();
+  const std::vector<std::optional<protocol::RankRecord>> records = read_rank_records(work, o.world);
+  auto planned = [](const std::optional<protocol::RankRecord>& r) {
+    if (!r) return std::string("no record");
+    auto n = [](const std::optional<int>& x) { return x ? std::to_string(*x) : std::string("-"); };
+    return "copies " + n(r->candidate_input_copies) + ", warm-up copies " + n(r->candidate_warmup_copies) +
+           ", checked " + (r->timed_checks ? json(*r->timed_checks).dump() : std::string("-"));
   };
   for (size_t r = 1; r < records.size(); ++r)
-    for (const char* key : {"candidate_input_copies", "candidate_warmup_copies", "timed_checks"})
-      if (field(records[r], key) != field(records[0], key))
-        throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
-                    "copies than rank 0 (" + key + ": " + field(records[r], key).dump() + " vs " +
-                    field(records[0], key).dump() + ")");
+    if (planned(records[r]) != planned(records[0]))
+      throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " planned other timing " +
+                  "copies than rank 0 (" + planned(records[r]) + " vs " + planned(records[0]) + ")");
   auto t_oracle = std::chrono::steady_clock::now();
   write_expected_outputs(spec, run, o, work);
   info["oracle_s"] = wall_seconds_since(t_oracle);
@@ -320,8 +321,8 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   return dir;
 }
 
-std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
-                                       const fs::path& dir) {
+std::pair<protocol::RankTiming, json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
+                                                       const fs::path& dir) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir);
@@ -329,13 +330,13 @@ std::pair<json, json> retime_baselines(const ProblemSpec& spec, const EvalOption
   w.trials = {0};
   w.save_inputs = python;
   ProcessResult pr = launch_trusted(o, to_args(w), dir, "retime");
-  std::vector<json> records = read_rank_records(dir, o.world);
-  if (!pr.ok() || !records[0].is_object() || !records[0].contains("timing"))
+  const std::optional<protocol::RankRecord> rank0 = read_rank_records(dir, o.world)[0];
+  if (!pr.ok() || !rank0 || !rank0->timing)
     throw Error("timing the libtorch+NCCL baseline again failed: " + pr.summary() + " (files in " + dir.string() + ")");
   json py = nullptr;
   if (python && time_eager_baseline(spec, o, dir).outcome == PythonRunResult::Outcome::ok)
     py = read_json_or_null(dir / "timing.py.json");
-  return {records[0]["timing"], py};
+  return {*rank0->timing, py};
 }
 
 }  // namespace pkb

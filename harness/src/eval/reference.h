@@ -11,6 +11,7 @@
 #include "eval/evaluate.h"
 #include "launch/gpus.h"
 #include "launch/mpirun.h"
+#include "protocol/rank_record.h"
 #include "worker/worker.h"
 
 namespace pkb {
@@ -37,8 +38,9 @@ std::filesystem::path reference_pass(const ProblemSpec& spec, const RunShape& ru
                                      const nlohmann::json& prov, bool python, nlohmann::json& info);
 // The baselines timed again now, next to the candidate's timing and never cached: the libtorch+NCCL reference pass
 // with --time (one trial) in `dir`, and where the evaluation has one, reference.py's eager timing on the inputs
-// that pass saved there. Returns {libtorch_nccl, pytorch_eager} timings (eager null when not timed).
-std::pair<nlohmann::json, nlohmann::json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o, bool python,
-                                                           const std::filesystem::path& dir);
+// that pass saved there. Returns {libtorch_nccl, pytorch_eager} timings (eager null when not timed, else as
+// reference.py wrote it).
+std::pair<protocol::RankTiming, nlohmann::json> retime_baselines(const ProblemSpec& spec, const EvalOptions& o,
+                                                                 bool python, const std::filesystem::path& dir);
 
 }  // namespace pkb

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "core/dispatch_pin.h"
 #include "core/error.h"
@@ -267,16 +268,32 @@ std::vector<nlohmann::json> read_records(const std::filesystem::path& dir, const
   return out;
 }
 
-std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world) {
-  return read_records(dir, "rank", world);
+std::vector<std::optional<protocol::RankRecord>> read_rank_records(const std::filesystem::path& dir, int world) {
+  std::vector<std::optional<protocol::RankRecord>> out;
+  for (int r = 0; r < world; ++r) {
+    const std::filesystem::path path = dir / ("rank" + std::to_string(r) + ".json");
+    std::ifstream in(path);
+    std::string text = in ? std::string(std::istreambuf_iterator<char>(in), {}) : "";
+    try {
+      out.push_back(protocol::parse_rank_record(text));
+    } catch (const protocol::ProtocolError& e) {
+      throw protocol::ProtocolError(path.string() + ": " + e.what());
+    }
+  }
+  return out;
 }
 
-std::optional<RankError> first_rank_error(const std::vector<nlohmann::json>& records) {
+protocol::RankRecord read_rank0_record(const std::filesystem::path& dir) {
+  std::optional<protocol::RankRecord> rank0 = read_rank_records(dir, 1)[0];
+  if (!rank0) throw protocol::ProtocolError((dir / "rank0.json").string() + ": no rank record");
+  return *rank0;
+}
+
+std::optional<RankError> first_rank_error(const std::vector<std::optional<protocol::RankRecord>>& records) {
   for (size_t r = 0; r < records.size(); ++r) {
     const auto& rec = records[r];
-    if (!rec.is_object()) continue;
-    std::string status = rec.value("status", "ok");
-    if (status != "ok") return RankError{static_cast<int>(r), status, rec.value("error", "unknown error")};
+    if (rec && rec->status != protocol::RankStatus::ok)
+      return RankError{static_cast<int>(r), rec->status, rec->error.value_or("unknown error")};
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include "core/device_kind.h"
 #include "launch/process.h"
 #include "launch/sandbox.h"
+#include "protocol/rank_record.h"
 
 namespace pkb {
 
@@ -85,15 +86,21 @@ inline bool python_torch_available() { return !python_with_torch().empty(); }
 
 // dir/PREFIXR.json for every rank R (null where a rank wrote none or it does not parse).
 std::vector<nlohmann::json> read_records(const std::filesystem::path& dir, const std::string& prefix, int world);
-// dir/rankR.json, what pkb-rank records.
-std::vector<nlohmann::json> read_rank_records(const std::filesystem::path& dir, int world);
+// dir/rankR.json, what pkb-rank records (protocol/rank_record.h): nullopt where a rank wrote none or it is not JSON;
+// a file that is JSON but no rank record throws protocol::ProtocolError.
+std::vector<std::optional<protocol::RankRecord>> read_rank_records(const std::filesystem::path& dir, int world);
+
+// dir/rank0.json, the record of a pass of pkb's own (the reference pass); protocol::ProtocolError where there is none
+// or it does not parse.
+protocol::RankRecord read_rank0_record(const std::filesystem::path& dir);
 
 struct RankError {
   int rank;
-  std::string status, message;
+  protocol::RankStatus status;
+  std::string message;
 };
-// The first rank record whose status is not "ok".
-std::optional<RankError> first_rank_error(const std::vector<nlohmann::json>& records);
+// The first rank record whose status is not ok.
+std::optional<RankError> first_rank_error(const std::vector<std::optional<protocol::RankRecord>>& records);
 
 // The end of a process's stderr: kMessageTailBytes for a one-line message, kRecordTailBytes for a record's
 // failure detail (what a reader, or a model in its feedback, sees of a crash).

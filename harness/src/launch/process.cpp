@@ -438,6 +438,28 @@ void sleep_until_exit(const std::vector<int>& pidfds, const std::vector<bool>& d
   ppoll(watch.data(), watch.size(), &timeout, nullptr);  // EINTR (a handled signal) just ends the sleep early
 }
 
+// Starts every command in one process group (the first's); on a failure to start one, kills those started and
+// throws.
+void spawn_group(const std::vector<std::vector<std::string>>& argvs, const std::vector<ProcessOptions>& opts,
+                 std::vector<pid_t>& pids, std::vector<int>& inits) {
+  try {
+    for (size_t i = 0; i < argvs.size(); ++i) {
+      int init = -1;
+      pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front(), &init));
+      if (init >= 0) inits.push_back(init);
+    }
+  } catch (...) {
+    if (!pids.empty()) {
+      for (int fd : inits) kill_namespace_init(fd);
+      kill(-pids.front(), SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      untrack_child(pids.front());
+    }
+    for (int fd : inits) untrack_namespace_init(fd), close(fd);
+    throw;
+  }
+}
+
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
@@ -451,28 +473,13 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
   double start = now_s();
   std::vector<pid_t> pids;
   std::vector<int> inits;  // pidfds of the namespace inits the children reported
+  spawn_group(argvs, opts, pids, inits);
   auto kill_inits = [&] {
     for (int fd : inits) kill_namespace_init(fd);
   };
   auto release_inits = [&] {
     for (int fd : inits) untrack_namespace_init(fd), close(fd);
   };
-  try {
-    for (size_t i = 0; i < argvs.size(); ++i) {
-      int init = -1;
-      pids.push_back(spawn(argvs[i], opts[i], pids.empty() ? 0 : pids.front(), &init));
-      if (init >= 0) inits.push_back(init);
-    }
-  } catch (...) {
-    if (!pids.empty()) {
-      kill_inits();
-      kill(-pids.front(), SIGKILL);
-      for (pid_t p : pids) waitpid(p, nullptr, 0);
-      untrack_child(pids.front());
-    }
-    release_inits();
-    throw;
-  }
   const pid_t group = pids.front();
   std::vector<int> pidfds;
   for (pid_t p : pids) pidfds.push_back(static_cast<int>(syscall(SYS_pidfd_open, p, 0)));

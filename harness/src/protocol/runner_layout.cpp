@@ -1,34 +1,23 @@
 #include "protocol/runner_layout.h"
 
-#include "core/error.h"
+#include "protocol/fields.h"
 
 namespace pkb::protocol {
 namespace {
 
 using json = nlohmann::json;
 
-// j[key] as T, or pkb::Error naming the key.
-template <typename T>
-void read(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end()) throw Error(std::string("the runner's layout has no \"") + key + "\"");
-  try {
-    it->get_to(out);
-  } catch (const json::exception& e) {
-    throw Error(std::string("the runner's layout's \"") + key + "\": " + e.what());
-  }
-}
-
 json tensor_json(const LayoutTensor& t) {
   return {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"offset", t.offset}};
 }
 
-LayoutTensor tensor_from(const json& j) {
+LayoutTensor tensor_from(const json& j, const std::string& what) {
+  Fields f(j, what);
   LayoutTensor t;
-  read(j, "name", t.name);
-  read(j, "dtype", t.dtype);
-  read(j, "shape", t.shape);
-  read(j, "offset", t.offset);
+  f.required("name", t.name);
+  f.required("dtype", t.dtype);
+  f.required("shape", t.shape);
+  f.required("offset", t.offset);
   return t;
 }
 
@@ -41,14 +30,15 @@ json cuda_json(const RunnerCuda& c) {
           {"gate_flags", c.gate_flags}};
 }
 
-RunnerCuda cuda_from(const json& j) {
+RunnerCuda cuda_from(const json& j, const std::string& what) {
+  Fields f(j, what);
   RunnerCuda c;
-  read(j, "device", c.device);
-  read(j, "ipc", c.ipc_hex);
-  read(j, "flags_offset", c.flags_offset);
-  read(j, "gate_host_offset", c.gate_host_offset);
-  read(j, "gate_offset", c.gate_offset);
-  read(j, "gate_flags", c.gate_flags);
+  f.required("device", c.device);
+  f.required("ipc", c.ipc_hex);
+  f.required("flags_offset", c.flags_offset);
+  f.required("gate_host_offset", c.gate_host_offset);
+  f.required("gate_offset", c.gate_offset);
+  f.required("gate_flags", c.gate_flags);
   return c;
 }
 
@@ -86,41 +76,45 @@ void to_json(json& j, const RunnerLayout& l) {
 }
 
 void from_json(const json& j, RunnerLayout& l) {
-  if (!j.is_object()) throw Error("the runner's layout is not a JSON object");
+  Fields f(j, "the runner's layout");
   l = RunnerLayout{};
-  read(j, "ping_only", l.ping_only);
+  f.required("ping_only", l.ping_only);
   if (l.ping_only) return;
-  read(j, "library", l.library);
-  read(j, "rank", l.rank);
-  read(j, "world", l.world);
-  read(j, "local_rank", l.local_rank);
-  read(j, "heap_bytes", l.heap_bytes);
-  read(j, "sync_offset", l.sync_offset);
-  read(j, "arena_offset", l.arena_offset);
-  read(j, "host_bytes", l.host_bytes);
-  read(j, "hidden_paths", l.hidden_paths);
-  read(j, "granted_paths", l.granted_paths);
-  if (j.contains("cuda")) l.cuda = cuda_from(j.at("cuda"));
-  json inputs, outputs, params, groups;
-  read(j, "inputs", inputs);
-  read(j, "outputs", outputs);
-  read(j, "params", params);
-  read(j, "groups", groups);
-  for (const json& slot : inputs) {
+  f.required("library", l.library);
+  f.required("rank", l.rank);
+  f.required("world", l.world);
+  f.required("local_rank", l.local_rank);
+  f.required("heap_bytes", l.heap_bytes);
+  f.required("sync_offset", l.sync_offset);
+  f.required("arena_offset", l.arena_offset);
+  f.required("host_bytes", l.host_bytes);
+  f.required("hidden_paths", l.hidden_paths);
+  f.required("granted_paths", l.granted_paths);
+  if (f.has("cuda")) l.cuda = cuda_from(f.at("cuda"), f.where("cuda"));
+  std::vector<std::vector<json>> inputs;
+  std::vector<json> outputs, params, groups;
+  f.required("inputs", inputs);
+  f.required("outputs", outputs);
+  f.required("params", params);
+  f.required("groups", groups);
+  for (size_t s = 0; s < inputs.size(); ++s) {
     l.inputs.emplace_back();
-    for (const json& t : slot) l.inputs.back().push_back(tensor_from(t));
+    for (const json& t : inputs[s])
+      l.inputs.back().push_back(tensor_from(t, f.where("inputs") + " slot " + std::to_string(s)));
   }
-  for (const json& t : outputs) l.outputs.push_back(tensor_from(t));
+  for (const json& t : outputs) l.outputs.push_back(tensor_from(t, f.where("outputs")));
   for (const json& p : params) {
+    Fields param(p, f.where("params"));
     std::pair<std::string, int64_t> kv;
-    read(p, "name", kv.first);
-    read(p, "value", kv.second);
+    param.required("name", kv.first);
+    param.required("value", kv.second);
     l.params.push_back(kv);
   }
   for (const json& g : groups) {
+    Fields group_fields(g, f.where("groups"));
     LayoutGroup group;
-    read(g, "name", group.name);
-    read(g, "members", group.members);
+    group_fields.required("name", group.name);
+    group_fields.required("members", group.members);
     l.groups.push_back(group);
   }
 }

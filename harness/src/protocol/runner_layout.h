@@ -1,6 +1,7 @@
 // What a monitor tells its runner (pkb-runner) about the call ahead of any: written into the control page as JSON by
 // the monitor (worker/candidate_calls.cpp), read by the runner (worker/runner_main.cpp). Every key is spelled here
-// only; a layout that lacks one, or holds one of the wrong type, does not parse (pkb::Error naming it).
+// only; a layout that lacks one, or holds one of the wrong type, does not parse (protocol/fields.h ProtocolError, a
+// pkb::Error, naming it).
 #pragma once
 
 #include <cstddef>

@@ -15,6 +15,8 @@
 #include "io/safetensors.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
+#include "protocol/rank_plan.h"
+#include "protocol/rank_record.h"
 #include "reference/reference.h"
 #include "spec/catalog.h"
 #include "spec/roofline.h"
@@ -32,8 +34,12 @@ fs::path rank_file(const fs::path& dir, int trial, const std::string& prefix, in
 
 // First error any rank recorded, else the process summary with the tail of stderr.
 std::string launch_failure_detail(const ProcessResult& pr, const fs::path& dir, int world) {
-  if (auto e = first_rank_error(read_rank_records(dir, world)))
-    return "rank " + std::to_string(e->rank) + ": " + e->message;
+  try {
+    if (auto e = first_rank_error(read_rank_records(dir, world)))
+      return "rank " + std::to_string(e->rank) + ": " + e->message;
+  } catch (const protocol::ProtocolError& e) {
+    return pr.summary() + "; " + e.what();
+  }
   std::string tail = stderr_tail(pr, kMessageTailBytes);
   return pr.summary() + (tail.empty() ? "" : "; stderr: " + tail);
 }
@@ -81,15 +87,15 @@ struct Planned {
 // the launch and how many of them finished on every rank (the one after those ended the launch).
 std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>& batch, const ValidateOptions& o,
                                                      const fs::path& batch_dir) {
-  json entries = json::array();
+  std::vector<protocol::RankBatchEntry> entries;
   for (const Planned* p : batch) {
     std::vector<std::string> params;
     for (const auto& [k, v] : p->o.params) params.push_back(k + "=" + std::to_string(v));
-    entries.push_back({{"problem_dir", p->spec->dir.string()}, {"out", p->dir.string()}, {"params", params}});
+    entries.push_back({p->spec->dir.string(), p->dir.string(), params});
   }
   fs::create_directories(batch_dir);
   fs::path file = batch_dir / "batch.json";
-  write_json_atomically(file, entries);
+  write_json_atomically(file, json(entries));
   WorkerOptions w;
   w.batch_file = file.string();
   w.device = o.device;
@@ -113,8 +119,9 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   size_t finished = 0;
   for (const Planned* p : batch) {
     auto records = read_rank_records(p->dir, o.world);
-    bool ok = std::all_of(records.begin(), records.end(),
-                          [](const json& j) { return j.is_object() && j.value("status", "") == "ok"; });
+    bool ok = std::all_of(records.begin(), records.end(), [](const std::optional<protocol::RankRecord>& r) {
+      return r && r->status == protocol::RankStatus::ok;
+    });
     if (!ok) break;
     ++finished;
   }
@@ -150,11 +157,14 @@ void compare_trial(const ProblemSpec& spec, const RunShape& run, const fs::path&
     tally.add(c.result, "trial " + std::to_string(trial) + " " + c.where(), log);
 }
 
-double median_us(const json& t) { return t.is_object() ? t.value("median_us", 0.0) : 0.0; }
-double paper_us(const json& t) { return t.is_object() ? median_us(t.value("paper", json())) : 0.0; }
-double device_us(const json& t) { return t.is_object() ? median_us(t.value("device", json())) : 0.0; }
+using protocol::RankTiming;
+double median_us(const std::optional<RankTiming>& t) { return t ? t->pkb.median_us : 0.0; }
+double paper_us(const std::optional<RankTiming>& t) { return t ? t->paper.stats.median_us : 0.0; }
+double device_us(const std::optional<RankTiming>& t) {
+  return t && t->device && t->device->stats ? t->device->stats->median_us : 0.0;
+}
 // ", device view X us" where the device view measured the baseline (GPU references), else nothing.
-std::string device_part(const json& t) {
+std::string device_part(const std::optional<RankTiming>& t) {
   if (device_us(t) <= 0) return "";
   char buf[48];
   std::snprintf(buf, sizeof buf, ", device view %.1f us", device_us(t));
@@ -164,12 +174,13 @@ std::string device_part(const json& t) {
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o, const fs::path& dir,
                             bool python_ran, json& record) {
-  json cpp = read_json_or_null(dir / "rank0.json").value("timing", json());
-  json py = python_ran ? read_json_or_null(dir / "timing.py.json") : json();
+  const std::optional<RankTiming> cpp = read_rank0_record(dir).timing;
+  const json py_raw = python_ran ? read_json_or_null(dir / "timing.py.json") : json();
+  const std::optional<RankTiming> py = protocol::reference_py_timing(py_raw);
   json roof = roofline_floor(spec, run, o.topology);
   roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
   roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
-  record["timing"] = {{"libtorch_nccl", cpp}, {"pytorch_eager", py}};
+  record["timing"] = {{"libtorch_nccl", cpp ? json(*cpp) : json()}, {"pytorch_eager", py_raw}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];
@@ -177,7 +188,7 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   const char* name = o.device == DeviceKind::cuda ? "libtorch+NCCL" : "libtorch+MPI on CPU";
   int n =
       std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us%s)", name, median_us(cpp),
-                    cpp.value("iqr_us", 0.0), 100 * floor / median_us(cpp), paper_us(cpp), device_part(cpp).c_str());
+                    cpp->pkb.iqr_us, 100 * floor / median_us(cpp), paper_us(cpp), device_part(cpp).c_str());
   if (median_us(py) > 0)
     n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us%s)", median_us(py),
                        100 * floor / median_us(py), paper_us(py), device_part(py).c_str());
@@ -248,15 +259,9 @@ Planned plan(const ProblemSpec& spec, const ValidateOptions& options) {
   return p;
 }
 
-// A rank record's `fp32_math`: the settings its process read back (IEEE fp32, no TF32); null without one.
-json fp32_math_of(const fs::path& rank_record) {
-  json r = read_json_or_null(rank_record);
-  return r.is_object() ? r.value("fp32_math", json()) : json();
-}
-
 // A reference whose process ran fp32 math with TF32 fails validation, whatever its outputs.
 void require_ieee_fp32(Planned& p, const json& fp32_math, const std::string& who) {
-  if (fp32_math.is_object() && fp32_math.value("ieee", false)) return;
+  if (protocol::fp32_math_is_ieee(fp32_math)) return;
   if (p.tally.pass)
     p.tally.pass = false, p.tally.first_failure = who + " ran without IEEE fp32 math (TF32?): " + fp32_math.dump();
 }
@@ -271,7 +276,7 @@ void check_against_oracle(Planned& p) {
   }
   p.res.record["worst_rel_l2"] = p.tally.worst_rel_l2;
   p.res.record["worst_abs_err"] = p.tally.worst_abs;
-  p.res.record["fp32_math"] = fp32_math_of(p.dir / "rank0.json");
+  p.res.record["fp32_math"] = read_rank0_record(p.dir).fp32_math;
   require_ieee_fp32(p, p.res.record["fp32_math"], "reference.cpp");
 }
 
@@ -289,7 +294,7 @@ void apply_python(Planned& p, const PythonRunResult& py) {
     // reference.py on CPU ranks (no NCCL), whose bf16 GEMMs round differently from cuBLAS by an ulp here and there:
     // then reference.py is held to what reference.cpp is held to, the oracle under the robust policy.
     bool same_device = python_job(p.o).device == p.o.device;
-    p.res.record["python_fp32_math"] = fp32_math_of(p.dir / "py.rank0.json");
+    p.res.record["python_fp32_math"] = protocol::reference_py_fp32_math(read_json_or_null(p.dir / "py.rank0.json"));
     require_ieee_fp32(p, p.res.record["python_fp32_math"], "reference.py");
     p.res.record["python_check"] =
         same_device ? "pkb allclose vs reference.cpp"

@@ -41,24 +41,25 @@ std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& 
   return slots;
 }
 
-// Seconds per phase of the pass, into record["phase_s"] (the evaluation's wall-time breakdown).
+// Seconds per phase of the pass, into the record's phase_s (the evaluation's wall-time breakdown).
 class PhaseClock {
  public:
-  explicit PhaseClock(nlohmann::json& record) : record_(record) {}
+  explicit PhaseClock(protocol::RankRecord& record) : record_(record) {}
   void lap(const char* phase) {
     auto now = std::chrono::steady_clock::now();
-    record_["phase_s"][phase] = std::chrono::duration<double>(now - t0_).count();
+    record_.phase_s[phase] = std::chrono::duration<double>(now - t0_).count();
     t0_ = now;
   }
 
  private:
-  nlohmann::json& record_;
+  protocol::RankRecord& record_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 class CandidateHost {
  public:
-  CandidateHost(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record, const CandidateInputSource& inputs)
+  CandidateHost(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
+                const CandidateInputSource& inputs)
       : o_(o), env_(env), record_(record), inputs_source_(inputs) {}
 
   void run() {
@@ -72,7 +73,7 @@ class CandidateHost {
     make_heap();
     if (!start_candidate()) return;
     clock.lap("load_and_heap");
-    record_["trials"] = nlohmann::json::array();
+    record_.trials.emplace();
     for (size_t i = 0; i < o_.trials.size(); ++i)
       if (!check_trial(o_.trials[i], i == 0)) return;
     clock.lap("trials");
@@ -114,11 +115,11 @@ class CandidateHost {
     heap_.outputs = make_slots(*rt_, outs, env_.run, env_.rank);
     share_with_runner(sync_bytes);
     heap_.arena_offset = align_to_heap(rt_->used());
-    record_["heap"] = {{"bytes", heap},
-                       {"input_copies", plan_.copies},
-                       {"input_slots", slots},
-                       {"warmup_copies", plan_.warmup_copies},
-                       {"arena_bytes", arena}};
+    record_.heap = protocol::RankHeap{.bytes = heap,
+                                      .arena_bytes = arena,
+                                      .input_copies = plan_.copies,
+                                      .input_slots = slots,
+                                      .warmup_copies = plan_.warmup_copies};
   }
 
   // What a runner maps besides the heap's tensors: host memory for the runners' SyncLines (the heaps themselves on CPU
@@ -170,8 +171,8 @@ class CandidateHost {
   // All ranks agree on whether the library loaded, so none waits for a rank that gave up.
   bool start_candidate() {
     calls_ = use_runner_ ? start_runner(o_, env_, *rt_, heap_) : load_in_process(o_, env_, *rt_, heap_);
-    record_["candidate_process"] = calls_->where();
-    if (std::string note = calls_->lockdown_note(); !note.empty()) record_["candidate_lockdown_note"] = note;
+    record_.candidate_process = calls_->where();
+    if (std::string note = calls_->lockdown_note(); !note.empty()) record_.candidate_lockdown_note = note;
     CallOutcome crashed = calls_->load_outcome();
     std::string err = !crashed.failure.empty() ? "while loading: " + crashed.failure : calls_->load_error();
     int ok = err.empty(), all_ok = 0;
@@ -181,8 +182,8 @@ class CandidateHost {
       doorbell_us_ = calls_->doorbell_us();
       return true;
     }
-    record_["status"] = crashed.signal > 0 ? "crash" : "load_error";
-    record_["error"] = err.empty() ? "another rank failed to load the candidate" : err;
+    record_.status = crashed.signal > 0 ? protocol::RankStatus::crash : protocol::RankStatus::load_error;
+    record_.error = err.empty() ? "another rank failed to load the candidate" : err;
     return false;
   }
 
@@ -190,8 +191,8 @@ class CandidateHost {
 
   // Records a runtime error (or, where the candidate's process was killed by a signal, a crash). Returns false.
   bool fail(const std::string& why, int signal = 0) {
-    record_["status"] = signal > 0 ? "crash" : "runtime_error";
-    record_["error"] = why;
+    record_.status = signal > 0 ? protocol::RankStatus::crash : protocol::RankStatus::runtime_error;
+    record_.error = why;
     write_rank_record(o_.out_dir, env_.rank, record_);
     return false;
   }
@@ -226,7 +227,9 @@ class CandidateHost {
     if (!invoke(runner::kRun, 0, what)) return false;
     MPI_Barrier(MPI_COMM_WORLD);  // peers may write into our outputs: wait for every rank to finish
     send_outputs("trial" + std::to_string(trial), read_outputs([](const Slot& s) { return s.data; }));
-    record_["trials"].push_back({{"trial", trial}, {"inputs_mutated", mutated_inputs(heap_.inputs[0], in)}});
+    protocol::RankTrial& checked = record_.trials->emplace_back();
+    checked.trial = trial;
+    checked.inputs_mutated = mutated_inputs(heap_.inputs[0], in);
     write_rank_record(o_.out_dir, env_.rank, record_);
     return true;
   }
@@ -416,7 +419,7 @@ class CandidateHost {
   }
 
   // Busy probes fail the timing's trust like escaped work: recorded, and flagged as stream_escape.
-  void record_post_window_probes(nlohmann::json& timing) {
+  void record_post_window_probes(protocol::RankTiming& timing) {
     if (!probes_made_) return;
     int busy = 0;
     double spread = 0;
@@ -424,8 +427,8 @@ class CandidateHost {
       busy += t.start_spread_us > kHoldBusySpreadUs;
       spread = std::max(spread, t.start_spread_us);
     }
-    timing["post_window_probes"] = {{"calls", probes_made_}, {"busy", busy}, {"max_start_spread_us", spread}};
-    if (busy) timing["stream_escape"] = true;
+    timing.post_window_probes = protocol::PostWindowProbes{probes_made_, busy, spread};
+    if (busy) timing.stream_escape = true;
   }
 
   // Copy k's contents, made the first time a call needs them (on GPUs also copied into its slot then): the warm-up
@@ -472,7 +475,7 @@ class CandidateHost {
     contents_.resize(plan_.copies);
     for (int k = 0; k < plan_.warmup_copies; ++k) make_copy(k);
     copies_written();
-    record_["timing_input_threads"] = host_threads();
+    record_.timing_input_threads = host_threads();
   }
 
   // Copies drawn in process are kernels on this rank's stream: done before any call reads them, as an upload is
@@ -578,24 +581,24 @@ class CandidateHost {
       for (int k = 0; k < plan_.copies; ++k)
         if (!contents_[k].empty())
           for (const auto& name : mutated_inputs(heap_.inputs[k], contents_[k])) mutated_.insert(name);
-    record_["trials"].push_back({{"trial", "timed"}, {"inputs_mutated", mutated_}});
-    record_["timing"] = stats.to_json();
-    record_["timing"]["input_copies"] = plan_.copies;
-    record_["timing"]["input_copies_made"] = copies_made_;
-    record_["timing"]["distinct_input_contents"] = distinct_contents_;
-    if (draw_in_place_) record_["timing"]["copies_drawn_in_place"] = copies_drawn_;
-    if (!draw_refused_.empty()) record_["timing"]["copies_not_drawn"] = draw_refused_;
-    record_["timing"]["captures_sent"] = captures_sent_;
-    record_post_window_probes(record_["timing"]);
-    record_["phase_s"]["timing_generate_in_loop"] = in_loop_generate_s_;
-    if (doorbell_us_ > 0) record_["timing"]["doorbell_us"] = doorbell_us_;
-    if (calls_->gated()) record_["timing"]["call_gate"] = calls_->gate_json();
+    record_.trials->emplace_back().inputs_mutated = std::vector<std::string>(mutated_.begin(), mutated_.end());
+    protocol::RankTiming& timing = record_.timing.emplace(stats.to_record());
+    timing.input_copies = plan_.copies;
+    timing.input_copies_made = copies_made_;
+    timing.distinct_input_contents = distinct_contents_;
+    if (draw_in_place_) timing.copies_drawn_in_place = copies_drawn_;
+    if (!draw_refused_.empty()) timing.copies_not_drawn = draw_refused_;
+    timing.captures_sent = captures_sent_;
+    record_post_window_probes(timing);
+    record_.phase_s["timing_generate_in_loop"] = in_loop_generate_s_;
+    if (doorbell_us_ > 0) timing.doorbell_us = doorbell_us_;
+    if (calls_->gated()) timing.call_gate = calls_->gate_json();
     write_rank_record(o_.out_dir, env_.rank, record_);
   }
 
   const WorkerOptions& o_;
   WorkerEnv& env_;
-  nlohmann::json& record_;
+  protocol::RankRecord& record_;
   const CandidateInputSource& inputs_source_;
   std::unique_ptr<Runtime> rt_;
   std::unique_ptr<CandidateCalls> calls_;
@@ -626,9 +629,9 @@ class CandidateHost {
 
 }  // namespace
 
-void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record,
+void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
                         const CandidateInputSource& inputs) {
-  if (env.cuda) record["gpu"] = runtime_versions(env.device).gpu;
+  if (env.cuda) record.gpu = runtime_versions(env.device).gpu;
   CandidateHost(o, env, record, inputs).run();
 }
 

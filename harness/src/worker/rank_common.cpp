@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/parallel.h"
+#include "protocol/rank_plan.h"
 #include "seal/seal.h"
 #include "worker/worker.h"
 #include "worker/worker_cli.h"
@@ -44,8 +45,8 @@ SealWriter& seal() {
   return *g_seal;
 }
 
-void write_rank_record(const std::string& out_dir, int rank, const nlohmann::json& record) {
-  std::string text = record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+void write_rank_record(const std::string& out_dir, int rank, const protocol::RankRecord& record) {
+  std::string text = nlohmann::json(record).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   if (seal().enabled()) {
     seal().send(FrameKind::record, "record", text);  // the copy that is judged
     return;
@@ -86,14 +87,12 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world) {
 std::vector<WorkerOptions> batch_jobs(const WorkerOptions& shared, const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read the file");
-  nlohmann::json entries = nlohmann::json::parse(in);
-  if (!entries.is_array() || entries.empty()) throw Error("expected a non-empty JSON array");
   std::vector<WorkerOptions> jobs;
-  for (const auto& e : entries) {
+  for (const protocol::RankBatchEntry& e : protocol::rank_batch_from_json(nlohmann::json::parse(in))) {
     WorkerOptions job = shared;
-    job.problem_dir = e.at("problem_dir").get<std::string>();
-    job.out_dir = e.at("out").get<std::string>();
-    job.params = e.value("params", std::vector<std::string>{});
+    job.problem_dir = e.problem_dir;
+    job.out_dir = e.out_dir;
+    job.params = e.params;
     jobs.push_back(job);
   }
   return jobs;
@@ -109,8 +108,11 @@ std::vector<std::string> arguments_with_plan(int argc, char** argv, std::string&
       plan_file = argv[++i];
       std::ifstream in(plan_file);
       nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
-      if (!plan.is_array()) throw Error("--plan " + plan_file + ": not a JSON array of arguments");
-      for (const auto& a : plan) args.push_back(a.get<std::string>());
+      try {
+        for (const auto& a : plan.get<protocol::RankPlan>().args) args.push_back(a);
+      } catch (const protocol::ProtocolError& e) {
+        throw Error("--plan " + plan_file + ": " + e.what());
+      }
       continue;
     }
     args.push_back(argv[i]);
@@ -195,11 +197,10 @@ void join_job(int* argc, char*** argv, const WorkerOptions& o, const std::string
 // One job's pass, then its record; 0, or the code this rank aborted the whole job with.
 int run_job(const WorkerOptions& job, int rank, int world, const RankPasses& passes) {
   const std::string& program = passes.program;
-  nlohmann::json record = {{"schema", "pkb.rank_record/1"},
-                           {"rank", rank},
-                           {"world", world},
-                           {"status", "ok"},
-                           {"pass", job.candidate.empty() ? "reference" : "candidate"}};
+  protocol::RankRecord record;
+  record.rank = rank;
+  record.world = world;
+  record.pass = job.candidate.empty() ? protocol::RankPass::reference : protocol::RankPass::candidate;
   auto started = std::chrono::steady_clock::now();
   try {
     WorkerEnv env = make_worker_env(job, rank, world);
@@ -208,19 +209,19 @@ int run_job(const WorkerOptions& job, int rank, int world, const RankPasses& pas
       passes.reference(job, env, record);
     else
       run_candidate_pass(job, env, record, passes.candidate_inputs);
-    record["pass_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    record.pass_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   } catch (const std::exception& e) {
-    if (record["status"] == "ok") record["status"] = "error";
-    record["error"] = e.what();
+    if (record.status == protocol::RankStatus::ok) record.status = protocol::RankStatus::error;
+    record.error = e.what();
     write_rank_record(job.out_dir, rank, record);
     std::cerr << program << " " << rank << ": " << e.what() << std::endl;
     MPI_Abort(MPI_COMM_WORLD, 3);  // peers may be blocked in a collective with us
     return 3;
   }
   write_rank_record(job.out_dir, rank, record);
-  if (record["status"] == "runtime_error" || record["status"] == "crash") {
+  if (record.status == protocol::RankStatus::runtime_error || record.status == protocol::RankStatus::crash) {
     // Only this rank may have failed; the others could be waiting for it anywhere. End the job now.
-    std::cerr << program << " " << rank << ": " << record.value("error", "") << std::endl;
+    std::cerr << program << " " << rank << ": " << record.error.value_or("") << std::endl;
     MPI_Abort(MPI_COMM_WORLD, 4);
     return 4;
   }

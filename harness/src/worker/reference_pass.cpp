@@ -66,12 +66,12 @@ struct ReferenceRank {
   }
 };
 
-ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record) {
   const ProblemSpec& spec = env.spec;
   ReferenceRank ref;
   ref.impl = find_reference(spec.slug);
   if (!ref.impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
-  record["fp32_math"] = use_ieee_fp32();  // before any tensor work: fp32 (and the precise upcast) is IEEE, never TF32
+  record.fp32_math = use_ieee_fp32();  // before any tensor work: fp32 (and the precise upcast) is IEEE, never TF32
   RankContext& ctx = ref.ctx;
   ctx.rank = env.rank;
   ctx.world = env.world;
@@ -84,12 +84,12 @@ ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, nlohma
 #endif
     ctx.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.device));
     ref.world_comm = env.shared_gpu ? make_staged_world() : make_nccl_world();
-    record["gpu"] = runtime_versions(env.device).gpu;
-    record["communicator"] = env.shared_gpu ? "staged_mpi" : "nccl";
+    record.gpu = runtime_versions(env.device).gpu;
+    record.communicator = env.shared_gpu ? "staged_mpi" : "nccl";
   } else {
     ref.world_comm = make_mpi_world();
   }
-  record["device"] = ctx.device.str();
+  record.device = ctx.device.str();
   ctx.comm = ref.world_comm.get();
   for (const auto& g : spec.groups) {
     auto [color, key] = group_color_key(g, env.run, env.rank);
@@ -103,9 +103,9 @@ ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, nlohma
 
 // The checked trials: inputs from the seed, the reference's outputs (and with --save-inputs the inputs) saved per
 // trial. Returns the last trial's inputs, which the baseline's timing rotates.
-RankInputs run_trials(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, nlohmann::json& record) {
+RankInputs run_trials(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, protocol::RankRecord& record) {
   const ProblemSpec& spec = env.spec;
-  nlohmann::json trials = nlohmann::json::array();
+  std::vector<protocol::RankTrial> trials;
   RankInputs last_inputs;
   for (int trial : o.trials) {
     std::filesystem::create_directories(trial_dir(o.out_dir, trial));
@@ -124,10 +124,12 @@ RankInputs run_trials(const WorkerOptions& o, WorkerEnv& env, const ReferenceRan
     check_output_shapes(spec, env.run, env.rank, outs);
     save_outputs(spec, outs, rank_path(o.out_dir, trial, "rank", env.rank));
     if (o.precise_too) ref.save_precise(spec, in.tensors, rank_path(o.out_dir, trial, "precise.rank", env.rank));
-    trials.push_back({{"trial", trial}, {"seconds", seconds}});
+    protocol::RankTrial& done = trials.emplace_back();
+    done.trial = trial;
+    done.seconds = seconds;
     last_inputs = std::move(in);
   }
-  record["trials"] = trials;
+  record.trials = trials;
   return last_inputs;
 }
 
@@ -137,9 +139,9 @@ RankInputs run_trials(const WorkerOptions& o, WorkerEnv& env, const ReferenceRan
 // rank (sized by the heap's copy, not this rank's own inputs), else ranks would compute the outputs of different
 // copies.
 void compute_timed_checks(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, const CopyPlan& plan,
-                          nlohmann::json& record) {
+                          protocol::RankRecord& record) {
   const ProblemSpec& spec = env.spec;
-  nlohmann::json checked = nlohmann::json::array();
+  std::vector<int> checked;
   for (size_t i = 0; i < o.timed_checks.size(); ++i) {
     int k = plan.checked_copy(static_cast<int>(i), o.timed_checks[i], o.timing);
     if (std::find(checked.begin(), checked.end(), k) != checked.end()) continue;
@@ -154,14 +156,14 @@ void compute_timed_checks(const WorkerOptions& o, WorkerEnv& env, const Referenc
     if (o.precise_too)
       ref.save_precise(spec, in.tensors, dir / ("precise.rank" + std::to_string(env.rank) + ".safetensors"));
   }
-  record["candidate_input_copies"] = plan.copies;
-  record["candidate_warmup_copies"] = plan.warmup_copies;
-  record["timed_checks"] = checked;
+  record.candidate_input_copies = plan.copies;
+  record.candidate_warmup_copies = plan.warmup_copies;
+  record.timed_checks = checked;
 }
 
 // The baseline as a candidate would be timed: same barrier, events, rotation, on ATen's (legacy) stream.
 void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& ref, const RankInputs& last_inputs,
-                   nlohmann::json& record) {
+                   protocol::RankRecord& record) {
   size_t in_bytes = heap_copy_bytes(env.spec, env.run, true);
   std::unique_ptr<Runtime> rt = env.cuda ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20, true)
                                          : make_cpu_runtime(MPI_COMM_WORLD, size_t{1} << 20, "ref");
@@ -171,10 +173,9 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   std::vector<Tensors> rotated;
   for (int k = 0; k < copies; ++k) rotated.push_back(to_device(last_inputs.tensors, ref.ctx.device, false));
   // --timing-repeats: whole timings in a row; the first is the record's, every one's medians show the spread.
-  nlohmann::json medians = nlohmann::json::array(), paper_medians = nlohmann::json::array();
-  nlohmann::json device_medians = nlohmann::json::array();  // null where the device view measured nothing
-  nlohmann::json host_probes = nlohmann::json::array();     // each timing's median host-speed probes
-  nlohmann::json chase_probes = nlohmann::json::array();
+  std::vector<double> medians, paper_medians;
+  std::vector<std::optional<double>> device_medians;  // nullopt where the device view measured nothing
+  std::vector<double> host_probes, chase_probes;      // each timing's median host-speed probes
   // Where candidates run in a runner their calls are timed by its protocol, and the baselines' the same way. CPU ranks:
   // from waking the runner until it is stopped again (worker/runner_host.h), so each baseline call rings a runner with
   // nothing to run as well and both sides' windows hold one doorbell. GPUs: on the device through the call gate
@@ -194,28 +195,26 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
   };
   for (int r = 0; r < o.timing.repeats; ++r) {
     TimingStats stats = time_iterations(gated ? *gated : *rt, CopyPlan{copies, copies}, call, o.timing);
-    if (r == 0) record["timing"] = stats.to_json();
+    if (r == 0) record.timing = stats.to_record();
     medians.push_back(stats.pkb.stats.median);
     paper_medians.push_back(stats.paper.stats.median);
-    if (stats.device.measured())
-      device_medians.push_back(stats.device.method.stats.median);
-    else
-      device_medians.push_back(nullptr);
+    device_medians.push_back(stats.device.measured() ? std::optional(stats.device.method.stats.median) : std::nullopt);
     host_probes.push_back(summarize(stats.host_probe_us).median);
     chase_probes.push_back(summarize(stats.host_chase_probe_us).median);
   }
-  record["timing"]["repeat_medians_us"] = medians;
-  record["timing"]["repeat_paper_medians_us"] = paper_medians;
-  if (record["timing"].contains("device")) record["timing"]["repeat_device_medians_us"] = device_medians;
-  record["timing"]["repeat_host_probe_us"] = host_probes;
-  record["timing"]["repeat_host_chase_probe_us"] = chase_probes;
-  record["timing"]["input_copies"] = copies;
-  if (doorbell) record["timing"]["doorbell_us"] = doorbell_us;
+  protocol::RankTiming& timing = *record.timing;
+  timing.repeat_medians_us = medians;
+  timing.repeat_paper_medians_us = paper_medians;
+  if (timing.device) timing.repeat_device_medians_us = device_medians;
+  timing.repeat_host_probe_us = host_probes;
+  timing.repeat_host_chase_probe_us = chase_probes;
+  timing.input_copies = copies;
+  if (doorbell) timing.doorbell_us = doorbell_us;
 }
 
 }  // namespace
 
-void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record) {
+void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record) {
   ReferenceRank ref = open_reference_rank(o, env, record);
   RankInputs last_inputs = run_trials(o, env, ref, record);
   if (!o.time) return;

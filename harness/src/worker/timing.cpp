@@ -15,11 +15,9 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-nlohmann::json stats_json(const SampleStats& s) {
-  return {{"median_us", s.median},   {"mean_us", s.mean},         {"min_us", s.min},
-          {"max_us", s.max},         {"stddev_us", s.stddev},     {"cv", s.cv},
-          {"q25_us", s.q25},         {"q75_us", s.q75},           {"iqr_us", s.q75 - s.q25},
-          {"ci95_low_us", s.ci_low}, {"ci95_high_us", s.ci_high}, {"ci95_half_rel", s.ci_half_rel()}};
+protocol::SampleSummary summary_of(const SampleStats& s) {
+  return {s.median, s.mean, s.min,         s.max,    s.stddev,  s.cv,
+          s.q25,    s.q75,  s.q75 - s.q25, s.ci_low, s.ci_high, s.ci_half_rel()};
 }
 
 }  // namespace
@@ -195,53 +193,47 @@ double host_chase_probe_us() {
   return t;
 }
 
-nlohmann::json TimingStats::to_json() const {
-  nlohmann::json j = stats_json(pkb.stats);
-  j["method"] = "pkb";
-  j["iters"] = pkb.values_us.size();
-  j["iter_us"] = pkb.values_us;
-  nlohmann::json p = stats_json(paper.stats);
-  p["reps"] = paper.values_us.size();
-  p["rep_us"] = paper.values_us;
-  j["paper"] = p;
-  j["reps"] = reps;
-  j["stopped_by"] = stopped_by;
-  j["paper_warmup_calls"] = paper_warmup_calls;
-  j["host_loop_us"] = host_loop_us;
-  j["escape_event_us"] = escape_event_us;
-  j["escape_device_us"] = escape_device_us;
-  j["stream_escape"] = stream_escape;
-  j["repeated_content_iters"] = repeated_content_iters;
-  j["fresh_median_us"] = fresh.median;
-  j["repeated_median_us"] = repeated.median;
-  if (fresh.n > 0 && repeated.n > 0) {
-    j["fresh_iters"] = fresh.n;
-    j["fresh_ci95_low_us"] = fresh.ci_low;
-    j["fresh_ci95_high_us"] = fresh.ci_high;
-    j["repeated_ci95_low_us"] = repeated.ci_low;
-    j["repeated_ci95_high_us"] = repeated.ci_high;
-  }
-  j["clocks"] = clocks;
-  j["throttled"] = throttled;
-  j["host_probe_us"] = host_probe_us;
-  j["host_chase_probe_us"] = host_chase_probe_us;
-  j["dispatch_cpu"] = dispatch_cpu;
-  if (dispatch_cpu < 0) j["dispatch_note"] = dispatch_note;
+protocol::RankTiming TimingStats::to_record() const {
+  protocol::RankTiming t;
+  t.pkb = summary_of(pkb.stats);
+  t.iters = static_cast<int>(pkb.values_us.size());
+  t.iter_us = pkb.values_us;
+  t.paper = {summary_of(paper.stats), static_cast<int>(paper.values_us.size()), paper.values_us};
+  t.reps = reps;
+  t.stopped_by = stopped_by;
+  t.paper_warmup_calls = paper_warmup_calls;
+  t.host_loop_us = host_loop_us;
+  t.escape_event_us = escape_event_us;
+  t.escape_device_us = escape_device_us;
+  t.stream_escape = stream_escape;
+  t.repeated_content_iters = repeated_content_iters;
+  t.fresh_median_us = fresh.median;
+  t.repeated_median_us = repeated.median;
+  if (fresh.n > 0 && repeated.n > 0)
+    t.intervals = protocol::ContentIntervals{fresh.n, fresh.ci_low, fresh.ci_high, repeated.ci_low, repeated.ci_high};
+  t.clocks = clocks;
+  t.throttled = throttled;
+  t.host_probe_us = host_probe_us;
+  t.host_chase_probe_us = host_chase_probe_us;
+  t.dispatch_cpu = dispatch_cpu;
+  if (dispatch_cpu < 0) t.dispatch_note = dispatch_note;
   if (device.calls > 0) {
-    nlohmann::json d = device.measured() ? stats_json(device.method.stats) : nlohmann::json::object();
-    d["calls"] = device.calls;
-    d["unheld"] = device.unheld;
-    d["busy"] = device.busy;
-    d["host_bound"] = device.host_bound;
-    d["hold_us"] = device.hold_us;
-    d["max_start_spread_us"] = device.max_start_spread_us;
-    d["max_gap_us"] = device.max_gap_us;
-    d["call_us"] = device.method.values_us;
-    if (!device.measured()) d["note"] = device.note;
-    j["device"] = d;
+    protocol::DeviceTiming& d = t.device.emplace();
+    if (device.measured()) d.stats = summary_of(device.method.stats);
+    d.calls = device.calls;
+    d.unheld = device.unheld;
+    d.busy = device.busy;
+    d.host_bound = device.host_bound;
+    d.hold_us = device.hold_us;
+    d.max_start_spread_us = device.max_start_spread_us;
+    d.max_gap_us = device.max_gap_us;
+    d.call_us = device.method.values_us;
+    if (!device.measured()) d.note = device.note;
   }
-  return j;
+  return t;
 }
+
+nlohmann::json TimingStats::to_json() const { return to_record(); }
 
 // Ordinal j's copy, and whether it is fresh. The fresh copies go to the pkb ordinals first (pkb_fresh of them, spread
 // evenly: the i-th pkb ordinal is fresh when i * pkb_fresh mod pkb_calls < pkb_fresh), the rest to the other

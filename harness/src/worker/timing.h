@@ -29,6 +29,7 @@
 
 #include "core/device_kind.h"
 #include "core/timing_method.h"
+#include "protocol/rank_record.h"
 #include "runtime/runtime.h"
 #include "spec/problem_spec.h"
 
@@ -159,9 +160,10 @@ struct TimingStats {
   int dispatch_cpu = -1;  // the CPU this rank's calls were launched from (-1: not pinned, dispatch_note says why)
   std::string dispatch_note;
 
-  // The pkb method's fields at the top level (median_us, ..., iter_us, as records always had them), the paper
-  // method's under "paper", and the repetitions, clocks and probe.
-  nlohmann::json to_json() const;
+  // The record's timing section (protocol/rank_record.h): the pkb method's fields at the top level (median_us, ...,
+  // iter_us, as records always had them), the paper method's under "paper", and the repetitions, clocks and probes.
+  protocol::RankTiming to_record() const;
+  nlohmann::json to_json() const;  // to_record() as JSON
 };
 
 // Untimed work around each call, for candidates: `before` runs before every call (warm-up, timed, probe), ahead

@@ -16,6 +16,7 @@
 #include "core/device_kind.h"
 #include "inputs/draw.h"
 #include "inputs/host_tensor.h"
+#include "protocol/rank_record.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
 
@@ -84,7 +85,7 @@ struct CandidateInputSource {
 // What a rank program runs: pkb-rank both passes, pkb-candidate the candidate pass only (reference empty).
 struct RankPasses {
   std::string program;  // its name, in messages
-  std::function<void(const WorkerOptions&, WorkerEnv&, nlohmann::json&)> reference;
+  std::function<void(const WorkerOptions&, WorkerEnv&, protocol::RankRecord&)> reference;
   CandidateInputSource candidate_inputs;
   std::function<void(const WorkerEnv&)> configure;  // once the rank's environment is known (may be empty)
 };
@@ -99,19 +100,19 @@ WorkerEnv make_worker_env(const WorkerOptions& o, int rank, int world);
 std::filesystem::path trial_dir(const std::string& out, int trial);
 std::filesystem::path rank_path(const std::string& out, int trial, const std::string& prefix, int rank);
 // Atomically (re)writes out/rankR.json, or with --seal sends it to the driver; called after every step so a
-// crash leaves what happened so far.
-void write_rank_record(const std::string& out_dir, int rank, const nlohmann::json& record);
+// crash leaves what happened so far. The record's keys: protocol/rank_record.h.
+void write_rank_record(const std::string& out_dir, int rank, const protocol::RankRecord& record);
 class SealWriter;
 SealWriter& seal();  // the sealed channel (a writer that drops everything without --seal)
 
 // Trial labels of the timing copies: copy k's inputs are those of trial kTimedTrialBase + k.
 constexpr int kTimedTrialBase = 1000000;
 
-// Reference pass: fills record["trials"], record["timing"].
-void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record);
-// Candidate pass: fills record["status"] (ok, load_error, runtime_error), trials, timing; never throws for the
-// candidate's failures, only for harness errors.
-void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, nlohmann::json& record,
+// Reference pass: fills the record's trials, timing and timing copies.
+void run_reference_pass(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record);
+// Candidate pass: fills the record's status (ok, load_error, runtime_error, crash), trials, timing; never throws for
+// the candidate's failures, only for harness errors.
+void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
                         const CandidateInputSource& inputs);
 
 }  // namespace pkb
