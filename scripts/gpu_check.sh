@@ -197,8 +197,8 @@ if want runner || want runner_adversarial; then
 fi
 # The runner's medians (the GPU default: the candidate in pkb-runner, timed through the call gate) against the rank
 # program's (--candidate-process in-process, what pkb did before): the 8 experts at W = 1, candidate and baseline
-# medians side by side, and the candidate's paper-method medians (a runner's paper blocks are one wake each, docs/design/
-# runner-and-gate.md; issue 44 wants them within 5%) (scripts/compare_evals.py; issue 34). Not a default step:
+# medians side by side, and the candidate's paper-method medians (a runner makes those calls in wakes of many calls,
+# docs/design/runner-and-gate.md; issue 44 wants them within 5%) (scripts/compare_evals.py; issue 34). Not a default step:
 # PKB_STEPS=runner_medians.
 if want runner_medians; then
   step runner_medians_in_process env PKB="$build/pkb" OUT="$out/medians_in_process" "$root/scripts/eval_experts.sh" \

@@ -481,7 +481,7 @@ void gate_checks() {
 // its window, before anything of the next call; a probe after each timed call's readback; every call of the block
 // made and read back. Returns what broke ("" where nothing did).
 std::string block_order_problem(const std::vector<std::string>& log, uint32_t first, const std::vector<int>& copies,
-                                bool timed) {
+                                bool timed, int offset = 0) {
   const int n = static_cast<int>(copies.size());
   int uploaded = 0, poisoned = 0, started = 0, written = 0, waited = 0, ended = 0, read = 0, probes = 0, holds = 0;
   bool barrier = false;
@@ -507,7 +507,7 @@ std::string block_order_problem(const std::vector<std::string>& log, uint32_t fi
       ++poisoned;
     } else if (e.rfind("record ", 0) == 0) {
       const bool start = started == ended;
-      const int c = start ? started : ended, t = start ? 2 * c : 2 * c + 1;
+      const int c = start ? started : ended, t = 2 * (offset + c) + (start ? 0 : 1);
       if (!timed || e != "record " + std::to_string(t)) return "a window's mark out of place" + where;
       if (start ? (poisoned != c + 1 || prev != "poison") : prev != "wait " + seq(c))
         return "a window holding more than its call's go and done" + where;
@@ -515,7 +515,8 @@ std::string block_order_problem(const std::vector<std::string>& log, uint32_t fi
     } else if (e.rfind("write ", 0) == 0) {
       if (e != "write " + seq(written) || poisoned != written + 1 || (timed && started != written + 1))
         return "go out of order" + where;
-      if (prev != (timed ? "record " + std::to_string(2 * written) : "poison")) return "go not at the start" + where;
+      if (prev != (timed ? "record " + std::to_string(2 * (offset + written)) : "poison"))
+        return "go not at the start" + where;
       ++written;
     } else if (e.rfind("wait ", 0) == 0) {
       if (e != "wait " + seq(waited) || prev != "write " + seq(waited)) return "done not waited right after go" + where;
@@ -524,7 +525,7 @@ std::string block_order_problem(const std::vector<std::string>& log, uint32_t fi
       if (read >= n || e != "readback " + std::to_string(copies[read]) || waited != read + 1 ||
           (timed && ended != read + 1))
         return "a readback out of order" + where;
-      if (prev != (timed ? "record " + std::to_string(2 * read + 1) : "wait " + seq(read)))
+      if (prev != (timed ? "record " + std::to_string(2 * (offset + read) + 1) : "wait " + seq(read)))
         return "a readback not right after its window" + where;
       ++read;
     } else if (e == "probe") {
@@ -559,11 +560,13 @@ struct BlockRig {
   pkb::CaptureDraw draw;
   std::vector<char> captured;
   std::vector<int> kept_position;
-  bool broken = false;  // call i's prepare also uploads call i + 1's inputs: the order a test must refuse
+  bool broken = false;           // call i's prepare also uploads call i + 1's inputs: the order a test must refuse
+  size_t calls_per_wake = 1000;  // a longer block is several wakes, as the candidate pass splits it
   struct Block {
     uint32_t first;
     std::vector<int> copies;
     bool timed;
+    int offset;  // its first call's position in the block
     std::vector<std::string> log;
   };
   std::vector<Block> blocks;
@@ -597,19 +600,26 @@ struct BlockRig {
     gate.close(seq);
   }
   void run_block(const std::vector<int>& copies, bool timed) {
+    for (size_t at = 0; at < copies.size(); at += calls_per_wake) {
+      const size_t n = std::min(calls_per_wake, copies.size() - at);
+      run_wake(std::vector<int>(copies.begin() + at, copies.begin() + at + n), timed, static_cast<int>(at));
+    }
+  }
+  // One wake: the calls of copies, the first of them call `offset` of the block (its timers 2 * offset on).
+  void run_wake(const std::vector<int>& copies, bool timed, int offset) {
     const size_t from = rt.log.size();
     const uint32_t first = seq + 1, last = seq + static_cast<uint32_t>(copies.size());
     std::vector<pkb::CallBracket> brackets(copies.size());
     for (size_t i = 0; i < copies.size(); ++i) {
       const int k = copies[i];
-      keep(k, timed ? static_cast<int>(i) : -1);
+      keep(k, timed ? offset + static_cast<int>(i) : -1);
       pkb::CallBracket& b = brackets[i];
       if (!broken || i == 0) b.inputs = [this, k] { rt.op("upload " + std::to_string(k)); };
       b.prepare = [this, next = broken && i + 1 < copies.size() ? copies[i + 1] : -1] {
         rt.op("poison");
         if (next >= 0) rt.op("upload " + std::to_string(next));
       };
-      b.start_timer = timed ? static_cast<int>(2 * i) : -1;
+      b.start_timer = timed ? 2 * (offset + static_cast<int>(i)) : -1;
       b.after_window = [this, k, timed] {
         rt.op("readback " + std::to_string(k));
         if (timed) rt.op("probe");
@@ -620,7 +630,7 @@ struct BlockRig {
     seq = last;
     gate.close(last);
     check(host->abort.load() == last && host->armed.load() == last, "close ends every wait of the block");
-    blocks.push_back({first, copies, timed, std::vector<std::string>(rt.log.begin() + from, rt.log.end())});
+    blocks.push_back({first, copies, timed, offset, std::vector<std::string>(rt.log.begin() + from, rt.log.end())});
   }
   pkb::TimingStats time(const pkb::CopyPlan& plan, const pkb::TimingOptions& o) {
     return pkb::time_iterations(
@@ -647,7 +657,7 @@ void block_order_checks() {
   // Warm-up: chunks of up to 50 calls, here one of 6; then one block of 5 per repetition.
   check(rig.blocks.size() == 1 + static_cast<size_t>(o.max_reps), "one block per warm-up chunk and per repetition");
   for (const BlockRig::Block& b : rig.blocks) {
-    const std::string problem = block_order_problem(b.log, b.first, b.copies, b.timed);
+    const std::string problem = block_order_problem(b.log, b.first, b.copies, b.timed, b.offset);
     check(problem.empty(), "a block's order: " + problem);
   }
   const BlockRig::Block& b = rig.blocks.at(1);
@@ -675,6 +685,31 @@ void block_order_checks() {
                 std::to_string(s.paper.values_us.at(r)) + ", want " + std::to_string(sum / t.copies.size()));
     }
   check(s.pkb.stats.min == 12 && s.pkb.stats.max == 32, "the pkb method's calls keep a gate each");
+
+  // A block longer than a wake holds (block_calls_per_wake) is several wakes, each in the same order with its own hold,
+  // the windows still each call's own: the paper values are the same as in one wake.
+  BlockRig split(plan.copies, std::vector<char>(plan.copies, 1));
+  split.calls_per_wake = 2;
+  TimingStats s2 = split.time(plan, o);
+  check(split.blocks.size() == 3 + 3 * static_cast<size_t>(o.max_reps), "wakes of 2, 2 and 2 (warm-up), 2, 2 and 1");
+  for (const BlockRig::Block& w : split.blocks) {
+    const std::string problem = block_order_problem(w.log, w.first, w.copies, w.timed, w.offset);
+    check(problem.empty(), "a wake's order: " + problem);
+  }
+  if (rank == 0)
+    for (int r = 0; r < o.max_reps; ++r) {
+      double sum = 0;
+      for (int w = 0; w < 3; ++w)
+        for (size_t i = 0; i < split.blocks.at(3 + 3 * r + w).copies.size(); ++i)
+          sum += BlockRig::work_us(split.blocks.at(3 + 3 * r + w).first + i) + 2 * VirtualGateRuntime::kFlagUs;
+      check(s2.paper.values_us.at(r) == sum / o.paper_iters, "several wakes: each call's window its own");
+    }
+  // How many calls a wake holds: what the stream takes enqueued ahead of the wake, and the staging area's bytes.
+  check(block_calls_per_wake(1 << 20, 2, 1) == static_cast<int>(kBlockOpsPerWake / 15), "2 inputs, 1 output");
+  check(block_calls_per_wake(0, 0, 0) == static_cast<int>(kBlockOpsPerWake / 9), "nothing to move");
+  check(block_calls_per_wake(kBlockBufferBytes / 3, 1, 1) == 3, "inputs of a third of the staging area: 3 calls");
+  check(block_calls_per_wake(kBlockBufferBytes * 2, 1, 1) == 1 && block_calls_per_wake(64, 500, 1) == 1,
+        "at least one call a wake");
 
   // The rules refuse a broken order: call i + 1's inputs uploaded before call i's done (brackets built wrong), and
   // logs with the next call's inputs, a readback or a window's mark moved.

@@ -1,5 +1,6 @@
 #include "worker/call_gate.h"
 
+#include <algorithm>
 #include <new>
 
 #include "core/error.h"
@@ -14,6 +15,12 @@ CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::Gat
   };
   armed_ = device_address(&host->armed);
   abort_ = device_address(&host->abort);
+}
+
+int block_calls_per_wake(size_t input_copy_bytes, int inputs, int outputs) {
+  const size_t ops = 9 + 2 * static_cast<size_t>(inputs) + 2 * static_cast<size_t>(outputs);
+  const size_t by_bytes = kBlockBufferBytes / std::max<size_t>(input_copy_bytes, 1);
+  return static_cast<int>(std::clamp<size_t>(std::min(kBlockOpsPerWake / ops, by_bytes), 1, runner::kMaxBlockCalls));
 }
 
 void CallGate::open_block(uint32_t first_seq, const std::vector<CallBracket>& brackets) {

@@ -50,6 +50,15 @@ struct CallBracket {
   std::function<void()> after_window;
 };
 
+// How many calls one wake of a GPU runner's block (CallGate::open_block, runner::kRunBlock) holds. The monitor enqueues
+// all of a wake's work before it wakes the runner, and a CUDA stream takes about a thousand pending operations before
+// the next launch blocks the host, which would then wait for a runner it has not woken: a wake enqueues at most
+// kBlockOpsPerWake (a call's: each input's draw or copy and readback, the L2 flush, each output's poison and readback,
+// two events, go, the wait for done with its event, the probe). Its copies' inputs fit kBlockBufferBytes (host-made
+// copies wait in the monitor's device memory until the block moves them in), and it has at most runner::kMaxBlockCalls.
+constexpr size_t kBlockOpsPerWake = 384, kBlockBufferBytes = size_t{1} << 30;
+int block_calls_per_wake(size_t input_copy_bytes, int inputs, int outputs);
+
 class CallGate {
  public:
   // host: this rank's GateHost in the host segment `segment` (page-aligned, `segment_bytes`) that the runner maps

@@ -532,7 +532,7 @@ class CandidateHost {
     hooks.before = [&](int k) { before_call(k); };
     hooks.after_timed = [&](int, int k) { after_call(k); };
     hooks.before_calls = [&](int first, int count) { make_copies_of_calls(first, count); };
-    // A GPU runner makes the paper method's back-to-back calls as blocks, one wake each (run_block).
+    // A GPU runner makes the paper method's back-to-back calls in wakes of many calls (run_block).
     if (calls_->gated())
       hooks.run_block = [&](const std::vector<int>& copies, bool timed) { run_block(copies, timed); };
     // A GPU runner's calls are timed on this process's stream through the call gate (worker/call_gate.h): the
@@ -573,11 +573,11 @@ class CandidateHost {
 
   // ---- The paper method's blocks in a GPU runner (TimingHooks::run_block) ----
 
-  // Calls of one wake: at most runner::kMaxBlockCalls, and as many copies' inputs as kBlockBufferBytes holds (host-made
-  // copies are staged in this process's device memory before the wake). A longer block is several wakes.
-  static constexpr size_t kBlockBufferBytes = size_t{1} << 30;
+  // Calls of one wake (block_calls_per_wake: what the stream takes enqueued ahead of the wake, and the staging area's
+  // bytes); a longer block is several wakes.
   size_t block_capacity() const {
-    return std::clamp<size_t>(kBlockBufferBytes / std::max<size_t>(in_copy_bytes_, 1), 1, runner::kMaxBlockCalls);
+    return block_calls_per_wake(in_copy_bytes_, static_cast<int>(heap_.inputs.at(0).size()),
+                                static_cast<int>(heap_.outputs.size()));
   }
 
   void run_block(const std::vector<int>& copies, bool timed) {

@@ -198,7 +198,7 @@ void TimedLoop::pkb_block(int base) {
 void TimedLoop::paper_block(int base) {
   MPI_Barrier(MPI_COMM_WORLD);
   rt_.barrier();   // every rank starts its back-to-back calls together, then no barrier until the end
-  if (blocks()) {  // a GPU runner: the block in one wake, each call's window its own (TimingHooks::run_block)
+  if (blocks()) {  // a GPU runner: wakes of many calls, each call's window its own (TimingHooks::run_block)
     std::vector<int> copies(o_.paper_iters);
     for (int i = 0; i < o_.paper_iters; ++i) copies[i] = plan_.timed_copy(base + i);
     hooks_->run_block(copies, true);

@@ -5,8 +5,8 @@
 //   paper  ParallelKernelBench's protocol: 500 warm-up calls, then calls back to back without barriers, per-call
 //          events, the per-rank mean of a repetition's calls, the maximum over ranks; the median over
 //          repetitions. Back-to-back launching hides host dispatch behind the previous call. In a GPU runner each
-//          warm-up chunk and each timed block is one wake of the runner (TimingHooks::run_block): no host between
-//          its calls, each call's window its own event pair as in process.
+//          warm-up chunk and each timed block goes in wakes of many calls of the runner (TimingHooks::run_block): no
+//          host between the calls of a wake, each call's window its own event pair as in process.
 // Repetitions continue until both medians' 95% confidence intervals are within a target, a time budget is
 // spent, or a maximum is reached. Inputs rotate over copies (so the L2 never holds a call's inputs from an
 // earlier call), GPU clocks and throttle reasons are sampled around every repetition, and an escape probe
@@ -177,7 +177,7 @@ struct TimingHooks {
   // every window and outside the repetitions' time budget: where a candidate pass makes those calls' input copies,
   // so that none exists before its repetition and none is made for a repetition that never runs.
   std::function<void(int first, int count)> before_calls;
-  // GPU runners (the call gate): the paper method's back-to-back calls as blocks, each one wake of the candidate's
+  // GPU runners (the call gate): the paper method's back-to-back calls in wakes of many calls of the candidate's
   // process (runner::kRunBlock): the timed block and each warm-up chunk is one run_block over its calls' copies, in
   // place of before() and run() for each. When `timed`, call i's window is timers (2i, 2i + 1), as paper_block
   // records them for run(). after_timed still follows for each timed call, once the block returned. Unset: every
