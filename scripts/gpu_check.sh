@@ -184,7 +184,7 @@ if want runner; then
     EVAL_EXTRA="--candidate-process runner" step "runner_expert_w$w" expect_status "$build/pkb" \
       problems/001_allreduce/solution.cu "$w" "$out/eval_runner_w$w" correct
     step "runner_expert_w${w}_times" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["timing"]; \
-print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us", "call_gate", "post_window_probes")}, \
+print({k: (t.get(k) or {}).get(m) for k in ("candidate", "baseline_libtorch_nccl") for m in ("median_us", "doorbell_us", "call_gate", "post_window_probes", "paper_blocks")}, \
 r["sandbox"].get("candidate_process"), t.get("speedup"))' "$out/eval_runner_w$w/solution.json"
   done
 fi
@@ -197,7 +197,9 @@ if want runner || want runner_adversarial; then
 fi
 # The runner's medians (the GPU default: the candidate in pkb-runner, timed through the call gate) against the rank
 # program's (--candidate-process in-process, what pkb did before): the 8 experts at W = 1, candidate and baseline
-# medians side by side (scripts/compare_evals.py; issue 34). Not a default step: PKB_STEPS=runner_medians.
+# medians side by side, and the candidate's paper-method medians (a runner makes those calls in wakes of many calls,
+# docs/design/runner-and-gate.md; issue 44 wants them within 5%) (scripts/compare_evals.py; issue 34). Not a default step:
+# PKB_STEPS=runner_medians.
 if want runner_medians; then
   step runner_medians_in_process env PKB="$build/pkb" OUT="$out/medians_in_process" "$root/scripts/eval_experts.sh" \
     -w 1 --candidate-process in-process

@@ -9,14 +9,17 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker/call_gate.h"
@@ -117,57 +120,67 @@ class VirtualGpuRuntime : public pkb::Runtime {
   size_t holds_seen_ = 0;
 };
 
-// A virtual GPU for the call gate (worker/call_gate.h): the operations the monitor enqueues are logged in order, and
-// the device's time of a window is modelled per call: a window's marks name the call whose gate they sit in, and its
-// time is what that call's work took on the runner's side (work_us, which the fake runner sets once woken) plus a
-// fixed cost per flag operation inside the window; whatever the host spent waking the runner is not in it.
+// A virtual GPU for the call gate (worker/call_gate.h): the operations the monitor enqueues are logged in order (op();
+// `log` for the tests to read and clear, and a history the device model keeps), and the device's time of a window is
+// modelled from what was enqueued between its two marks: each wait for a call's done costs that call's work on the
+// runner's side (work_us, which the fake runner sets once woken), each flag operation kFlagUs, and anything else of
+// the monitor's (an upload, a poison, a readback) kForeignUs, so a window that holds more than its own call's flags
+// shows; whatever the host spent waking the runner is not in it.
 class VirtualGateRuntime : public pkb::Runtime {
  public:
   VirtualGateRuntime() : Runtime(MPI_COMM_WORLD) {}
-  static constexpr double kFlagUs = 1;
+  static constexpr double kFlagUs = 1, kForeignUs = 1e6;
   std::vector<std::string> log;
   std::map<uint32_t, double> work_us;  // call seq -> its device work
+  void op(const std::string& what) {
+    log.push_back(what);
+    history_.push_back(what);
+  }
   bool is_cuda() const override { return true; }
   int device() const override { return -1; }
   void* stream() const override { return nullptr; }
   void copy(void*, const void*, size_t) override {}
-  void fill(void*, uint8_t, size_t) override { log.push_back("fill"); }
-  void copy_async(void*, const void*, size_t) override { log.push_back("copy"); }
+  void fill(void*, uint8_t, size_t) override { op("fill"); }
+  void copy_async(void*, const void*, size_t) override { op("copy"); }
   void* private_alloc(size_t bytes) override { return owned_.emplace_back(bytes).data(); }
   std::string synchronize() override { return ""; }
   std::string stream_synchronize() override { return ""; }
-  void timers_reserve(int n) override { mark_seq_.assign(n, 0); }
+  void timers_reserve(int n) override { mark_at_.assign(n, 0); }
   void record(int i) override {
-    log.push_back("record " + std::to_string(i));
-    mark_seq_[i] = seq_;
+    op("record " + std::to_string(i));
+    mark_at_[i] = history_.size();
   }
-  // Both marks must belong to one call's gate, or the window spans calls.
   double elapsed_ms(int i, int j) override {
-    if (mark_seq_[i] != mark_seq_[j]) return 1e9;
-    return (work_us[mark_seq_[i]] + 2 * kFlagUs) / 1e3;
+    if (mark_at_[j] < mark_at_[i]) return 1e9;
+    double us = 0;
+    for (size_t at = mark_at_[i]; at + 1 < mark_at_[j]; ++at) {
+      const std::string& e = history_[at];
+      if (e.rfind("wait ", 0) == 0)
+        us += kFlagUs + work_us[static_cast<uint32_t>(std::stoul(e.substr(5)))];
+      else
+        us += e.rfind("write ", 0) == 0 ? kFlagUs : kForeignUs;
+    }
+    return us / 1e3;
   }
   bool reached(int) override { return true; }
-  void hold(double, int) override { log.push_back("probe"); }
+  void hold(double, int) override { op("probe"); }
   void* const* heap_bases_device() const override { return nullptr; }
   void barrier() override {
-    log.push_back("barrier");
+    op("barrier");
     MPI_Barrier(MPI_COMM_WORLD);
   }
   void* map_host_memory(void* host, size_t) override { return host; }
   void gate_hold(const uint32_t* armed, uint32_t seq, double) override {
-    seq_ = seq;
     armed_at_hold_ = *armed;
-    log.push_back("hold " + std::to_string(seq));
+    op("hold " + std::to_string(seq));
   }
-  void flag_write(uint32_t*, uint32_t v) override { log.push_back("write " + std::to_string(v)); }
-  void flag_wait(const uint32_t*, const uint32_t*, uint32_t seq, double) override {
-    log.push_back("wait " + std::to_string(seq));
-  }
+  void flag_write(uint32_t*, uint32_t v) override { op("write " + std::to_string(v)); }
+  void flag_wait(const uint32_t*, const uint32_t*, uint32_t seq, double) override { op("wait " + std::to_string(seq)); }
   uint32_t armed_at_hold_ = 0;
 
  private:
-  uint32_t seq_ = 0;
-  std::vector<int> mark_seq_;
+  std::vector<std::string> history_;
+  std::vector<size_t> mark_at_;  // timer i: the history's length once it was recorded
   std::deque<std::vector<char>> owned_;
 };
 
@@ -413,7 +426,8 @@ void gate_checks() {
     const bool timed = next_window >= 0;
     (timed ? timed_windows : untimed) += 1;
     ++seq;
-    CallBracket bracket{[&] { rt.log.push_back("poison"); }, next_window, [&] { rt.log.push_back("after"); }};
+    CallBracket bracket{
+        .prepare = [&] { rt.op("poison"); }, .start_timer = next_window, .after_window = [&] { rt.op("after"); }};
     next_window = -1;
     rt.log.clear();
     gate.open(seq, bracket);
@@ -449,13 +463,304 @@ void gate_checks() {
   auto baseline = gated_baseline_view(monitor, base);
   baseline->timers_reserve(2);
   baseline->record(0);
-  base.log.push_back("work");
+  base.op("work");
   baseline->record(1);
   std::vector<std::string> want_monitor = {"fill", "hold 1", "record 0", "write 1", "wait 1", "record 1"};
   if (world > 1) want_monitor.insert(want_monitor.begin() + 2, "barrier");
   check(monitor.log == want_monitor, "the baselines' gate: the monitor's part");
   check(base.log == std::vector<std::string>({"wait 1", "work", "write 1"}), "the baselines' gate: the runner's part");
   check(monitor.armed_at_hold_ == 0, "the baselines' gate is armed after its hold is enqueued");
+}
+
+// ---- The paper method's blocks in a GPU runner (TimingHooks::run_block, CallGate::open_block) ----
+
+// The order a block's operations must keep on the monitor's stream, as rules over its log (inputs "upload K", "hold S",
+// "barrier", "poison", "record T", "write S" for go, "wait S" for done, "readback K", "probe"): no call's inputs before
+// the call ahead of it wrote done and was read back; one hold (for the first call) and, at W > 1, the barrier, before
+// any poison; each call's poison after its inputs; its window exactly its own go and wait; its readback right after
+// its window, before anything of the next call; a probe after each timed call's readback; every call of the block
+// made and read back. Returns what broke ("" where nothing did).
+std::string block_order_problem(const std::vector<std::string>& log, uint32_t first, const std::vector<int>& copies,
+                                bool timed, int offset = 0) {
+  const int n = static_cast<int>(copies.size());
+  int uploaded = 0, poisoned = 0, started = 0, written = 0, waited = 0, ended = 0, read = 0, probes = 0, holds = 0;
+  bool barrier = false;
+  std::string prev;
+  auto seq = [&](int c) { return std::to_string(first + static_cast<uint32_t>(c)); };
+  for (size_t at = 0; at < log.size(); prev = log[at++]) {
+    const std::string& e = log[at];
+    const std::string where = " (operation " + std::to_string(at) + ": " + e + ")";
+    if (e.rfind("upload ", 0) == 0) {
+      if (uploaded >= n || e != "upload " + std::to_string(copies[uploaded])) return "inputs of no call next" + where;
+      if (uploaded > 0 && (waited < uploaded || read < uploaded))
+        return "call " + std::to_string(uploaded) + "'s inputs before the call ahead wrote done and was read back" +
+               where;
+      ++uploaded;
+    } else if (e.rfind("hold ", 0) == 0) {
+      if (holds++ || e != "hold " + seq(0) || poisoned) return "one hold, for the first call, before all else" + where;
+    } else if (e == "barrier") {
+      if (world == 1 || barrier || prev != "hold " + seq(0)) return "the barrier right after the hold (W > 1)" + where;
+      barrier = true;
+    } else if (e == "poison") {
+      if (!holds || (world > 1 && !barrier)) return "poison before the hold and barrier" + where;
+      if (uploaded != poisoned + 1 || read != poisoned) return "poison not between a call's inputs and window" + where;
+      ++poisoned;
+    } else if (e.rfind("record ", 0) == 0) {
+      const bool start = started == ended;
+      const int c = start ? started : ended, t = 2 * (offset + c) + (start ? 0 : 1);
+      if (!timed || e != "record " + std::to_string(t)) return "a window's mark out of place" + where;
+      if (start ? (poisoned != c + 1 || prev != "poison") : prev != "wait " + seq(c))
+        return "a window holding more than its call's go and done" + where;
+      (start ? started : ended) += 1;
+    } else if (e.rfind("write ", 0) == 0) {
+      if (e != "write " + seq(written) || poisoned != written + 1 || (timed && started != written + 1))
+        return "go out of order" + where;
+      if (prev != (timed ? "record " + std::to_string(2 * (offset + written)) : "poison"))
+        return "go not at the start" + where;
+      ++written;
+    } else if (e.rfind("wait ", 0) == 0) {
+      if (e != "wait " + seq(waited) || prev != "write " + seq(waited)) return "done not waited right after go" + where;
+      ++waited;
+    } else if (e.rfind("readback ", 0) == 0) {
+      if (read >= n || e != "readback " + std::to_string(copies[read]) || waited != read + 1 ||
+          (timed && ended != read + 1))
+        return "a readback out of order" + where;
+      if (prev != (timed ? "record " + std::to_string(2 * (offset + read) + 1) : "wait " + seq(read)))
+        return "a readback not right after its window" + where;
+      ++read;
+    } else if (e == "probe") {
+      if (!timed || probes != read - 1 || prev.rfind("readback ", 0) != 0)
+        return "a probe not right after a timed call's readback" + where;
+      ++probes;
+    } else {
+      return "an operation the block does not make" + where;
+    }
+  }
+  if (uploaded != n || poisoned != n || written != n || waited != n || read != n || probes != (timed ? n : 0) ||
+      holds != 1)
+    return "not every call of the block made, windowed and read back (" + std::to_string(read) + " of " +
+           std::to_string(n) + " read back)";
+  return "";
+}
+
+// A GPU runner's monitor as the candidate pass drives it (worker/candidate_pass.cpp), on the virtual GPU: each call of
+// its own (pkb method, escape probe) through its own gate, each paper-method block (and warm-up chunk) through one
+// open_block, and a fake runner that wakes, arms and works work_us(seq) per call. Every call draws whether it is its
+// copy's capture (CaptureDraw, before its readback is enqueued); `kept_position` remembers where each copy's kept call
+// sat: its position in a paper-method block, or -1.
+struct BlockRig {
+  alignas(4096) char segment[4096] = {};
+  VirtualGateRuntime rt;
+  pkb::runner::GateHost* host = new (segment) pkb::runner::GateHost{};
+  pkb::runner::GateDevice device{};
+  pkb::CallGate gate{rt, segment, sizeof segment, host, &device};
+  int next_window = -1;
+  std::unique_ptr<pkb::Runtime> view = pkb::gated_window_view(rt, next_window);
+  uint32_t seq = 0;
+  pkb::CaptureDraw draw;
+  std::vector<char> captured;
+  std::vector<int> kept_position;
+  bool broken = false;           // call i's prepare also uploads call i + 1's inputs: the order a test must refuse
+  size_t calls_per_wake = 1000;  // a longer block is several wakes, as the candidate pass splits it
+  struct Block {
+    uint32_t first;
+    std::vector<int> copies;
+    bool timed;
+    int offset;  // its first call's position in the block
+    std::vector<std::string> log;
+  };
+  std::vector<Block> blocks;
+  pkb::TimingHooks hooks;
+
+  BlockRig(int copies, std::vector<char> checked, uint64_t seed = 1)
+      : draw(copies, seed), captured(std::move(checked)) {
+    kept_position.assign(copies, -2);  // -2: never kept
+    hooks.run_block = [this](const std::vector<int>& c, bool timed) { run_block(c, timed); };
+  }
+  static double work_us(uint32_t s) { return 10.0 * (1 + s % 3); }
+  void runner_works(uint32_t first, uint32_t last) {
+    host->armed.store(first);  // woken (host time no window sees), armed, the calls' work on its stream
+    for (uint32_t s = first; s <= last; ++s) rt.work_us[s] = work_us(s);
+  }
+  void keep(int copy, int position) {
+    if (draw.keep(copy, captured[copy])) kept_position[copy] = position;
+  }
+  // A call of its own, as the candidate pass's run() makes it through the gate.
+  void call(int k) {
+    const bool timed = next_window >= 0;
+    pkb::CallBracket b{.prepare = [this] { rt.op("poison"); }, .start_timer = std::exchange(next_window, -1)};
+    b.after_window = [this, k, timed] {
+      rt.op("readback " + std::to_string(k));
+      if (timed) rt.op("probe");
+    };
+    rt.op("upload " + std::to_string(k));  // before_call, ahead of the gate
+    keep(k, -1);
+    gate.open(++seq, b);
+    runner_works(seq, seq);
+    gate.close(seq);
+  }
+  void run_block(const std::vector<int>& copies, bool timed) {
+    for (size_t at = 0; at < copies.size(); at += calls_per_wake) {
+      const size_t n = std::min(calls_per_wake, copies.size() - at);
+      run_wake(std::vector<int>(copies.begin() + at, copies.begin() + at + n), timed, static_cast<int>(at));
+    }
+  }
+  // One wake: the calls of copies, the first of them call `offset` of the block (its timers 2 * offset on).
+  void run_wake(const std::vector<int>& copies, bool timed, int offset) {
+    const size_t from = rt.log.size();
+    const uint32_t first = seq + 1, last = seq + static_cast<uint32_t>(copies.size());
+    std::vector<pkb::CallBracket> brackets(copies.size());
+    for (size_t i = 0; i < copies.size(); ++i) {
+      const int k = copies[i];
+      keep(k, timed ? offset + static_cast<int>(i) : -1);
+      pkb::CallBracket& b = brackets[i];
+      if (!broken || i == 0) b.inputs = [this, k] { rt.op("upload " + std::to_string(k)); };
+      b.prepare = [this, next = broken && i + 1 < copies.size() ? copies[i + 1] : -1] {
+        rt.op("poison");
+        if (next >= 0) rt.op("upload " + std::to_string(next));
+      };
+      b.start_timer = timed ? 2 * (offset + static_cast<int>(i)) : -1;
+      b.after_window = [this, k, timed] {
+        rt.op("readback " + std::to_string(k));
+        if (timed) rt.op("probe");
+      };
+    }
+    gate.open_block(first, brackets);
+    runner_works(first, last);
+    seq = last;
+    gate.close(last);
+    check(host->abort.load() == last && host->armed.load() == last, "close ends every wait of the block");
+    blocks.push_back({first, copies, timed, offset, std::vector<std::string>(rt.log.begin() + from, rt.log.end())});
+  }
+  pkb::TimingStats time(const pkb::CopyPlan& plan, const pkb::TimingOptions& o) {
+    return pkb::time_iterations(
+        *view, plan, [this](int k) { call(k); }, o, &hooks);
+  }
+};
+
+pkb::TimingOptions block_options() {
+  pkb::TimingOptions o;
+  o.warmup = 2, o.iters = 3, o.paper_warmup = 6, o.paper_iters = 5, o.min_reps = 2, o.max_reps = 2, o.budget_s = 60;
+  o.device_iters = 0;
+  return o;
+}
+
+// The paper method in a GPU runner through time_iterations: every warm-up chunk and every timed block one open_block,
+// in exactly the order a block must keep (block_order_problem, and spelled out for one); the pkb method's calls each
+// their own gate; each call's window its own work plus its two flags, so the paper value is the block's mean of them.
+void block_order_checks() {
+  using namespace pkb;
+  const TimingOptions o = block_options();
+  const CopyPlan plan = copy_plan(3 + o.max_timed_calls() + kEscapeProbeCalls, 3, o);
+  BlockRig rig(plan.copies, std::vector<char>(plan.copies, 1));
+  TimingStats s = rig.time(plan, o);
+  // Warm-up: chunks of up to 50 calls, here one of 6; then one block of 5 per repetition.
+  check(rig.blocks.size() == 1 + static_cast<size_t>(o.max_reps), "one block per warm-up chunk and per repetition");
+  for (const BlockRig::Block& b : rig.blocks) {
+    const std::string problem = block_order_problem(b.log, b.first, b.copies, b.timed, b.offset);
+    check(problem.empty(), "a block's order: " + problem);
+  }
+  const BlockRig::Block& b = rig.blocks.at(1);
+  std::vector<std::string> want = {"upload " + std::to_string(b.copies[0]), "hold " + std::to_string(b.first)};
+  if (world > 1) want.push_back("barrier");
+  for (size_t i = 0; i < b.copies.size(); ++i) {
+    const std::string k = std::to_string(b.copies[i]), sq = std::to_string(b.first + i);
+    if (i > 0) want.push_back("upload " + k);
+    for (std::string e : {std::string("poison"), "record " + std::to_string(2 * i), "write " + sq, "wait " + sq,
+                          "record " + std::to_string(2 * i + 1), "readback " + k, std::string("probe")})
+      want.push_back(e);
+  }
+  check(b.timed && b.log == want, "the first timed block, operation by operation");
+  check(!rig.blocks[0].timed && rig.blocks[0].copies.size() == 6 && rig.blocks[0].first == 1u + o.warmup,
+        "the paper warm-up's chunk: one untimed block after the pkb warm-up's calls");
+  // Each window is its own call's work plus go and done: the repetition's paper value is their mean over its block.
+  if (rank == 0)
+    for (int r = 0; r < o.max_reps; ++r) {
+      const BlockRig::Block& t = rig.blocks.at(1 + r);
+      double sum = 0;
+      for (size_t i = 0; i < t.copies.size(); ++i)
+        sum += BlockRig::work_us(t.first + i) + 2 * VirtualGateRuntime::kFlagUs;
+      check(s.paper.values_us.at(r) == sum / t.copies.size(),
+            "repetition " + std::to_string(r) + "'s paper value is its block's windows' mean: " +
+                std::to_string(s.paper.values_us.at(r)) + ", want " + std::to_string(sum / t.copies.size()));
+    }
+  check(s.pkb.stats.min == 12 && s.pkb.stats.max == 32, "the pkb method's calls keep a gate each");
+
+  // A block longer than a wake holds (block_calls_per_wake) is several wakes, each in the same order with its own hold,
+  // the windows still each call's own: the paper values are the same as in one wake.
+  BlockRig split(plan.copies, std::vector<char>(plan.copies, 1));
+  split.calls_per_wake = 2;
+  TimingStats s2 = split.time(plan, o);
+  check(split.blocks.size() == 3 + 3 * static_cast<size_t>(o.max_reps), "wakes of 2, 2 and 2 (warm-up), 2, 2 and 1");
+  for (const BlockRig::Block& w : split.blocks) {
+    const std::string problem = block_order_problem(w.log, w.first, w.copies, w.timed, w.offset);
+    check(problem.empty(), "a wake's order: " + problem);
+  }
+  if (rank == 0)
+    for (int r = 0; r < o.max_reps; ++r) {
+      double sum = 0;
+      for (int w = 0; w < 3; ++w)
+        for (size_t i = 0; i < split.blocks.at(3 + 3 * r + w).copies.size(); ++i)
+          sum += BlockRig::work_us(split.blocks.at(3 + 3 * r + w).first + i) + 2 * VirtualGateRuntime::kFlagUs;
+      check(s2.paper.values_us.at(r) == sum / o.paper_iters, "several wakes: each call's window its own");
+    }
+  // How many calls a wake holds: what the stream takes enqueued ahead of the wake, and the staging area's bytes.
+  check(block_calls_per_wake(1 << 20, 2, 1) == static_cast<int>(kBlockOpsPerWake / 15), "2 inputs, 1 output");
+  check(block_calls_per_wake(0, 0, 0) == static_cast<int>(kBlockOpsPerWake / 9), "nothing to move");
+  check(block_calls_per_wake(kBlockBufferBytes / 3, 1, 1) == 3, "inputs of a third of the staging area: 3 calls");
+  check(block_calls_per_wake(kBlockBufferBytes * 2, 1, 1) == 1 && block_calls_per_wake(64, 500, 1) == 1,
+        "at least one call a wake");
+
+  // The rules refuse a broken order: call i + 1's inputs uploaded before call i's done (brackets built wrong), and
+  // logs with the next call's inputs, a readback or a window's mark moved.
+  BlockRig bad(plan.copies, std::vector<char>(plan.copies, 1));
+  bad.broken = true;
+  bad.time(plan, o);
+  for (const BlockRig::Block& x : bad.blocks)
+    check(block_order_problem(x.log, x.first, x.copies, x.timed).find("before the call ahead wrote done") !=
+              std::string::npos,
+          "inputs uploaded before the call ahead wrote done are refused");
+  auto moved = [&](const std::string& what, int by) {
+    std::vector<std::string> log = want;
+    auto at = std::find(log.begin(), log.end(), what);
+    std::rotate(by < 0 ? at + by : at, by < 0 ? at : at + 1, by < 0 ? at + 1 : at + 1 + by);
+    return block_order_problem(log, b.first, b.copies, true);
+  };
+  check(!moved("upload " + std::to_string(b.copies[1]), -4).empty(), "the next call's inputs before done: refused");
+  check(!moved("readback " + std::to_string(b.copies[0]), 3).empty(),
+        "a readback after the next call's poison: refused");
+  check(!moved("record 2", -1).empty(), "a window that holds the poison: refused");
+  check(!moved("wait " + std::to_string(b.first + 1), 1).empty(), "a window that ends before done: refused");
+  std::vector<std::string> no_probe = want;
+  no_probe.erase(std::find(no_probe.begin(), no_probe.end(), "probe"));
+  check(!block_order_problem(no_probe, b.first, b.copies, true).empty(), "a timed call without its probe: refused");
+  check(moved("readback " + std::to_string(b.copies[0]), 0).empty(), "the spelled-out order passes the rules");
+}
+
+// Any call of a block may be the checked one: over many timings, with the checked copies drawn as the reference pass
+// draws them (CopyPlan::checked_copy) and each call's capture drawn by the monitor (CaptureDraw), every position of a
+// paper-method block is some copy's kept call, where each timed call has a copy of its own and where calls revisit the
+// warm-up copies (the reservoir then picks among all of a copy's calls).
+void block_draw_checks() {
+  using namespace pkb;
+  const TimingOptions o = block_options();
+  const CopyPlan fresh = copy_plan(3 + o.max_timed_calls() + kEscapeProbeCalls, 3, o), revisits{3, 3};
+  std::mt19937_64 pick(7 + rank);
+  for (const auto& [name, plan] : {std::pair{"fresh copies", fresh}, std::pair{"revisits", revisits}}) {
+    std::vector<int> kept(o.paper_iters, 0);
+    for (int t = 0; t < 60; ++t) {
+      std::vector<char> checked(plan.copies, 0);
+      for (int i = 0; i < o.max_reps + 3; ++i) checked[plan.checked_copy(i, pick(), o)] = 1;
+      BlockRig rig(plan.copies, checked, pick());
+      rig.time(plan, o);
+      for (int k = 0; k < plan.copies; ++k)
+        if (checked[k] && rig.kept_position[k] >= 0) ++kept[rig.kept_position[k]];
+    }
+    std::string counts;
+    for (int c : kept) counts += " " + std::to_string(c);
+    check(std::find(kept.begin(), kept.end(), 0) == kept.end(),
+          std::string(name) + ": every position of a block is sometimes the checked call; kept per position:" + counts);
+  }
 }
 
 // Where memory holds fewer copies than calls: a memoizer (calls on contents it met before take 100 us, others 1000 us)
@@ -509,6 +814,8 @@ int main(int argc, char** argv) {
   long tag = static_cast<long>(getpid());
   MPI_Bcast(&tag, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   gate_checks();
+  block_order_checks();
+  block_draw_checks();
   if (world == 1) {
     candidate_checks(TimingOptions{});  // the rest needs two ranks
   } else {

@@ -136,6 +136,7 @@ void get_timing_extras(const Fields& f, RankTiming& t, bool lenient) {
   f.optional("captures_sent", t.captures_sent);
   f.optional("copies_not_drawn", t.copies_not_drawn);
   f.optional("call_gate", t.call_gate);
+  f.optional("paper_blocks", t.paper_blocks);
   if (f.has("post_window_probes")) {
     Fields p(f.at("post_window_probes"), f.where("post_window_probes"));
     PostWindowProbes& w = t.post_window_probes.emplace();
@@ -237,6 +238,7 @@ void to_json(json& j, const RankTiming& t) {
   if (const auto& p = t.post_window_probes)
     j["post_window_probes"] = {{"calls", p->calls}, {"busy", p->busy}, {"max_start_spread_us", p->max_start_spread_us}};
   if (!t.call_gate.is_null()) j["call_gate"] = t.call_gate;
+  if (!t.paper_blocks.is_null()) j["paper_blocks"] = t.paper_blocks;
 }
 
 void from_json(const json& j, RankTiming& t) { t = timing_from(j, "the timing", false); }

@@ -101,7 +101,8 @@ struct RankTiming {
   std::optional<int> input_copies_made, distinct_input_contents, copies_drawn_in_place, captures_sent;
   std::optional<std::string> copies_not_drawn;  // why copies were made on the host though drawing was asked
   std::optional<PostWindowProbes> post_window_probes;
-  nlohmann::json call_gate;  // worker/call_gate.h CallGate::to_json, copied through; null: no gate
+  nlohmann::json call_gate;     // worker/call_gate.h CallGate::to_json, copied through; null: no gate
+  nlohmann::json paper_blocks;  // a GPU runner's paper blocks (wakes, calls, max_calls_per_wake), copied; null: none
   bool operator==(const RankTiming&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "worker/call_gate.h"
 
+#include <algorithm>
 #include <new>
 
 #include "core/error.h"
@@ -16,17 +17,31 @@ CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::Gat
   abort_ = device_address(&host->abort);
 }
 
-void CallGate::open(uint32_t seq, const CallBracket& bracket) {
-  rt_.gate_hold(armed_, seq, kGateMaxUs);
+int block_calls_per_wake(size_t input_copy_bytes, int inputs, int outputs) {
+  const size_t ops = 9 + 2 * static_cast<size_t>(inputs) + 2 * static_cast<size_t>(outputs);
+  const size_t by_bytes = kBlockBufferBytes / std::max<size_t>(input_copy_bytes, 1);
+  return static_cast<int>(std::clamp<size_t>(std::min(kBlockOpsPerWake / ops, by_bytes), 1, runner::kMaxBlockCalls));
+}
+
+void CallGate::open_block(uint32_t first_seq, const std::vector<CallBracket>& brackets) {
+  if (brackets.empty()) return;
+  if (brackets[0].inputs) brackets[0].inputs();
+  rt_.gate_hold(armed_, first_seq, kGateMaxUs);
   // Every rank's window starts once every rank's runner is armed: one woken late would otherwise hold its peers'
   // calls (waiting for it in the candidate's barrier) inside their windows.
   if (rt_.world() > 1) rt_.barrier();
-  if (bracket.prepare) bracket.prepare();
-  if (bracket.start_timer >= 0) rt_.record(bracket.start_timer);
-  rt_.flag_write(&device_->go, seq);
-  rt_.flag_wait(&device_->done, abort_, seq, kGateDoneWaitUs);
-  if (bracket.start_timer >= 0) rt_.record(bracket.start_timer + 1);
-  if (bracket.after_window) bracket.after_window();
+  for (size_t i = 0; i < brackets.size(); ++i) {
+    const CallBracket& b = brackets[i];
+    const uint32_t seq = first_seq + static_cast<uint32_t>(i);
+    // A later call's inputs only once the call ahead of it wrote done and its outputs were read back.
+    if (i > 0 && b.inputs) b.inputs();
+    if (b.prepare) b.prepare();
+    if (b.start_timer >= 0) rt_.record(b.start_timer);
+    rt_.flag_write(&device_->go, seq);
+    rt_.flag_wait(&device_->done, abort_, seq, kGateDoneWaitUs);
+    if (b.start_timer >= 0) rt_.record(b.start_timer + 1);
+    if (b.after_window) b.after_window();
+  }
 }
 
 void CallGate::close(uint32_t seq) {
@@ -101,7 +116,7 @@ class BaselineWindowView final : public GatedView {
   // monitor issues the call at once, as a woken runner does); record(2i + 1): the runner's done after its work.
   void record(int i) override {
     if (i % 2 == 0) {
-      gate_->open(++seq_, {nullptr, i, nullptr});
+      gate_->open(++seq_, CallBracket{.start_timer = i});
       baseline_.flag_wait(&flags_->go, nullptr, seq_, kGateDoneWaitUs);
       page_->armed.store(seq_, std::memory_order_release);
     } else {

@@ -15,12 +15,17 @@
 // `done` written early ends the window early but leaves the work running: the readback right after it sees the
 // outputs unfinished (poison), and the post-window hold finds the SMs busy. Every flag the runner can reach is a
 // claim; the release of the hold's blocks and its trace live in memory only the monitor maps.
+// A block (open_block: the paper method's back-to-back calls in one wake of the runner, runner::kRunBlock) has one
+// hold and one barrier, then per call its inputs, poison, start, go, wait, end and after, in that order on the stream
+// with no host between the calls: no call's inputs are in its slot before the call ahead of it wrote done and was
+// read back, and each call's window holds its own go and done only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "runtime/runtime.h"
 #include "worker/runner_protocol.h"
@@ -34,13 +39,25 @@ constexpr double kGateMaxUs = 200;
 // How long the monitor's stream waits for `done` (an aborted call ends the wait at once).
 constexpr double kGateDoneWaitUs = 600e6;
 
-// What the monitor enqueues around one call besides the gate: what comes after the hold (the outputs' poison), the
-// window's timers (start_timer, start_timer + 1; -1: untimed) and what comes right after the window.
+// What the monitor enqueues around one call besides the gate: the call's inputs into its slot (in a block: before the
+// hold for the first call, right after the call ahead's `after_window` for the others; a single call's come before
+// open), what comes right before the window (the outputs' poison), the window's timers (start_timer, start_timer + 1;
+// -1: untimed) and what comes right after the window.
 struct CallBracket {
+  std::function<void()> inputs;
   std::function<void()> prepare;
   int start_timer = -1;
   std::function<void()> after_window;
 };
+
+// How many calls one wake of a GPU runner's block (CallGate::open_block, runner::kRunBlock) holds. The monitor enqueues
+// all of a wake's work before it wakes the runner, and a CUDA stream takes about a thousand pending operations before
+// the next launch blocks the host, which would then wait for a runner it has not woken: a wake enqueues at most
+// kBlockOpsPerWake (a call's: each input's draw or copy and readback, the L2 flush, each output's poison and readback,
+// two events, go, the wait for done with its event, the probe). Its copies' inputs fit kBlockBufferBytes (host-made
+// copies wait in the monitor's device memory until the block moves them in), and it has at most runner::kMaxBlockCalls.
+constexpr size_t kBlockOpsPerWake = 384, kBlockBufferBytes = size_t{1} << 30;
+int block_calls_per_wake(size_t input_copy_bytes, int inputs, int outputs);
 
 class CallGate {
  public:
@@ -48,8 +65,12 @@ class CallGate {
   // too; device: this rank's GateDevice in its heap.
   CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host, runner::GateDevice* device);
   // Before the runner is woken for call `seq` (it is frozen): the gate with `bracket`'s work in it.
-  void open(uint32_t seq, const CallBracket& bracket);
-  // Once the runner has stopped (or died): nothing on the stream waits for call `seq` any more.
+  void open(uint32_t seq, const CallBracket& bracket) { open_block(seq, {bracket}); }
+  // Before the runner is woken for a block (runner::kRunBlock) of brackets.size() calls, numbered first_seq on: one
+  // hold (until the runner arms first_seq), the barrier, then each call's bracket and flags in turn.
+  void open_block(uint32_t first_seq, const std::vector<CallBracket>& brackets);
+  // Once the runner has stopped (or died): nothing on the stream waits for call `seq`, or any call before it, any
+  // more (every flag compares as "at or past").
   void close(uint32_t seq);
   nlohmann::json to_json();  // the holds' waits and timeouts (waits for the stream)
 

@@ -138,6 +138,18 @@ class RunnerCalls final : public CandidateCalls {
     gate_->close(seq);
     return r;
   }
+  CallOutcome call_block(const std::vector<int>& slots, const std::vector<CallBracket>& brackets) override {
+    if (!gate_) return CandidateCalls::call_block(slots, brackets);
+    if (slots.size() != brackets.size() || slots.empty() || slots.size() > runner::kMaxBlockCalls)
+      throw Error("a block of " + std::to_string(slots.size()) + " slots and " + std::to_string(brackets.size()) +
+                  " brackets");
+    if (std::string why = runner_->ran_between_calls(); !why.empty()) return CallOutcome{.failure = why};
+    const uint32_t first = runner_->next_seq();
+    gate_->open_block(first, brackets);
+    CallOutcome r = outcome(runner_->call_block(slots));
+    gate_->close(first + static_cast<uint32_t>(slots.size()) - 1);
+    return r;
+  }
   std::string where() const override { return "runner process"; }
   std::string lockdown_note() const override { return runner_->lockdown_note(); }
   // Through the call gate the doorbell is in no window (the gate's holds record how long waking takes).
@@ -233,6 +245,10 @@ class InProcessCalls final : public CandidateCalls {
 };
 
 }  // namespace
+
+CallOutcome CandidateCalls::call_block(const std::vector<int>&, const std::vector<CallBracket>&) {
+  throw Error("a block of calls needs a GPU runner's call gate");
+}
 
 std::unique_ptr<CandidateCalls> start_runner(const WorkerOptions& o, const WorkerEnv& env, Runtime& rt,
                                              const HeapLayout& heap) {

@@ -51,6 +51,10 @@ class CandidateCalls {
   virtual double doorbell_us() { return 0; }
   // GPU runners: every call passes the call gate (worker/call_gate.h). The gate's record (elsewhere null).
   virtual bool gated() const { return false; }
+  // GPU runners: slots.size() calls of pkb_run in one wake of the runner (runner::kRunBlock, at most
+  // runner::kMaxBlockCalls), call i on slots[i] inside brackets[i] (CallGate::open_block). The outcome is the block's:
+  // rc the first call's that was not 0. Elsewhere never called (pkb::Error).
+  virtual CallOutcome call_block(const std::vector<int>& slots, const std::vector<CallBracket>& brackets);
   virtual nlohmann::json gate_json() { return nullptr; }
 };
 

@@ -56,6 +56,10 @@ class PhaseClock {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
+// A failed call ends the timing loop on this rank at once (its record says why); rank_main then ends the job, whose
+// other ranks may be waiting for this one in a collective.
+struct CallFailed {};
+
 class CandidateHost {
  public:
   CandidateHost(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
@@ -203,7 +207,11 @@ class CandidateHost {
   // the window's timers and what follows it.
   bool invoke(runner::Op op, int slot, const std::string& what, bool synchronize = true, CallBracket bracket = {}) {
     if (calls_->gated()) bracket.prepare = [this] { poison_outputs(); };
-    CallOutcome r = calls_->call(op, slot, bracket);
+    return judged(calls_->call(op, slot, bracket), op, what, synchronize);
+  }
+
+  // What a call (or a block of them) came to: false (recorded) if it failed.
+  bool judged(const CallOutcome& r, runner::Op op, const std::string& what, bool synchronize) {
     if (!r.failure.empty()) return fail(r.signal > 0 ? r.failure + " " + what : what + ": " + r.failure, r.signal);
     std::string err = synchronize ? rt_->synchronize() : "";
     if (!r.callback_error.empty()) return fail(r.callback_error);
@@ -349,6 +357,8 @@ class CandidateHost {
   // one kept: the time between two calls does not tell the candidate which copies the driver checks. Through a call
   // gate the readback is enqueued with the call, right after its window (readback); elsewhere here, after it.
   void after_call(int copy) {
+    const bool in_block = calls_checked_in_block_ > 0;  // the block's calls come first, in order (run_block)
+    if (in_block) --calls_checked_in_block_;
     if (!calls_->gated()) {
       probe_after_window();
       readback(copy);
@@ -356,8 +366,9 @@ class CandidateHost {
     distinct_contents_ += !seen_[copy];
     seen_[copy] = 1;
     // A runner's inputs are checked after every call (they are written anew before each, so a change would not
-    // outlive it) and recorded at the kept one; in process every copy's once after the loop.
-    if (!per_call_upload_) return;
+    // outlive it) and recorded at the kept one; in process every copy's once after the loop; a block's kept calls
+    // once the block ended (check_kept_inputs).
+    if (!per_call_upload_ || in_block) return;
     const std::vector<std::string> changed = inputs_changed(copy);
     if (keep_) mutated_.insert(changed.begin(), changed.end());
   }
@@ -365,9 +376,12 @@ class CandidateHost {
   // The call's outputs into the copy's capture if this call is the one kept (keep_), else (where every call is read)
   // into scratch.
   void readback(int copy) {
-    keep_ = capture_[copy] && draw_() % static_cast<uint64_t>(++visits_[copy]) == 0;
+    keep_ = capture_draw_.keep(copy, capture_[copy] != nullptr);
     if (!keep_ && !per_call_upload_) return;  // in process every copy is captured; this call is not kept
-    char* to = keep_ ? capture_[copy] : capture_scratch_;
+    read_outputs_to(keep_ ? capture_[copy] : capture_scratch_);
+  }
+
+  void read_outputs_to(char* to) {
     size_t off = 0;
     for (const auto& s : heap_.outputs) rt_->copy_async(to + off, s.data, s.bytes), off += s.bytes;
   }
@@ -505,8 +519,7 @@ class CandidateHost {
     for (int k = 0, slot = 0; k < plan_.copies; ++k)
       if (wanted[k]) capture_[k] = all + stride * slot++;
     if (per_call_upload_) capture_scratch_ = static_cast<char*>(rt_->private_alloc(stride));
-    visits_.assign(plan_.copies, 0);
-    draw_.seed(std::random_device{}());
+    capture_draw_ = CaptureDraw(plan_.copies, std::random_device{}());
   }
 
   bool time_candidate() {
@@ -522,15 +535,15 @@ class CandidateHost {
     hooks.before = [&](int k) { before_call(k); };
     hooks.after_timed = [&](int, int k) { after_call(k); };
     hooks.before_calls = [&](int first, int count) { make_copies_of_calls(first, count); };
+    // A GPU runner makes the paper method's back-to-back calls in wakes of many calls (run_block).
+    if (calls_->gated())
+      hooks.run_block = [&](const std::vector<int>& copies, bool timed) { run_block(copies, timed); };
     // A GPU runner's calls are timed on this process's stream through the call gate (worker/call_gate.h): the
     // view hands each timed call's timers to the gate, which records them around the call's device work.
     int next_window = -1;
     std::unique_ptr<Runtime> gated = calls_->gated() ? gated_window_view(*rt_, next_window) : nullptr;
     Runtime& timing_rt = gated ? *gated : *rt_;
     TimingStats stats;
-    // A failed call ends the loop on this rank at once (its record says why); rank_main then ends the job, whose other
-    // ranks may be waiting for this one in a collective.
-    struct CallFailed {};
     try {
       stats = time_iterations(
           timing_rt, plan_,
@@ -561,9 +574,126 @@ class CandidateHost {
     return true;
   }
 
+  // ---- The paper method's blocks in a GPU runner (TimingHooks::run_block) ----
+
+  // Calls of one wake (block_calls_per_wake: what the stream takes enqueued ahead of the wake, and the staging area's
+  // bytes); a longer block is several wakes.
+  size_t block_capacity() const {
+    return block_calls_per_wake(in_copy_bytes_, static_cast<int>(heap_.inputs.at(0).size()),
+                                static_cast<int>(heap_.outputs.size()));
+  }
+
+  void run_block(const std::vector<int>& copies, bool timed) {
+    const size_t cap = block_capacity();
+    for (size_t first = 0; first < copies.size(); first += cap)
+      run_block_part(copies, first, std::min(cap, copies.size() - first), timed);
+    if (timed) calls_checked_in_block_ += static_cast<int>(copies.size());
+  }
+
+  // Calls [first, first + n) of a block in one wake of the runner (CallGate::open_block). Per call, all on this
+  // process's stream, none of it waiting for the host: its inputs into its slot (drawn, or copied from the staging
+  // area) and the L2 flushed, once the call ahead of it wrote done and was read back; the outputs poisoned; the window;
+  // then the outputs read back (into the copy's capture if this call is the kept one, else scratch), the slot's inputs
+  // read back too (a kept call's into a buffer of its own, compared once the block ended; the others' into scratch),
+  // and after a timed call the post-window probe. Every call takes the same steps; which are kept the monitor drew
+  // before the wake.
+  void run_block_part(const std::vector<int>& copies, size_t first, size_t n, bool timed) {
+    std::vector<int> slots(n);
+    std::vector<char> keep(n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int k = copies[first + i];
+      slots[i] = slot_of(k);
+      keep[i] = capture_draw_.keep(k, capture_[k] != nullptr);
+      kept += keep[i];
+    }
+    prepare_block_buffers(kept);
+    if (!draw_in_place_) stage_block_inputs(copies, first, n);
+    std::vector<CallBracket> brackets(n);
+    for (size_t i = 0, kept_at = 0; i < n; ++i) {
+      const int k = copies[first + i], slot = slots[i];
+      const bool kept_call = keep[i] != 0;
+      char* inputs_to = kept_call ? kept_inputs_[kept_at++] : inputs_scratch_;
+      CallBracket& b = brackets[i];
+      b.inputs = [this, k, slot, i] { block_inputs(k, slot, i); };
+      b.prepare = [this] { poison_outputs(); };
+      b.start_timer = timed ? static_cast<int>(2 * (first + i)) : -1;
+      b.after_window = [this, k, slot, kept_call, inputs_to, timed] {
+        read_outputs_to(kept_call ? capture_[k] : capture_scratch_);
+        read_inputs_to(slot, inputs_to);
+        if (timed) probe_after_window();
+      };
+    }
+    ++block_wakes_, block_calls_ += static_cast<int>(n);
+    if (!judged(calls_->call_block(slots, brackets), runner::kRun, "while timing", false)) throw CallFailed{};
+    check_kept_inputs(copies, first, n, keep);
+  }
+
+  // Call i of a block part: copy `copy`'s inputs into `slot` (drawn there, or from its place in the staging area), then
+  // the L2 flushed, as before_call does for a call of its own.
+  void block_inputs(int copy, int slot, size_t i) {
+    if (draw_in_place_) {
+      draw_copy(copy, slot_pointers(slot).data());
+      ++copies_drawn_;
+    } else {
+      size_t off = 0;
+      for (const Slot& s : heap_.inputs[slot])
+        rt_->copy_async(s.data, stage_ + i * in_copy_bytes_ + off, s.bytes), off += align_to_heap(s.bytes);
+    }
+    if (l2_scratch_) rt_->fill(l2_scratch_, 0, l2_scratch_bytes_);
+  }
+
+  void read_inputs_to(int slot, char* to) {
+    size_t off = 0;
+    for (const Slot& s : heap_.inputs[slot]) rt_->copy_async(to + off, s.data, s.bytes), off += align_to_heap(s.bytes);
+  }
+
+  // Scratch for the calls not kept, a buffer per kept call of the part, and (copies made on the host) the staging area:
+  // this process's memory, allocated while the runner is frozen and nothing on the stream waits for it.
+  void prepare_block_buffers(size_t kept) {
+    if (!inputs_scratch_) inputs_scratch_ = static_cast<char*>(rt_->private_alloc(in_copy_bytes_));
+    while (kept_inputs_.size() < kept) kept_inputs_.push_back(static_cast<char*>(rt_->private_alloc(in_copy_bytes_)));
+    if (!draw_in_place_ && !stage_) stage_ = static_cast<char*>(rt_->private_alloc(block_capacity() * in_copy_bytes_));
+  }
+
+  // Copies made on the host (a prepare step, a randperm): each call's inputs into the staging area before the wake
+  // (synchronous copies; nothing on the stream waits for the runner now), so that the block moves them into the slot
+  // on the stream, in order, with no host between the calls.
+  void stage_block_inputs(const std::vector<int>& copies, size_t first, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      size_t off = 0;
+      for (const HostTensor& t : contents_[copies[first + i]])
+        rt_->copy(stage_ + i * in_copy_bytes_ + off, t.data.get(), t.bytes), off += align_to_heap(t.bytes);
+    }
+  }
+
+  // The kept calls' inputs as each call left them, against what it was given (its copy drawn again into scratch, or
+  // its place in the staging area): a call that wrote into its inputs changed them (recorded as inputs_mutated).
+  // same_bytes waits for the stream, which the block has left.
+  void check_kept_inputs(const std::vector<int>& copies, size_t first, size_t n, const std::vector<char>& keep) {
+    for (size_t i = 0, kept_at = 0; i < n; ++i) {
+      if (!keep[i]) continue;
+      const char* given = draw_in_place_ ? draw_into_scratch(copies[first + i]) : stage_ + i * in_copy_bytes_;
+      size_t off = 0;
+      for (const Slot& s : heap_.inputs[0]) {
+        if (!rt_->same_bytes(kept_inputs_[kept_at] + off, given + off, s.bytes)) mutated_.insert(s.name);
+        off += align_to_heap(s.bytes);
+      }
+      ++kept_at;
+    }
+  }
+
+  const char* draw_into_scratch(int copy) {
+    std::vector<char*> into;
+    size_t off = 0;
+    for (const Slot& s : heap_.inputs[0]) into.push_back(inputs_scratch_ + off), off += align_to_heap(s.bytes);
+    draw_copy(copy, into.data());
+    return inputs_scratch_;
+  }
+
   void send_captures() {
     for (int k = 0; k < plan_.copies; ++k) {
-      if (visits_[k] == 0) continue;  // no call of the loop used it (or it is not captured)
+      if (capture_draw_.visits(k) == 0) continue;  // no call of the loop used it (or it is not captured)
       ++captures_sent_;
       size_t off = 0;
       send_outputs("copy" + std::to_string(k), read_outputs([&](const Slot& s) {
@@ -593,6 +723,9 @@ class CandidateHost {
     record_.phase_s["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) timing.doorbell_us = doorbell_us_;
     if (calls_->gated()) timing.call_gate = calls_->gate_json();
+    if (block_wakes_)
+      timing.paper_blocks = {
+          {"wakes", block_wakes_}, {"calls", block_calls_}, {"max_calls_per_wake", block_capacity()}};
     write_rank_record(o_.out_dir, env_.rank, record_);
   }
 
@@ -617,8 +750,13 @@ class CandidateHost {
   int copies_drawn_ = 0, distinct_contents_ = 0;
   std::vector<char*> capture_;
   char* capture_scratch_ = nullptr;  // where a runner's calls that are not kept are read to
-  std::vector<int> visits_;
-  std::mt19937_64 draw_;
+  // GPU runners' blocks (run_block): the inputs of calls not kept are read back to inputs_scratch_, a kept call's to a
+  // buffer of its own; copies made on the host wait in stage_ (block_capacity() of them) until the block moves them in.
+  char *inputs_scratch_ = nullptr, *stage_ = nullptr;
+  std::vector<char*> kept_inputs_;
+  int calls_checked_in_block_ = 0;         // timed calls of the last block whose after_call is still to come
+  int block_wakes_ = 0, block_calls_ = 0;  // the blocks' wakes of the runner and the calls they made (warm-ups too)
+  CaptureDraw capture_draw_;
   std::set<std::string> mutated_;
   double doorbell_us_ = 0;
   int copies_made_ = 0, captures_sent_ = 0;

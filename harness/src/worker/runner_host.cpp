@@ -150,9 +150,26 @@ RunnerProcess::Outcome RunnerProcess::call(Op op, int slot) {
   if (std::string why = ran_between_calls(); !why.empty()) return Outcome{.failure = why};
   control_->op = op;
   control_->slot = slot;
+  return wake(1);
+}
+
+RunnerProcess::Outcome RunnerProcess::call_block(const std::vector<int>& slots) {
+  if (slots.empty() || slots.size() > static_cast<size_t>(kMaxBlockCalls))
+    throw Error("a block of " + std::to_string(slots.size()) + " calls (1 to " + std::to_string(kMaxBlockCalls) + ")");
+  if (gone_) return Outcome{.failure = "the candidate's process is gone"};
+  if (std::string why = ran_between_calls(); !why.empty()) return Outcome{.failure = why};
+  control_->op = kRunBlock;
+  control_->slot = slots[0];
+  control_->count = static_cast<int32_t>(slots.size());
+  std::copy(slots.begin(), slots.end(), control_->block_slots);
+  return wake(static_cast<uint32_t>(slots.size()));
+}
+
+RunnerProcess::Outcome RunnerProcess::wake(uint32_t calls) {
   control_->rc = 0;
   control_->error[0] = 0;
-  control_->seq.store(++seq_);
+  seq_ += calls;
+  control_->seq.store(seq_);
   kill(pid_, SIGCONT);
   return wait_stopped(seq_);
 }

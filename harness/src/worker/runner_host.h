@@ -1,6 +1,6 @@
-// The monitor's side of pkb-runner (worker/runner_protocol.h): starts the runner, wakes it for one call at a time and
-// waits until it is frozen again. A call's window, as the monitor's clock sees it, is every moment candidate code
-// could run for that call.
+// The monitor's side of pkb-runner (worker/runner_protocol.h): starts the runner, wakes it for one call at a time (or,
+// for a GPU runner's paper method, one block of calls) and waits until it is frozen again. A call's window, as the
+// monitor's clock sees it, is every moment candidate code could run for that call.
 #pragma once
 
 #include <sys/types.h>
@@ -47,11 +47,16 @@ class RunnerProcess {
   const Outcome& loaded() const { return loaded_; }  // the library's load: error holds dlopen's message
   std::string lockdown_note() const;                 // "" when the runner applied its whole lockdown
   Outcome call(runner::Op op, int slot);             // checks ran_between_calls first
+  // kRunBlock: one wake for slots.size() calls of pkb_run (1 to runner::kMaxBlockCalls, else pkb::Error), call i on
+  // slots[i] with sequence number next_seq() + i; done once the runner finished the last. Checks ran_between_calls
+  // first. The slots are not checked here: a runner refuses (dies on) one that is not there.
+  Outcome call_block(const std::vector<int>& slots);
   // Why the runner is not as the last call left it (resumed, stopped again or gone since), or "". A call gate asks
   // before it enqueues anything: a runner that woke between calls must not get device work in ahead of the hold.
   std::string ran_between_calls();
 
  private:
+  Outcome wake(uint32_t calls);  // seq_ += calls, SIGCONT, wait_stopped
   Outcome wait_stopped(uint32_t seq);
   pid_t pid_ = -1;
   unsigned continues_at_stop_ = 0;  // the monitor's own SIGCONTs when the runner last stopped

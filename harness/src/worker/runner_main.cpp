@@ -1,7 +1,8 @@
 // pkb-runner: the process that holds a candidate library, on CPU ranks and GPUs alike, and nothing else. Its monitor
 // (the rank program) starts it with a control page and the ranks' heaps as descriptors (worker/runner_protocol.h); it
 // maps them, shuts itself off from other processes and from the monitors' paths (worker/lockdown.h), loads the library,
-// and then makes one call each time the monitor wakes it, stopping itself after each. It holds no schedule, no clock,
+// and then makes one call each time the monitor wakes it (on GPUs, for the paper method, one block of back-to-back
+// calls), stopping itself after each. It holds no schedule, no clock,
 // no expected value and no channel to the driver: whatever the candidate does in here, the verdict and the times are
 // the monitor's (docs/design/runner-and-gate.md).
 #include <dlfcn.h>
@@ -10,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -262,7 +264,38 @@ void lock_down(Host& h, const RunnerLayout& layout) {
 // the call is being made now.
 constexpr double kGoWaitUs = 30e6;
 
-// One call each time the monitor wakes the runner; on GPUs the device is synchronized before the call counts as done.
+// One call, sequence number `seq`, on `slot`: on GPUs its work waits on the stream for the monitor's go and is
+// followed there by done (worker/call_gate.h); `arm` says the monitor's hold may end now (a block's first call only).
+int make_call(Host& h, const pkb::CandidateLibrary& lib, int op, int slot, uint32_t seq, bool arm) {
+  if (h.device) {
+    h.device->wait_flag(&h.gate_device->go, seq, kGoWaitUs);
+    if (arm) h.gate_host->armed.store(seq, std::memory_order_release);
+  }
+  const int rc = lib.error.empty() ? lib.call(static_cast<Op>(op), &h.ctx, h.inputs[slot], h.outputs) : 0;
+  if (h.device) h.device->write_flag(&h.gate_device->done, seq);
+  return rc;
+}
+
+// kRunBlock: the block's calls back to back in this one wake, each behind its own go on the stream; on GPUs no host
+// waits between them (the monitor's stream fills each call's slot only once the call before it wrote done). Every
+// call is made whatever an earlier one returned, so every wait of the monitor's ends; rc is the first that was not 0.
+int run_block(Host& h, const pkb::CandidateLibrary& lib, const Control& ctl, uint32_t last) {
+  const int32_t count = ctl.count;  // read once, as are the slots: what is checked is what runs
+  int32_t slots[kMaxBlockCalls];
+  std::copy(ctl.block_slots, ctl.block_slots + std::clamp(count, 0, kMaxBlockCalls), slots);
+  if (std::string why = block_error(count, slots, static_cast<int>(h.inputs.size())); !why.empty())
+    die(("the monitor asked for " + why).c_str());
+  const uint32_t first = last - static_cast<uint32_t>(count - 1);
+  int rc = 0;
+  for (int i = 0; i < count; ++i) {
+    const int r = make_call(h, lib, kRun, slots[i], first + static_cast<uint32_t>(i), i == 0);
+    if (rc == 0) rc = r;
+  }
+  return rc;
+}
+
+// One call (or one block) each time the monitor wakes the runner; on GPUs the device is synchronized before it counts
+// as done.
 [[noreturn]] void serve(Host& h, const pkb::CandidateLibrary& lib) {
   Control& ctl = *h.control;
   ctl.done.store(ctl.seq.load());
@@ -270,13 +303,13 @@ constexpr double kGoWaitUs = 30e6;
     const uint32_t seq = freeze(ctl);
     const int op = ctl.op, slot = ctl.slot;
     if (op == kExit) _exit(0);
-    if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
-    if (h.device) {
-      h.device->wait_flag(&h.gate_device->go, seq, kGoWaitUs);
-      h.gate_host->armed.store(seq, std::memory_order_release);
+    int rc;
+    if (op == kRunBlock) {
+      rc = run_block(h, lib, ctl, seq);
+    } else {
+      if (slot < 0 || slot >= static_cast<int>(h.inputs.size())) die("the monitor asked for a slot that is not there");
+      rc = make_call(h, lib, op, slot, seq, true);
     }
-    const int rc = lib.error.empty() ? lib.call(static_cast<Op>(op), &h.ctx, h.inputs[slot], h.outputs) : 0;
-    if (h.device) h.device->write_flag(&h.gate_device->done, seq);
     if (h.device)
       if (std::string err = h.device->synchronize(); !err.empty()) set_error(&h, "CUDA error: " + err);
     ctl.rc = rc;

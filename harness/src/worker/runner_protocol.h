@@ -9,10 +9,13 @@
 // (poisoning, uploading inputs, capturing outputs, sending frames) happens while no candidate thread runs. Every byte
 // of the page and the heaps is the candidate's to write: the monitor reads rc and done as claims (a false `done`
 // leaves its outputs unfinished, which the capture shows) and keeps everything it trusts in its own memory.
+// A block (kRunBlock, GPU runners' paper method): one wake for `count` calls, each timed by the monitor's call gate
+// on the device (worker/call_gate.h); `done` is the block's last sequence number.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace pkb::runner {
 
@@ -24,19 +27,39 @@ constexpr int kHeapFd = 4;
 constexpr size_t kControlBytes = 1 << 20;
 constexpr size_t kLayoutOffset = 4096;
 
-enum Op : int32_t { kLoad = 0, kSetup = 1, kRun = 2, kTeardown = 3, kExit = 4, kPing = 5 };
+// kRunBlock (GPU runners, the paper method): `count` calls of pkb_run back to back in one wake, call i on input slot
+// block_slots[i] and carrying sequence number seq - count + 1 + i; on GPUs each call's work waits on the stream for
+// the monitor's go and is followed by its done (worker/call_gate.h), so no host sits between the calls.
+enum Op : int32_t { kLoad = 0, kSetup = 1, kRun = 2, kTeardown = 3, kExit = 4, kPing = 5, kRunBlock = 6 };
+
+// The most calls one kRunBlock carries (the control page holds their slots); a longer block is several.
+constexpr int kMaxBlockCalls = 512;
 
 struct Control {
-  std::atomic<uint32_t> seq;   // monitor: the call being asked for
+  std::atomic<uint32_t> seq;   // monitor: the call being asked for (a block: its last call)
   std::atomic<uint32_t> done;  // runner: the last call it finished
   int32_t op;                  // monitor
   int32_t slot;                // monitor: which input slot the call reads
-  int32_t rc;                  // runner: the candidate's return value
+  int32_t rc;                  // runner: the candidate's return value (a block: the first that was not 0)
   char error[1024];            // runner: why a call failed ("" if it did not): a load error, a callback's error
   uint32_t layout_bytes;       // monitor: the layout's JSON follows the page header
   char lockdown_note[256];     // runner, before the library loads: what of its lockdown could not be applied ("" all)
+  int32_t count;               // monitor, kRunBlock: how many calls
+  int32_t block_slots[kMaxBlockCalls];  // monitor, kRunBlock: call i's input slot
 };
 static_assert(sizeof(Control) <= 4096, "the layout starts at kLayoutOffset");
+
+// Why a kRunBlock's count and slots do not fit a runner with `slots` input slots, or "" when they do. The runner dies
+// on a bad one, as on a bad slot: its monitor never writes one.
+inline std::string block_error(int32_t count, const int32_t* block_slots, int slots) {
+  if (count < 1 || count > kMaxBlockCalls)
+    return "a block of " + std::to_string(count) + " calls (1 to " + std::to_string(kMaxBlockCalls) + ")";
+  for (int i = 0; i < count; ++i)
+    if (block_slots[i] < 0 || block_slots[i] >= slots)
+      return "slot " + std::to_string(block_slots[i]) + " (of " + std::to_string(slots) + ") for call " +
+             std::to_string(i) + " of a block";
+  return "";
+}
 
 // Per rank, in rank 0's heap at the layout's sync offset: a cache line each for the runners' barrier and symm_alloc.
 struct SyncLine {

@@ -42,6 +42,7 @@ class TimedLoop {
   void after(int ordinal, int copy) {
     if (hooks_ && hooks_->after_timed) hooks_->after_timed(ordinal, copy);
   }
+  bool blocks() const { return hooks_ && hooks_->run_block; }
   // The before_calls hook, its time kept out of the repetitions' budget and loop time.
   void before_calls(int first, int count) {
     if (!hooks_ || !hooks_->before_calls) return;
@@ -133,10 +134,17 @@ void TimedLoop::paper_warmup() {
     int chunk = o_.next_paper_warmup_chunk(s_.paper_warmup_calls, (now_us() - w0) / 1e6);
     MPI_Bcast(&chunk, 1, MPI_INT, 0, MPI_COMM_WORLD);  // rank 0's clock decides: one count for all ranks
     if (chunk == 0) break;
-    for (int i = 0; i < chunk; ++i, ++s_.paper_warmup_calls) {
-      int k = plan_.warmup_copy(o_.warmup + s_.paper_warmup_calls);
-      before(k);
-      run_(k);
+    if (blocks()) {
+      std::vector<int> copies(chunk);
+      for (int i = 0; i < chunk; ++i) copies[i] = plan_.warmup_copy(o_.warmup + s_.paper_warmup_calls + i);
+      hooks_->run_block(copies, false);
+      s_.paper_warmup_calls += chunk;
+    } else {
+      for (int i = 0; i < chunk; ++i, ++s_.paper_warmup_calls) {
+        int k = plan_.warmup_copy(o_.warmup + s_.paper_warmup_calls);
+        before(k);
+        run_(k);
+      }
     }
     throw_if(rt_.synchronize(), "warm-up");
   }
@@ -189,14 +197,21 @@ void TimedLoop::pkb_block(int base) {
 
 void TimedLoop::paper_block(int base) {
   MPI_Barrier(MPI_COMM_WORLD);
-  rt_.barrier();  // every rank starts its back-to-back calls together, then no barrier until the end
-  for (int i = 0; i < o_.paper_iters; ++i) {
-    int k = plan_.timed_copy(base + i);
-    before(k);
-    rt_.record(2 * i);
-    run_(k);
-    rt_.record(2 * i + 1);
-    after(base + i, k);
+  rt_.barrier();   // every rank starts its back-to-back calls together, then no barrier until the end
+  if (blocks()) {  // a GPU runner: wakes of many calls, each call's window its own (TimingHooks::run_block)
+    std::vector<int> copies(o_.paper_iters);
+    for (int i = 0; i < o_.paper_iters; ++i) copies[i] = plan_.timed_copy(base + i);
+    hooks_->run_block(copies, true);
+    for (int i = 0; i < o_.paper_iters; ++i) after(base + i, copies[i]);
+  } else {
+    for (int i = 0; i < o_.paper_iters; ++i) {
+      int k = plan_.timed_copy(base + i);
+      before(k);
+      rt_.record(2 * i);
+      run_(k);
+      rt_.record(2 * i + 1);
+      after(base + i, k);
+    }
   }
   throw_if(rt_.synchronize(), "timed loop (paper method)");
   double sum = 0;

@@ -4,7 +4,9 @@
 //          median over every repetition's calls. One call's latency, host dispatch included.
 //   paper  ParallelKernelBench's protocol: 500 warm-up calls, then calls back to back without barriers, per-call
 //          events, the per-rank mean of a repetition's calls, the maximum over ranks; the median over
-//          repetitions. Back-to-back launching hides host dispatch behind the previous call.
+//          repetitions. Back-to-back launching hides host dispatch behind the previous call. In a GPU runner each
+//          warm-up chunk and each timed block goes in wakes of many calls of the runner (TimingHooks::run_block): no
+//          host between the calls of a wake, each call's window its own event pair as in process.
 // Repetitions continue until both medians' 95% confidence intervals are within a target, a time budget is
 // spent, or a maximum is reached. Inputs rotate over copies (so the L2 never holds a call's inputs from an
 // earlier call), GPU clocks and throttle reasons are sampled around every repetition, and an escape probe
@@ -23,6 +25,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -176,6 +179,12 @@ struct TimingHooks {
   // every window and outside the repetitions' time budget: where a candidate pass makes those calls' input copies,
   // so that none exists before its repetition and none is made for a repetition that never runs.
   std::function<void(int first, int count)> before_calls;
+  // GPU runners (the call gate): the paper method's back-to-back calls in wakes of many calls of the candidate's
+  // process (runner::kRunBlock): the timed block and each warm-up chunk is one run_block over its calls' copies, in
+  // place of before() and run() for each. When `timed`, call i's window is timers (2i, 2i + 1), as paper_block
+  // records them for run(). after_timed still follows for each timed call, once the block returned. Unset: every
+  // call is made on its own (in process, CPU ranks, baselines).
+  std::function<void(const std::vector<int>& copies, bool timed)> run_block;
   // Candidates: the device view measures only when the hold fills the GPU and the job has one rank (no peer's inputs
   // a copy engine could fetch during the hold), and a call's time is never less than the host took to issue it, so
   // work moved to the host counts (docs/design/timing.md, "The device view"). Otherwise its calls run untimed.
@@ -247,6 +256,24 @@ struct CopyPlan {
   };
   Use use(int j) const;
 };
+// Which call of each copy is its capture, the one the driver checks: every call of a captured copy that runs replaces
+// the kept one with probability 1/visits (a reservoir of one), so each of a copy's calls is equally likely to be the
+// checked one, wherever it sits (a revisit, any position of a back-to-back block). Drawn by the monitor alone, before
+// the call's readback is enqueued; a call's draw depends on nothing the candidate sees.
+class CaptureDraw {
+ public:
+  CaptureDraw() = default;
+  CaptureDraw(int copies, uint64_t seed) : visits_(copies, 0), draw_(seed) {}
+  // One more call of `copy` ran (or is about to): whether it is now the kept one. A copy that is not captured is
+  // never kept, nor counted.
+  bool keep(int copy, bool captured) { return captured && draw_() % static_cast<uint64_t>(++visits_.at(copy)) == 0; }
+  int visits(int copy) const { return visits_.at(copy); }  // calls of a captured copy so far
+
+ private:
+  std::vector<int> visits_;
+  std::mt19937_64 draw_;
+};
+
 // A plan of `copies` with the first `warmup_copies` the warm-up rotation, laid out for timing options o.
 CopyPlan copy_plan(int copies, int warmup_copies, const TimingOptions& o);
 
