@@ -64,6 +64,7 @@ RankTiming full_timing() {
   t.copies_not_drawn = "a prepare step finishes the inputs on the host";
   t.post_window_probes = pkb::protocol::PostWindowProbes{7, 1, 20.5};
   t.call_gate = {{"holds", 3}};
+  t.paper_blocks = {{"wakes", 4}, {"calls", 100}, {"max_calls_per_wake", 25}};
   return t;
 }
 
@@ -122,10 +123,11 @@ TEST(RankRecord, RoundTripsThroughJson) {
   // Timings with the optional groups unset: what a CPU rank's candidate timing holds.
   RankTiming cpu = full_timing();
   cpu.intervals.reset(), cpu.device.reset(), cpu.dispatch_note.reset(), cpu.post_window_probes.reset();
-  cpu.repeat_device_medians_us.reset(), cpu.call_gate = nullptr;
+  cpu.repeat_device_medians_us.reset(), cpu.call_gate = nullptr, cpu.paper_blocks = nullptr;
   cpu.device = pkb::protocol::DeviceTiming{std::nullopt, 4, 4, 0, 0, 5000, 0, 0, {}, "no call was held"};
   EXPECT_EQ(json::parse(json(cpu).dump()).get<RankTiming>(), cpu);
   EXPECT_FALSE(json(cpu).contains("call_gate"));
+  EXPECT_FALSE(json(cpu).contains("paper_blocks"));
   EXPECT_FALSE(json(cpu)["device"].contains("median_us"));
 }
 

@@ -5,8 +5,8 @@
 // spelled here only. A record that is not an object, lacks a required key, or holds any key with the wrong type does
 // not parse (ProtocolError, protocol/fields.h): pkb's own failure, which the driver records as harness_error, never
 // as the candidate's. A key that only some passes or stages write is a std::optional, absent from the JSON when
-// unset. Sub-objects the driver copies into its result record without reading (the clocks, the call gate's counters)
-// travel as JSON, as does fp32_math, whose one key the driver reads here (fp32_math_is_ieee).
+// unset. Sub-objects the driver copies into its result record without reading (the clocks, the call gate's counters,
+// the paper blocks') travel as JSON, as does fp32_math, whose one key the driver reads here (fp32_math_is_ieee).
 #pragma once
 
 #include <cstddef>
@@ -101,8 +101,10 @@ struct RankTiming {
   std::optional<int> input_copies_made, distinct_input_contents, copies_drawn_in_place, captures_sent;
   std::optional<std::string> copies_not_drawn;  // why copies were made on the host though drawing was asked
   std::optional<PostWindowProbes> post_window_probes;
-  nlohmann::json call_gate;     // worker/call_gate.h CallGate::to_json, copied through; null: no gate
-  nlohmann::json paper_blocks;  // a GPU runner's paper blocks (wakes, calls, max_calls_per_wake), copied; null: none
+  nlohmann::json call_gate;  // worker/call_gate.h CallGate::to_json, copied through; null: no gate
+  // GPU runners' paper-method blocks (worker/candidate_pass.cpp run_block): wakes, calls, max_calls_per_wake, copied
+  // through; null: none
+  nlohmann::json paper_blocks;
   bool operator==(const RankTiming&) const = default;
 };
 
