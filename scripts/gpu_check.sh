@@ -291,18 +291,28 @@ want retime && step retime retime_check "$build/pkb" "$out/retime"
 # the default; writes as stream memory operations; writes and waits as stream memory operations); candidate and
 # baseline medians side by side. PKB_GATE_MODES picks some.
 if want gate; then
-  for mode in ${PKB_GATE_MODES:-in_process kernels write_ops stream_memory_ops}; do
-    flags=$([ "$mode" = in_process ] && echo kernels || echo "$mode")
+  # Which processes hold a GPU context while the gate runs: under MPS only nvidia-cuda-mps-server does; a monitor or
+  # runner listed by name has a context of its own (the two then take turns on the GPU).
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv -lms 500 >"$out/gate_compute_apps.csv" 2>&1 &
+  apps_sampler=$!
+  gate_modes="in_process kernels write_ops stream_memory_ops stream_memory_ops_hostmps stream_memory_ops_unboxed"
+  for mode in ${PKB_GATE_MODES:-$gate_modes}; do
+    flags=$(case $mode in in_process) echo kernels ;; *) echo "${mode%%_[uh][no]*}" ;; esac)
     where=$([ "$mode" = in_process ] && echo in-process || echo runner)
+    # _unboxed: through the gate without bubblewrap (a trusted fixture), to see what the sandbox costs; _hostmps: the
+    # host's MPS daemon rather than the sandbox's own (launch/sandbox.h own_mps).
+    box=$([[ "$mode" == *_unboxed ]] && echo --no-sandbox || true)
+    place=$([[ "$mode" == *_hostmps ]] && echo host || echo sandbox)
     TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
-      PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" \
-      "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where"
+      PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" PKB_MPS_PLACE="$place" \
+      "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where" $box
   done
-  TAIL_LINES=12 step gate_table python3 - "$out" <<'PY'
+  kill "$apps_sampler" 2>/dev/null
+  TAIL_LINES=12 step gate_table python3 - "$out" "${PKB_GATE_MODES:-$gate_modes}" <<'PY'
 import glob, json, statistics, sys
 print("| mode | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
 print("|---|---|---|---|---|")
-for mode in ("in_process", "kernels", "write_ops", "stream_memory_ops"):
+for mode in sys.argv[2].split():
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{mode}/run*.json"))]
     t = [r.get("timing", {}) for r in runs]
     cand = [x["candidate"]["median_us"] for x in t if (x.get("candidate") or {}).get("median_us")]

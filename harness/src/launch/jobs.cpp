@@ -69,6 +69,10 @@ ProcessResult run_rank_job(const RankJob& job) {
   if (std::filesystem::path runner = executable_dir() / "pkb-runner"; std::filesystem::exists(runner))
     box.read_only_at.push_back({runner, kSandboxBin / "pkb-runner"});
   for (const auto& [k, v] : mpi.env) box.env[k] = v;
+  // Processes sharing a GPU inside the sandbox need its own MPS daemon (launch/sandbox.h); PKB_MPS_PLACE=host keeps
+  // the host's, to measure the difference.
+  const char* place = getenv("PKB_MPS_PLACE");
+  box.own_mps = box.gpu && box.env.count("CUDA_MPS_PIPE_DIRECTORY") && !(place && std::string(place) == "host");
   if (const char* cvd = getenv("CUDA_VISIBLE_DEVICES"); cvd && !box.env.count("CUDA_VISIBLE_DEVICES"))
     box.env["CUDA_VISIBLE_DEVICES"] = cvd;
   apply_limits(po, job.limits);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -16,6 +17,8 @@ namespace pkb {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::atomic<int> mps_logs_made{0};  // one folder of the sandbox daemon's logs per job (PKB_MPS_LOG_DIR)
 
 // What programs inside need from /etc, and nothing else (no shadow files, no ssh keys, no credentials):
 // users and hosts, the dynamic linker's cache, Open MPI's defaults, Debian's alternatives (mpirun is a link).
@@ -110,9 +113,16 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
     for (const auto& e : fs::directory_iterator("/dev", ec))
       if (e.path().filename().string().rfind("nvidia", 0) == 0)
         add(c, {"--dev-bind", e.path().string(), e.path().string()});
-    // The MPS control daemon's pipes, where one serves this GPU (several ranks sharing it).
+    // The MPS control daemon's pipes, where one on the host serves this GPU; the sandbox's own lives in its /tmp.
     auto mps = box.env.find("CUDA_MPS_PIPE_DIRECTORY");
-    if (mps != box.env.end()) add(c, {"--bind-try", mps->second, mps->second});
+    if (mps != box.env.end() && !box.own_mps) add(c, {"--bind-try", mps->second, mps->second});
+    // PKB_MPS_LOG_DIR keeps the sandbox daemon's logs (which clients connected), for measurements only.
+    if (const char* keep = getenv("PKB_MPS_LOG_DIR"); box.own_mps && keep && *keep) {
+      std::error_code ec;
+      fs::path logs = fs::path(keep) / ("sandbox-" + std::to_string(getpid()) + "-" + std::to_string(++mps_logs_made));
+      fs::create_directories(logs, ec);
+      add(c, {"--bind", logs.string(), kSandboxMpsLogs.string()});
+    }
   }
   add_job_mounts(c, box);
   const std::string work = kSandboxWork.string();
@@ -124,8 +134,23 @@ std::vector<std::string> sandbox_command(const Sandbox& box, const std::vector<s
                                             {"LANG", "C.UTF-8"}};
   if (const char* ld = getenv("LD_LIBRARY_PATH"); ld && *ld) env["LD_LIBRARY_PATH"] = ld;
   for (const auto& [k, v] : box.env) env[k] = v;
+  if (box.gpu && box.own_mps) {
+    env["CUDA_MPS_PIPE_DIRECTORY"] = kSandboxMpsPipes.string();
+    env["CUDA_MPS_LOG_DIRECTORY"] = kSandboxMpsLogs.string();
+  }
   for (const auto& [k, v] : env) add(c, {"--setenv", k, v});
   c.push_back("--");
+  if (box.gpu && box.own_mps) {
+    // The daemon first (a client that finds no daemon runs without one, slower but right), the job, then the daemon
+    // told to quit; the PID namespace ends whatever is left when the job's first process exits.
+    add(c, {"/bin/sh", "-c",
+            "mkdir -p \"$CUDA_MPS_PIPE_DIRECTORY\" \"$CUDA_MPS_LOG_DIRECTORY\" && nvidia-cuda-mps-control -d "
+            "|| echo 'pkb: no MPS daemon in the sandbox: processes sharing the GPU take turns' >&2\n"
+            "\"$@\"; rc=$?\n"
+            "echo quit | nvidia-cuda-mps-control >/dev/null 2>&1\n"
+            "exit $rc",
+            "pkb-job"});
+  }
   c.insert(c.end(), argv.begin(), argv.end());
   return c;
 }

@@ -45,7 +45,16 @@ struct Sandbox {
   std::vector<SandboxFile> files;          // written in after the mounts above (run_sandboxed hands bwrap the data)
   std::map<std::string, std::string> env;  // the only variables inside besides PATH, HOME, PWD, TMPDIR, LANG
   size_t tmpfs_bytes = size_t{1} << 30;    // size of /tmp and of /dev/shm each (and of a private kSandboxWork)
+  // GPUs shared by processes of the job (a monitor and its runner, ranks sharing a GPU): an MPS control daemon of the
+  // sandbox's own, started inside before the job. MPS clients must share the server's IPC and PID namespaces and
+  // /dev/shm, which a daemon on the host does not; a client that cannot reach one runs in a context of its own,
+  // and two contexts take turns on the GPU in time slices of hundreds of microseconds (docs/design/runner-and-gate.md).
+  bool own_mps = false;
 };
+
+// Where the sandbox's own MPS daemon keeps its pipes and logs (inside its private /tmp).
+inline const std::filesystem::path kSandboxMpsPipes = "/tmp/pkb-mps/pipe";
+inline const std::filesystem::path kSandboxMpsLogs = "/tmp/pkb-mps/log";
 
 // bwrap's command line that runs `argv` inside `box`. Start it with run_sandboxed, which clears bwrap's own
 // environment (readable from inside through /proc), opens the descriptor bwrap reports its namespace init on and hands
