@@ -113,6 +113,30 @@ TEST(Process, AProcessInAnotherSessionDiesWithTheGroupReportedOrNot) {
   }
 }
 
+// A command that daemonizes (as nvidia-cuda-mps-control -d does) leaves its server running: run_process's keeper
+// would kill it, and with the MPS daemon gone every GPU client silently ran in a context of its own.
+TEST(Process, ADaemonStartedSoOutlivesItsCommand) {
+  pkb::test::TempDir tmp;
+  auto pid_file = tmp.path() / "pid";
+  pkb::ProcessOptions o;
+  o.timeout_s = 10;
+  o.env = {{"PKB_TEST_DAEMON_MARK", "1"}};
+  auto r = pkb::start_daemon_process({"sh", "-c", "sleep 300.9 & echo $! > " + pid_file.string()}, o);
+  ASSERT_TRUE(r.ok()) << r.summary();
+  pid_t daemon = std::stoi(pkb::read_text_file(pid_file));
+  usleep(200000);
+  std::string stat = read_or_empty("/proc/" + std::to_string(daemon) + "/stat");
+  EXPECT_FALSE(stat.empty() || stat.find(") Z ") != std::string::npos) << "the daemon died with its command";
+  EXPECT_NE(read_or_empty("/proc/" + std::to_string(daemon) + "/environ").find("PKB_TEST_DAEMON_MARK=1"),
+            std::string::npos)
+      << "the daemon lacks the environment it was given";
+  kill(daemon, SIGKILL);
+  pkb::ProcessOptions short_deadline;
+  short_deadline.timeout_s = 0.3;
+  auto hung = pkb::start_daemon_process({"sleep", "30"}, short_deadline);
+  EXPECT_TRUE(hung.timed_out) << "a command that never returns is killed at its deadline";
+}
+
 // Forks a worker that, under kill_children_on_termination, runs `script` (given the file it must write the pid of
 // the process it starts into) with an info fd, terminates the worker `delay_us` after that pid appears, and expects
 // the handler to re-raise and the process to be gone (a zombie, killed but not yet reaped by its new parent, is gone).

@@ -58,7 +58,8 @@ std::string start_daemon(MpsDaemon& d) {
   po.stderr_path = base / "start.err";
   ProcessResult r;
   try {
-    r = run_process({"nvidia-cuda-mps-control", "-d"}, po);
+    // The daemon is what `-d` leaves behind: run_process would kill it, and every client would run without MPS.
+    r = start_daemon_process({"nvidia-cuda-mps-control", "-d"}, po);
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -546,6 +547,48 @@ void kill_children_on_termination() {
 }  // namespace pkb
 
 namespace pkb {
+
+ProcessResult start_daemon_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+  if (argv.empty()) throw Error("start_daemon_process: no command");
+  std::vector<std::string> env_strings = child_environment(opts);
+  std::vector<char*> args, env;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (auto& e : env_strings) env.push_back(e.data());
+  args.push_back(nullptr), env.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  const std::string out = opts.stdout_path.empty() ? "/dev/null" : opts.stdout_path.string();
+  const std::string err = opts.stderr_path.empty() ? "/dev/null" : opts.stderr_path.string();
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // out of reach of the caller's terminal and group signals
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  ProcessResult r;
+  const double start = now_s();
+  int status = 0;
+  for (;;) {
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    if (got < 0 && errno != EINTR) break;
+    if (now_s() - start > opts.timeout_s) {  // the command itself hangs: it, not its daemon, is killed
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.timed_out = true;
+      break;
+    }
+    usleep(2000);
+  }
+  r.wall_s = now_s() - start;
+  fill_result(r, status, opts);
+  return r;
+}
 
 std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s) {
   static std::atomic<int> counter{0};  // pkb run calls this from several threads

@@ -63,6 +63,12 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
 // child is starting and has not yet reported its namespace init takes effect once it has (at most 2 s later).
 void kill_children_on_termination();
 
+// Runs a command that daemonizes (forks a server and exits, like `nvidia-cuda-mps-control -d`), so that what it leaves
+// behind outlives it: run_process's keeper kills whatever a command leaves, so this one runs without a keeper, in a
+// session of its own, and its daemon is the caller's to stop. Honours timeout_s, env, clear_env, stdout_path and
+// stderr_path only; the result is the command's own.
+ProcessResult start_daemon_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
+
 // Runs a short command and returns its standard output ("" if it failed or printed nothing).
 std::string capture_stdout(const std::vector<std::string>& argv, double timeout_s = 30);
 
