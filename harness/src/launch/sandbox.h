@@ -46,9 +46,9 @@ struct Sandbox {
   std::map<std::string, std::string> env;  // the only variables inside besides PATH, HOME, PWD, TMPDIR, LANG
   size_t tmpfs_bytes = size_t{1} << 30;    // size of /tmp and of /dev/shm each (and of a private kSandboxWork)
   // GPUs shared by processes of the job (a monitor and its runner, ranks sharing a GPU): an MPS control daemon of the
-  // sandbox's own, started inside before the job. MPS clients must share the server's IPC and PID namespaces and
-  // /dev/shm, which a daemon on the host does not; a client that cannot reach one runs in a context of its own,
-  // and two contexts take turns on the GPU in time slices of hundreds of microseconds (docs/design/runner-and-gate.md).
+  // sandbox's own, started inside before the job, rather than the host's pipe directory bound in. The candidate then
+  // reaches no control pipe of the host's and no other evaluation's MPS server. A client that finds no daemon runs in a
+  // context of its own, and two contexts take turns on the GPU in time slices (docs/design/gpu-sharing.md).
   bool own_mps = false;
 };
 

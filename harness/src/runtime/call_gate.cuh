@@ -85,10 +85,10 @@ inline const MemOps& mem_ops() {
 }
 constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
 
-// How the gate's flags are made. On an H100 under MPS on 2026-12-05 (docs/results/gate-flags-h100-2026-12-05.md) a
-// do-nothing call's window was 289 us with waits as stream memory operations and 2339 us with one-thread kernels,
-// against 3.9 us in process (and 11 us with kernels on an H200 in issue 34's run): the default is the memory
-// operations where the driver has them; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops picks one, to measure.
+// How the gate's flags are made. On an H100 under MPS (docs/results/gate-mps-h100-2026-12-05.md) a do-nothing call's
+// window is 10.6 us with stream memory operations and 12.9 us with one-thread kernels, against 4.5 us in process: the
+// default is the memory operations where the driver has them; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops
+// picks one, to measure.
 // The monitor's choice goes to the runner in its layout (gate_flags), by name.
 struct FlagMechanism {
   bool write_ops = false;  // flags written by cuStreamWriteValue32, not a kernel
