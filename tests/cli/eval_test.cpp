@@ -135,6 +135,7 @@ TEST(Eval, CorrectCandidateReportsTimesAndSpeedup) {
   // CPU ranks: the candidate's windows and the baseline's each hold one doorbell (the runner woken and stopped).
   EXPECT_GT(t["candidate"].value("doorbell_us", 0.0), 0);
   EXPECT_GT(t["baseline_libtorch_nccl"].value("doorbell_us", 0.0), 0);
+  EXPECT_EQ(t["instruments"], nlohmann::json({{"candidate", "doorbell"}, {"baseline_libtorch_nccl", "doorbell"}}));
   EXPECT_FALSE(t["throttled"].get<bool>());
   // The host probes, before every repetition, and the candidate's host speed against the baseline's.
   EXPECT_EQ(t["candidate"]["host_chase_probe_us"].size(), static_cast<size_t>(reps));

@@ -512,6 +512,25 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   ev.wall["retime_s"] = wall_seconds_since(t_retime);
 }
 
+// How each side's calls were timed: through the call gate (the candidate in a runner: two processes under MPS; the
+// libtorch baseline's gated view: two streams of one process), the host's doorbell (CPU runners) or events in the
+// timed process (in process, and reference.py always). Where the headline's two sides differ, a note says which way.
+void record_instruments(const EvalOptions& o, bool have_py, json& timing) {
+  const bool gpu = o.device == DeviceKind::cuda;
+  const char* candidate = !o.uses_runner() ? "events" : gpu ? "call_gate" : "doorbell";
+  json inst = {{"candidate", candidate},
+               {"baseline_libtorch_nccl", !o.uses_runner() ? "events"
+                                          : gpu            ? "call_gate_one_process"
+                                                           : "doorbell"}};
+  if (have_py) inst["baseline_pytorch_eager"] = "events";
+  timing["instruments"] = inst;
+  if (have_py && gpu && o.uses_runner())
+    timing["instrument_note"] =
+        "the candidate's window crosses the call gate (two hand-overs between processes under MPS, ~6 us a call on "
+        "an H100); reference.py is timed by its own events, as ParallelKernelBench times it: a short kernel's "
+        "speedup against PyTorch eager reads low by that toll, never high";
+}
+
 // 4c. The times, the baseline the speedup is against, and every method's speedups. --timing-method picks the one
 // that is `speedup` (and drives fast_p). The device method has a speedup only where both sides' device views
 // measured (candidates: GPUs at W = 1).
@@ -530,6 +549,7 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
                               : python_ran  ? "reference.py timing missing"
                                             : "Python torch absent: strict C++ baseline used";
   }
+  record_instruments(ev.o, have_py, timing);
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   json by_method = json::object();
   for (TimingMethod m : kTimingMethods) {
@@ -842,8 +862,10 @@ ReferenceOutcome run_reference(const Evaluation& ev, const GpuSharing& sharing) 
   const EvalOptions& o = ev.o;
   // Importing torch to see whether the eager baseline is possible takes seconds: a cached reference pass that
   // already has it answers the question for free. Ranks sharing a GPU: times measure contention, no eager baseline.
+  // A runner's evaluation times it too, by reference.py's own events (ParallelKernelBench's instrument): the record's
+  // timing.instruments says how each side was timed.
   bool python =
-      o.baseline == "auto" && o.device == DeviceKind::cuda && sharing.ranks_per_gpu == 1 && !o.uses_runner() &&
+      o.baseline == "auto" && o.device == DeviceKind::cuda && sharing.ranks_per_gpu == 1 &&
       (fs::exists(reference_dir(ev.spec, ev.run, o, ev.prov, true) / "complete.json") || python_torch_available());
   ReferenceOutcome r{{}, {{"python", python}, {"timeout_s", reference_deadline_s(o)}}, "", 0};
   auto t0 = std::chrono::steady_clock::now();
