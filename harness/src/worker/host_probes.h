@@ -1,0 +1,29 @@
+// The host's speed as a timing's dispatching thread sees it, sampled before every repetition (worker/timing.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pkb {
+
+// Keeps this thread's core busy for `us` before the host probes: a core that idled (a repetition whose input copies
+// the GPU drew while the host waited) runs them at a lower clock than one that just made copies, and on the H200's
+// host that difference alone read as host drift (1.8x) and re-timed the baselines of every evaluation.
+void wake_host_core(double us);
+constexpr double kProbeWakeUs = 2000;
+
+// Microseconds this thread takes for a fixed chain of dependent integer operations (~30 µs on a 3 GHz core):
+// the host's speed as the dispatching thread sees it, sampled before every repetition.
+double host_probe_us();
+
+// Microseconds this thread takes for a fixed walk of dependent loads through one random cycle of an L2-sized table
+// (1 MiB, brought into the cache first, untimed), branching on each loaded value: the host's speed for branchy,
+// cache-bound code, which an SMT sibling or a tenant sharing the core's caches slows (~10x the multiply chain's
+// time). Sampled before every repetition beside host_probe_us().
+double host_chase_probe_us();
+
+// A single cycle through 0..n-1 (Sattolo's shuffle, seeded): following it from any entry visits all n entries
+// before returning. The chase probe's table; exposed for its test.
+std::vector<uint32_t> single_cycle_permutation(uint32_t n, uint32_t seed);
+
+}  // namespace pkb
