@@ -50,8 +50,6 @@ struct Variant {
 
 const Variant kVariants[] = {
     {"device memory, memory operations", false, false, 0, 0},
-    {"device memory, waits with FLUSH", false, false, CU_STREAM_WAIT_VALUE_FLUSH, 0},
-    {"device memory, writes without barrier", false, false, 0, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER},
     {"device memory, monitor waits by kernel", false, true, 0, 0},
     {"host memory, memory operations", true, false, 0, 0},
     {"host memory, monitor waits by kernel", true, true, 0, 0},
