@@ -225,7 +225,13 @@ TEST(InProcess, AnHonestKernelSlowedByABurstIsNotTakenForAMemoizer) {
   ASSERT_GE(burst - rest, 0.5 * kBurstUs) << "the burst missed the timed calls: the test proves nothing\n"
                                           << summary(e);
   EXPECT_FALSE(t.contains("repeat_faster")) << t.dump(2).substr(0, 3000);
-  EXPECT_LT(t["by_method"]["pkb"].value("candidate_us", 0.0), rest + 0.5 * kBurstUs) << t.dump(2).substr(0, 3000);
+  // Scored by the rule (the median, never below the fresh calls' median), and below the burst's speed: with every fresh
+  // call in the burst, the fresh median was the burst's. (Not "within half a burst of the other calls' median": on a
+  // loaded machine the calls outside the burst spread over 2-21 ms, and the fresh median, 8th of 15, sat above that.)
+  const json& c = t["candidate"];
+  const double scored = t["by_method"]["pkb"].value("candidate_us", 0.0);
+  EXPECT_DOUBLE_EQ(scored, std::max(c.value("median_us", 0.0), c.value("fresh_median_us", 0.0))) << c.dump(2);
+  EXPECT_LT(scored, burst) << t.dump(2).substr(0, 3000);
   EXPECT_TRUE(t["by_method"]["paper"].contains("speedup")) << t["by_method"].dump(2);
 }
 

@@ -26,6 +26,10 @@ extern char** environ;
 namespace pkb {
 namespace {
 
+// A descriptor that names process `pid` for as long as it is open (no reuse of the number can fool a signal or a
+// wait through it); -1 where the kernel has no pidfd_open (before 5.3) or the process is gone.
+int open_pidfd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Live children's process groups, for the termination handler (lock-free: it runs in a signal handler).
@@ -280,7 +284,7 @@ int open_reported_init(int fd) {
   size_t digits = text.find_first_of("0123456789", key);
   if (digits == std::string::npos) return -1;
   long pid = std::strtol(text.c_str() + digits, nullptr, 10);
-  return pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)) : -1;
+  return pid > 0 ? open_pidfd(static_cast<pid_t>(pid)) : -1;
 }
 
 constexpr size_t kMaxPassedFds = 16;  // ProcessOptions::pass_fds
@@ -483,7 +487,7 @@ std::vector<ProcessResult> run_process_group(const std::vector<std::vector<std::
   };
   const pid_t group = pids.front();
   std::vector<int> pidfds;
-  for (pid_t p : pids) pidfds.push_back(static_cast<int>(syscall(SYS_pidfd_open, p, 0)));
+  for (pid_t p : pids) pidfds.push_back(open_pidfd(p));
 
   std::vector<ProcessResult> results(pids.size());
   std::vector<int> statuses(pids.size(), 0);
