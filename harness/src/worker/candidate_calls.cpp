@@ -220,23 +220,22 @@ class InProcessCalls final : public CandidateCalls {
   void fill_context(const WorkerEnv& env, Runtime& rt) {
     InProcessHost& h = host_;
     h.rt = &rt;
-    pkb_context& c = h.ctx;
-    c.abi_version = PKB_ABI_VERSION;
-    c.rank = env.rank;
-    c.world_size = env.world;
-    c.local_rank = env.local_rank;
-    c.device = rt.device();
-    c.stream = rt.stream();
     for (const auto& [k, v] : all_params(env)) h.tables.param_names.push_back(k), h.tables.param_values.push_back(v);
     h.tables.group_members = my_groups(env);
-    h.tables.fill(c);
-    c.heap_bases = rt.heap_bases();
-    c.heap_bases_device = rt.heap_bases_device();
-    c.heap_size = rt.heap_size();
-    c.symm_alloc = cb_symm_alloc;
-    c.symm_peer = cb_symm_peer;
-    c.barrier = cb_barrier;
-    c.param = cb_param;
+    build_context(h.ctx,
+                  {.rank = env.rank,
+                   .world = env.world,
+                   .local_rank = env.local_rank,
+                   .device = rt.device(),
+                   .stream = rt.stream(),
+                   .heap_bases = rt.heap_bases(),
+                   .heap_bases_device = rt.heap_bases_device(),
+                   .heap_size = rt.heap_size(),
+                   .symm_alloc = cb_symm_alloc,
+                   .symm_peer = cb_symm_peer,
+                   .barrier = cb_barrier,
+                   .param = cb_param},
+                  h.tables);
   }
   InProcessHost host_;
   std::vector<std::vector<pkb_tensor>> inputs_;

@@ -86,4 +86,36 @@ struct ContextTables {
   std::vector<pkb_group> groups_;
 };
 
+// Every field of the pkb_context a candidate sees, set in one place for both ways of calling it (pkb-runner, and the
+// rank program in process): the ABI version, where this rank stands, its device and stream, the heaps, the parameters
+// and groups (`tables`, which must outlive ctx and not change afterwards) and the callbacks. `user` stays the
+// candidate's.
+struct ContextFields {
+  int rank = 0, world = 1, local_rank = 0, device = -1;
+  void* stream = nullptr;
+  void* const* heap_bases = nullptr;
+  void* const* heap_bases_device = nullptr;
+  size_t heap_size = 0;
+  decltype(pkb_context::symm_alloc) symm_alloc = nullptr;
+  decltype(pkb_context::symm_peer) symm_peer = nullptr;
+  decltype(pkb_context::barrier) barrier = nullptr;
+  decltype(pkb_context::param) param = nullptr;
+};
+inline void build_context(pkb_context& c, const ContextFields& f, ContextTables& tables) {
+  c.abi_version = PKB_ABI_VERSION;
+  c.rank = f.rank;
+  c.world_size = f.world;
+  c.local_rank = f.local_rank;
+  c.device = f.device;
+  c.stream = f.stream;
+  tables.fill(c);
+  c.heap_bases = f.heap_bases;
+  c.heap_bases_device = f.heap_bases_device;
+  c.heap_size = f.heap_size;
+  c.symm_alloc = f.symm_alloc;
+  c.symm_peer = f.symm_peer;
+  c.barrier = f.barrier;
+  c.param = f.param;
+}
+
 }  // namespace pkb

@@ -132,29 +132,27 @@ pkb_tensor view(Host& h, const LayoutTensor& t) {
 
 // The heaps (already mapped), the tensors of every slot, the parameters and groups, the callbacks.
 void fill_context(Host& h, const RunnerLayout& layout) {
-  pkb_context& c = h.ctx;
-  c.abi_version = PKB_ABI_VERSION;
-  c.rank = layout.rank;
-  c.world_size = layout.world;
-  c.local_rank = layout.local_rank;
-  c.device = h.device ? layout.cuda->device : -1;
-  c.stream = h.device ? h.device->stream() : nullptr;
   h.heap_bytes = layout.heap_bytes;
   h.arena_next = layout.arena_offset;
   // h.sync: rank 0's heap (CPU ranks) or rank 0's host segment (GPUs), as map_memory found it.
   h.sync = reinterpret_cast<SyncLine*>(reinterpret_cast<char*>(h.sync) + layout.sync_offset);
-
   for (const auto& [name, value] : layout.params)
     h.tables.param_names.push_back(name), h.tables.param_values.push_back(value);
   for (const auto& g : layout.groups) h.tables.group_members.push_back({g.name, g.members});
-  h.tables.fill(c);
-  c.heap_bases = h.bases.data();
-  c.heap_bases_device = h.device ? h.device->bases_device() : h.bases.data();
-  c.heap_size = h.heap_bytes;
-  c.symm_alloc = cb_symm_alloc;
-  c.symm_peer = cb_symm_peer;
-  c.barrier = cb_barrier;
-  c.param = cb_param;
+  pkb::build_context(h.ctx,
+                     {.rank = layout.rank,
+                      .world = layout.world,
+                      .local_rank = layout.local_rank,
+                      .device = h.device ? layout.cuda->device : -1,
+                      .stream = h.device ? h.device->stream() : nullptr,
+                      .heap_bases = h.bases.data(),
+                      .heap_bases_device = h.device ? h.device->bases_device() : h.bases.data(),
+                      .heap_size = h.heap_bytes,
+                      .symm_alloc = cb_symm_alloc,
+                      .symm_peer = cb_symm_peer,
+                      .barrier = cb_barrier,
+                      .param = cb_param},
+                     h.tables);
   h.names.reserve(layout.inputs.size() + 1);
   for (const auto& slot : layout.inputs) {
     h.names.emplace_back();
