@@ -46,7 +46,7 @@ ProblemScore score_problem(const ProblemSamples& p, const ScoreSettings& st) {
     ps.generation_failed += s.status == "generation_failed";
     if (!s.robust_pass) ++ps.failures[s.failure.empty() ? "unknown" : s.failure];
     ps.c_robust += s.correct(Policy::robust);
-    ps.c_pkb += s.correct(Policy::pkb);
+    ps.c_pkb += s.correct(Policy::paper_allclose);
     if (s.correct(Policy::robust)) add_correct_sample(ps, s);
     ps.contended += s.correct(Policy::robust) && s.record.contended;
     ps.host_drift += s.correct(Policy::robust) && s.record.host_drift;
@@ -126,7 +126,7 @@ LoadedResults with_timing_method(const LoadedResults& loaded, const std::string&
         if (s.record.contended || s.record.below_roofline) continue;  // no speedup by any method
         const std::string& recorded = s.record.timing_method.empty() ? "pkb" : s.record.timing_method;
         if (method == recorded) continue;
-        s.speedup = s.record.speedup_by(timing_method_from_name(method).value_or(TimingMethod::pkb));
+        s.speedup = s.record.speedup_by(timing_method_from_name(method).value_or(TimingMethod::barrier));
       }
   r.settings["timing_method"] = nlohmann::json::array({method});
   return r;

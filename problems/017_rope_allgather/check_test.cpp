@@ -72,7 +72,7 @@ TEST(RopeAllgatherCheck, PkbAllcloseAgainstTheEagerOutputRejectsTheFusedOne) {
       for (int r = 0; r < 4; ++r) shards.push_back(eager(c.in[r][which], c.in[r][2], c.in[r][3]));
       eager_out.push_back(at::cat(shards, 1));
     }
-    rejected += !c.passes(fused, {}, pkb::Policy::pkb, &eager_out);
+    rejected += !c.passes(fused, {}, pkb::Policy::paper_allclose, &eager_out);
   }
   EXPECT_GT(rejected, 0);
 }

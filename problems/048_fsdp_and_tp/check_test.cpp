@@ -56,7 +56,7 @@ TEST(FsdpTpCheck, Fp32KernelPassesOursButNotPkbs) {
     at::Tensor fp32 = c.kernel(r, at::kFloat, Flaw::none), bf16 = c.kernel(r, at::kBFloat16, Flaw::none);
     EXPECT_TRUE(c.robust(r, fp32)) << "rank " << r;
     EXPECT_TRUE(c.robust(r, bf16)) << "rank " << r;
-    pkb_mismatches += pkb::compare(pkb::Policy::pkb, fp32, bf16, c.spec.tolerance, at::kBFloat16).mismatches;
+    pkb_mismatches += pkb::compare(pkb::Policy::paper_allclose, fp32, bf16, c.spec.tolerance, at::kBFloat16).mismatches;
   }
   EXPECT_GT(pkb_mismatches, 0) << "PKB's allclose against the bf16 chain rejects the more accurate kernel";
 }

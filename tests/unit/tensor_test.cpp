@@ -183,7 +183,7 @@ TEST(Compare, PoliciesDifferAsDocumented) {
   // gamma * eps(bf16) * rms = 8 * 2^-8 * 10 slack, with a small relative L2 error.
   at::Tensor near = exp.clone();
   near.slice(0, 0, 10) += 0.15;
-  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, near, exp, tol, at::kBFloat16).pass);
+  EXPECT_FALSE(pkb::compare(pkb::Policy::paper_allclose, near, exp, tol, at::kBFloat16).pass);
   auto robust = pkb::compare(pkb::Policy::robust, near, exp, tol, at::kBFloat16);
   EXPECT_TRUE(robust.pass) << pkb::describe(robust);
   // The same error in fp32 has no slack: eps(fp32) is tiny.
@@ -219,21 +219,21 @@ TEST(Compare, CatchesWrongNanShapeAndSystematicBias) {
   EXPECT_EQ(c.first_bad, 17);
   at::Tensor nan = exp.clone();
   nan[3] = std::nan("");
-  c = pkb::compare(pkb::Policy::pkb, nan, exp, tol, at::kFloat);
+  c = pkb::compare(pkb::Policy::paper_allclose, nan, exp, tol, at::kFloat);
   EXPECT_FALSE(c.pass);
   EXPECT_EQ(c.nan_count, 1);
-  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).pass);
-  EXPECT_NE(pkb::compare(pkb::Policy::pkb, exp.view({64, 64}), exp, tol, at::kFloat).error.find("shape"),
+  EXPECT_FALSE(pkb::compare(pkb::Policy::paper_allclose, exp.view({64, 64}), exp, tol, at::kFloat).pass);
+  EXPECT_NE(pkb::compare(pkb::Policy::paper_allclose, exp.view({64, 64}), exp, tol, at::kFloat).error.find("shape"),
             std::string::npos);
   // Every element within the elementwise bound but biased: the relative L2 bound catches it under robust.
   pkb::Tolerance loose = tol;
   loose.atol = 1.0;
   at::Tensor biased = exp + 0.5;
   EXPECT_FALSE(pkb::compare(pkb::Policy::robust, biased, exp, loose, at::kFloat).pass);
-  EXPECT_TRUE(pkb::compare(pkb::Policy::pkb, biased, exp, loose, at::kFloat).pass);
+  EXPECT_TRUE(pkb::compare(pkb::Policy::paper_allclose, biased, exp, loose, at::kFloat).pass);
   // Integers must match exactly under both policies.
   at::Tensor ints = at::arange(10, at::kLong);
-  EXPECT_FALSE(pkb::compare(pkb::Policy::pkb, ints + 1, ints, loose, at::kLong).pass);
+  EXPECT_FALSE(pkb::compare(pkb::Policy::paper_allclose, ints + 1, ints, loose, at::kLong).pass);
   EXPECT_TRUE(pkb::compare(pkb::Policy::robust, ints.clone(), ints, loose, at::kLong).pass);
 }
 

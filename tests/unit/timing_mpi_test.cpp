@@ -412,8 +412,8 @@ void gate_checks() {
   using namespace pkb;
   VirtualGateRuntime rt;
   alignas(4096) static char segment[4096] = {};
-  auto* host = new (segment) runner::GateHost{};
-  runner::GateDevice device{};
+  auto* host = new (segment) runner::GateHostFlags{};
+  runner::GateDeviceFlags device{};
   CallGate gate(rt, segment, sizeof segment, host, &device);
   int next_window = -1;
   auto view = gated_window_view(rt, next_window);
@@ -551,8 +551,8 @@ std::string block_order_problem(const std::vector<std::string>& log, uint32_t fi
 struct BlockRig {
   alignas(4096) char segment[4096] = {};
   VirtualGateRuntime rt;
-  pkb::runner::GateHost* host = new (segment) pkb::runner::GateHost{};
-  pkb::runner::GateDevice device{};
+  pkb::runner::GateHostFlags* host = new (segment) pkb::runner::GateHostFlags{};
+  pkb::runner::GateDeviceFlags device{};
   pkb::CallGate gate{rt, segment, sizeof segment, host, &device};
   int next_window = -1;
   std::unique_ptr<pkb::Runtime> view = pkb::gated_window_view(rt, next_window);

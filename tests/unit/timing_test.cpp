@@ -497,16 +497,16 @@ TEST(ProcessingFailure, AMisreadRecordIsAHarnessErrorNotTheCandidates) {
     (void)mistyped.get<pkb::protocol::RankTiming>();
     FAIL() << "a mistyped record was read without complaint";
   } catch (const std::exception& e) {
-    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::ResultStatus::harness_error) << e.what();
   }
   try {
     nlohmann::json header = nlohmann::json::parse("{\"status\":");  // a safetensors header that does not parse
     FAIL() << "parsed " << header.dump();
   } catch (const std::exception& e) {
-    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::ResultStatus::harness_error) << e.what();
   }
   EXPECT_EQ(pkb::processing_failure_status(std::runtime_error("outputs of the wrong size")),
-            pkb::EvalStatus::runtime_error);
+            pkb::ResultStatus::runtime_error);
 }
 
 // The candidate pass's records as the driver receives them over the sealed channel (eval/evaluate.h sealed_records):
@@ -539,7 +539,7 @@ TEST(SealedRecords, AMistypedRecordIsPkbsFailureUnlessItsStreamIsNotBelieved) {
     (void)pkb::sealed_records({sealed(rank0), sealed(mistyped)});
     FAIL() << "a mistyped record was read without complaint";
   } catch (const std::exception& e) {
-    EXPECT_EQ(pkb::processing_failure_status(e), pkb::EvalStatus::harness_error) << e.what();
+    EXPECT_EQ(pkb::processing_failure_status(e), pkb::ResultStatus::harness_error) << e.what();
     EXPECT_NE(std::string(e.what()).find("\"inputs_mutated\""), std::string::npos) << e.what();
   }
   // A forged record in an injected frame (tests/fixtures/adversarial/inject_frames.cpp): the stream is not believed.

@@ -61,7 +61,7 @@ Comparison compare(Policy policy, const at::Tensor& out_in, const at::Tensor& ex
       c.max_rel_err = std::max(c.max_rel_err, diff / std::max(std::fabs(e[i]), 1e-30));
       if (exact)
         ok = diff == 0;
-      else if (policy == Policy::pkb)
+      else if (policy == Policy::paper_allclose)
         ok = diff <= tol.atol + tol.rtol * std::fabs(o[i]);
       else
         ok = diff <= tol.atol + tol.rtol * std::fabs(e[i]) + slack;

@@ -29,7 +29,8 @@ std::vector<OutputCheck> check_outputs(const ProblemSpec& spec, const RunShape& 
       }
       // pkb is the paper's allclose whatever the problem's tolerance says (which tightens or loosens robust only),
       // so that its pass@k is comparable with ParallelKernelBench's.
-      c.result = compare(policy, got[r][i], expected[r][i], policy == Policy::pkb ? Tolerance{} : spec.tolerance, want);
+      c.result = compare(policy, got[r][i], expected[r][i],
+                         policy == Policy::paper_allclose ? Tolerance{} : spec.tolerance, want);
       checks.push_back(c);
       if (check_replication && out.replicated && r > 0) {
         OutputCheck rep{static_cast<int>(r), out.name, true,

@@ -38,7 +38,7 @@ int run_eval(EvalCliOptions& o) {
   else
     std::cout << format_verdict(r.record) << "  record appended to " << (o.e.out_dir / "results.jsonl").string()
               << "\n";
-  return r.status == EvalStatus::correct ? 0 : r.status == EvalStatus::harness_error ? 2 : 1;
+  return r.status == ResultStatus::correct ? 0 : r.status == ResultStatus::harness_error ? 2 : 1;
 }
 
 }  // namespace

@@ -13,15 +13,16 @@
 
 namespace pkb {
 
-// pkb: a cross-rank barrier before every call, slowest rank, median (the headline). paper: ParallelKernelBench's
-// back-to-back calls, per-rank mean, maximum over ranks. device: GPU time behind a hold (GPUs at W = 1 only).
-enum class TimingMethod { pkb, paper, device };
-inline constexpr std::array<TimingMethod, 3> kTimingMethods = {TimingMethod::pkb, TimingMethod::paper,
+// barrier (named "pkb" in records and on the command line: pkb's own method): a cross-rank barrier before every call,
+// slowest rank, median (the headline). paper: ParallelKernelBench's back-to-back calls, per-rank mean, maximum over
+// ranks. device: GPU time behind a hold (GPUs at W = 1 only).
+enum class TimingMethod { barrier, paper, device };
+inline constexpr std::array<TimingMethod, 3> kTimingMethods = {TimingMethod::barrier, TimingMethod::paper,
                                                                TimingMethod::device};
 template <>
 struct EnumNames<TimingMethod> {
   static constexpr std::pair<TimingMethod, const char*> values[] = {
-      {TimingMethod::pkb, "pkb"}, {TimingMethod::paper, "paper"}, {TimingMethod::device, "device"}};
+      {TimingMethod::barrier, "pkb"}, {TimingMethod::paper, "paper"}, {TimingMethod::device, "device"}};
 };
 
 inline const char* timing_method_name(TimingMethod m) { return enum_name(m); }

@@ -49,7 +49,7 @@ using protocol::RankTiming;
 using RankRecords = std::vector<std::optional<RankRecord>>;  // per rank: its record, nullopt where none arrived
 
 struct Failure {
-  EvalStatus status;
+  ResultStatus status;
   std::string message;
   json detail;
 };
@@ -59,19 +59,19 @@ struct Failure {
 std::optional<Failure> launch_failure(const ProcessResult& pr, const RankRecords& records) {
   if (auto e = first_rank_error(records)) {
     if (e->status == protocol::RankStatus::load_error)
-      return Failure{EvalStatus::load_error, e->message, {{"rank", e->rank}}};
+      return Failure{ResultStatus::load_error, e->message, {{"rank", e->rank}}};
     // The candidate's process on that rank died (its monitor saw it): the rank program itself lived on.
     if (e->status == protocol::RankStatus::crash)
-      return Failure{EvalStatus::crash,
+      return Failure{ResultStatus::crash,
                      "rank " + std::to_string(e->rank) + " " + e->message,
                      {{"rank", e->rank}, {"stderr_tail", stderr_tail(pr, kRecordTailBytes)}}};
     return Failure{
-        EvalStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
+        ResultStatus::runtime_error, "rank " + std::to_string(e->rank) + ": " + e->message, {{"rank", e->rank}}};
   }
   if (pr.ok()) return std::nullopt;
   std::string tail = stderr_tail(pr, kRecordTailBytes);
   if (pr.timed_out)
-    return Failure{EvalStatus::timeout,
+    return Failure{ResultStatus::timeout,
                    "no result within " + std::to_string(static_cast<int>(pr.wall_s)) +
                        " s (hang or deadlock); the rank group was killed",
                    {{"stderr_tail", tail}}};
@@ -85,7 +85,7 @@ std::optional<Failure> launch_failure(const ProcessResult& pr, const RankRecords
     detail["signal"] = sig;
     msg = "rank " + std::string(m[1]) + " killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
   }
-  return Failure{EvalStatus::crash, msg, detail};
+  return Failure{ResultStatus::crash, msg, detail};
 }
 
 json comparison_json(const Comparison& c) {
@@ -143,7 +143,7 @@ CallVerdict check_call(const ProblemSpec& spec, const RunShape& run, const fs::p
   v.all_ranks_sent = true;
   // Both lists hold (rank, output) in the same order; the robust one adds the replication checks.
   auto robust = check_outputs(spec, run, Policy::robust, got, expected, true);
-  auto paper = check_outputs(spec, run, Policy::pkb, got, reference, false);
+  auto paper = check_outputs(spec, run, Policy::paper_allclose, got, reference, false);
   size_t next_paper = 0;
   for (const OutputCheck& c : robust) {
     v.robust_pass &= c.result.pass;
@@ -376,7 +376,7 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
 
 double median_of(const std::optional<RankTiming>& t, TimingMethod m) {
   if (!t) return 0.0;
-  if (m == TimingMethod::pkb) return t->pkb.median_us;
+  if (m == TimingMethod::barrier) return t->pkb.median_us;
   if (m == TimingMethod::paper) return t->paper.stats.median_us;
   return t->device && t->device->stats ? t->device->stats->median_us : 0.0;
 }
@@ -386,7 +386,7 @@ double median_of(const std::optional<RankTiming>& t, TimingMethod m) {
 // two kinds of call apart (paper: per-repetition means; device) claim no time, hence no speedup.
 double candidate_median_us(const std::optional<RankTiming>& cand_t, TimingMethod m, bool repeats_faster) {
   double median = median_of(cand_t, m);
-  if (m != TimingMethod::pkb) return repeats_faster ? 0.0 : median;
+  if (m != TimingMethod::barrier) return repeats_faster ? 0.0 : median;
   if (cand_t && cand_t->repeated_content_iters > 0) median = std::max(median, cand_t->fresh_median_us);
   return median;
 }
@@ -404,10 +404,10 @@ struct Evaluation {
   json wall = json::object();
 
   json& rec() { return res.record; }
-  EvalResult finish(EvalStatus s, const std::string& message) {
+  EvalResult finish(ResultStatus s, const std::string& message) {
     res.status = s;
     json& record = res.record;
-    record["status"] = eval_status_name(s);
+    record["status"] = result_status_name(s);
     record["message"] = message;
     wall["total_s"] = wall_seconds_since(started);
     record["wall"] = wall;
@@ -458,12 +458,12 @@ std::optional<EvalResult> unfinished_verdict(Evaluation& ev, const CandidateRun&
   }
   if (!cand.seal_error.empty()) {
     rec["failure"] = {{"sealed_channel", cand.seal_error}};
-    return ev.finish(EvalStatus::runtime_error,
+    return ev.finish(ResultStatus::runtime_error,
                      "the sealed output channel was tampered with or cut off: " + cand.seal_error);
   }
   if (!cand.ended.empty()) {
     rec["failure"] = {{"stderr_tail", stderr_tail(cand.process, kRecordTailBytes)}};
-    return ev.finish(EvalStatus::crash, cand.ended);
+    return ev.finish(ResultStatus::crash, cand.ended);
   }
   return std::nullopt;
 }
@@ -497,8 +497,8 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   auto t_retime = std::chrono::steady_clock::now();
   const bool had_py = t.have_eager();
   json cached = {{"reason", policy == RetimePolicy::always ? "always" : "host drift"},
-                 {"libtorch_nccl_median_us", median_of(t.libtorch_nccl, TimingMethod::pkb)},
-                 {"pytorch_eager_median_us", had_py ? median_of(t.eager, TimingMethod::pkb) : 0.0}};
+                 {"libtorch_nccl_median_us", median_of(t.libtorch_nccl, TimingMethod::barrier)},
+                 {"pytorch_eager_median_us", had_py ? median_of(t.eager, TimingMethod::barrier) : 0.0}};
   cached.update(host_speed_comparison(t.candidate, t.libtorch_nccl));
   try {
     auto [fresh_cpp, fresh_py] = retime_baselines(ev.spec, o, had_py, retime_dir);
@@ -621,17 +621,17 @@ void record_below_roofline(Evaluation& ev, json& timing) {
 // contention (contention_reason) or lie below the roofline floor.
 EvalResult verdict(Evaluation& ev, const std::string& bad, bool escape) {
   json& rec = ev.rec();
-  if (!bad.empty()) return ev.finish(EvalStatus::incorrect, bad);
+  if (!bad.empty()) return ev.finish(ResultStatus::incorrect, bad);
   if (const std::string why = contention_reason(rec); !why.empty()) {
     // The verdict stands, the times measure contention.
     rec["timing"]["contended"] = true;
     claim_no_speedup(rec["timing"], rec["roofline"], true);
-    return ev.finish(EvalStatus::correct, "correct (functional check: " + why + ")");
+    return ev.finish(ResultStatus::correct, "correct (functional check: " + why + ")");
   }
   if (rec["timing"].contains("below_roofline"))
-    return ev.finish(EvalStatus::correct,
+    return ev.finish(ResultStatus::correct,
                      "correct, but timed below the roofline floor: a timing bug or a forgery, no speedup claimed");
-  return ev.finish(EvalStatus::correct,
+  return ev.finish(ResultStatus::correct,
                    escape ? "correct, but work escaped the timed stream (timing flagged)" : "correct");
 }
 
@@ -652,7 +652,7 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   t.set_eager(read_json_or_null(ref_dir / "timing.py.json"));
   json timing;
   retime_stage(ev, bad, cand_dir / "retime", t, timing);
-  TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::pkb);
+  TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::barrier);
   const json repeat = repeat_faster(t.candidate);
   record_speedups(ev, t, method, repeat, timing);
   record_roofline(ev, t, method, !repeat.is_null());
@@ -735,32 +735,6 @@ CompileOptions eval_compile_options(const EvalOptions& o) {
   return co;
 }
 
-const char* eval_status_name(EvalStatus s) {
-  switch (s) {
-    case EvalStatus::compile_error:
-      return "compile_error";
-    case EvalStatus::lint_violation:
-      return "lint_violation";
-    case EvalStatus::load_error:
-      return "load_error";
-    case EvalStatus::runtime_error:
-      return "runtime_error";
-    case EvalStatus::timeout:
-      return "timeout";
-    case EvalStatus::crash:
-      return "crash";
-    case EvalStatus::incorrect:
-      return "incorrect";
-    case EvalStatus::correct:
-      return "correct";
-    case EvalStatus::not_evaluated:
-      return "not_evaluated";
-    case EvalStatus::harness_error:
-      return "harness_error";
-  }
-  return "crash";
-}
-
 namespace {
 
 // The options as every pass sees them, after the checks that make a bad one a usage error (pkb::Error).
@@ -823,7 +797,7 @@ std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, 
     cr = compile_candidate(source, co);
   } catch (const Error& e) {  // the compiler (or its sandbox) could not be started: nothing is cached, no verdict
     ev.wall["compile_s"] = wall_seconds_since(t0);
-    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+    return ev.finish(ResultStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
   }
   ev.wall["compile_s"] = wall_seconds_since(t0);
   json lint = json::array();
@@ -835,17 +809,17 @@ std::optional<EvalResult> compile_stage(Evaluation& ev, const fs::path& source, 
                          {"lint", lint},
                          {"command", cr.command}};
   if (cr.status == CompileStatus::lint_violation)
-    return ev.finish(EvalStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
+    return ev.finish(ResultStatus::lint_violation, "forbidden construct: " + cr.log.substr(0, cr.log.find('\n')));
   if (cr.status == CompileStatus::compile_error) {
     std::istringstream lines(cr.log);
     std::string line, first_error;
     while (std::getline(lines, line))
       if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
-    return ev.finish(EvalStatus::compile_error,
+    return ev.finish(ResultStatus::compile_error,
                      first_error.empty() ? cr.log.substr(0, cr.log.find('\n')) : first_error);
   }
   if (!ev.o.not_evaluated_reason.empty())
-    return ev.finish(EvalStatus::not_evaluated, "compiled; not evaluated: " + ev.o.not_evaluated_reason);
+    return ev.finish(ResultStatus::not_evaluated, "compiled; not evaluated: " + ev.o.not_evaluated_reason);
   return std::nullopt;
 }
 
@@ -902,7 +876,7 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceO
     // pkb's own machinery failed, not the candidate: a record that says so (no verdict, no sample), which `pkb
     // run` evaluates again on its next invocation.
     rec["failure"] = {{"harness", r.error}};
-    return ev.finish(EvalStatus::harness_error, "harness error, no verdict: " + r.error);
+    return ev.finish(ResultStatus::harness_error, "harness error, no verdict: " + r.error);
   }
   ref_dir = r.dir;
   // The reference pass's fp32 math as its ranks read it back (IEEE, no TF32); reference.py's is in its timing. A
@@ -911,7 +885,7 @@ std::optional<EvalResult> reference_stage(Evaluation& ev, std::future<ReferenceO
     rec["provenance"]["fp32_math"] = read_rank0_record(ref_dir).fp32_math;
   } catch (const protocol::ProtocolError& e) {
     rec["failure"] = {{"harness", e.what()}};
-    return ev.finish(EvalStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
+    return ev.finish(ResultStatus::harness_error, std::string("harness error, no verdict: ") + e.what());
   }
   return std::nullopt;
 }
@@ -942,17 +916,17 @@ EvalResult evaluate_candidate(const ProblemSpec& spec, const fs::path& source, c
   try {
     return judge_candidate(ev, cr, ref_dir);
   } catch (const std::exception& e) {
-    const EvalStatus status = processing_failure_status(e);
-    return ev.finish(status, std::string(status == EvalStatus::harness_error
+    const ResultStatus status = processing_failure_status(e);
+    return ev.finish(status, std::string(status == ResultStatus::harness_error
                                              ? "harness error, no verdict: pkb could not read its own records: "
                                              : "its results could not be processed: ") +
                                  e.what());
   }
 }
 
-EvalStatus processing_failure_status(const std::exception& e) {
+ResultStatus processing_failure_status(const std::exception& e) {
   const bool pkbs_own = dynamic_cast<const protocol::ProtocolError*>(&e) || dynamic_cast<const json::exception*>(&e);
-  return pkbs_own ? EvalStatus::harness_error : EvalStatus::runtime_error;
+  return pkbs_own ? ResultStatus::harness_error : ResultStatus::runtime_error;
 }
 
 }  // namespace pkb

@@ -15,6 +15,7 @@
 #include "compile/compiler.h"
 #include "core/candidate_modes.h"
 #include "core/device_kind.h"
+#include "core/result_record.h"
 #include "protocol/rank_record.h"
 #include "spec/problem_spec.h"
 #include "worker/timing.h"
@@ -23,22 +24,9 @@ namespace pkb {
 
 struct SealedRank;
 
-// not_evaluated: compiled (or failed to), but EvalOptions::not_evaluated_reason stopped it before any rank ran
-// (`pkb run` on a machine without GPUs). harness_error: pkb's own machinery failed (the reference pass failed or
-// ran past its deadline): no verdict on the candidate. Neither is a sample for scoring.
-enum class EvalStatus {
-  compile_error,
-  lint_violation,
-  load_error,
-  runtime_error,
-  timeout,
-  crash,
-  incorrect,
-  correct,
-  not_evaluated,
-  harness_error
-};
-const char* eval_status_name(EvalStatus s);
+// An evaluation ends in one of ResultStatus's outcomes (core/result_record.h): compile_error through correct, or
+// not_evaluated (compiled, or failed to, but EvalOptions::not_evaluated_reason stopped it before any rank ran: `pkb
+// run` on a machine without GPUs) or harness_error (pkb's own machinery failed: no verdict on the candidate).
 
 struct EvalOptions {
   int world = 2;
@@ -82,7 +70,7 @@ struct EvalOptions {
 };
 
 struct EvalResult {
-  EvalStatus status = EvalStatus::crash;
+  ResultStatus status = ResultStatus::crash;
   nlohmann::json record;
 };
 
@@ -146,7 +134,7 @@ SealedRecords sealed_records(const std::vector<SealedRank>& got);
 // (protocol::ProtocolError: not an object, a key missing or of the wrong type) or a JSON error (a safetensors header
 // that does not parse) is pkb's own: every record and header the driver reads is the monitor's writing, so it is a
 // harness_error, never the candidate's runtime_error; anything else is runtime_error.
-EvalStatus processing_failure_status(const std::exception& e);
+ResultStatus processing_failure_status(const std::exception& e);
 
 // The candidate timing's median cache-and-branch probe over the libtorch+NCCL baseline timing's (both the rank
 // programs' host_chase_probe_us, the baseline possibly cached from hours before), and whether that ratio is beyond

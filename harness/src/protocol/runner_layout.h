@@ -34,8 +34,8 @@ struct RunnerCuda {
   int device = 0;
   std::string ipc_hex;
   size_t flags_offset = 0;             // the device barrier's flags, in every heap
-  size_t gate_host_offset = 0;         // this rank's GateHost, in its host segment
-  size_t gate_offset = 0;              // this rank's GateDevice, in its heap
+  size_t gate_host_offset = 0;         // this rank's GateHostFlags, in its host segment
+  size_t gate_offset = 0;              // this rank's GateDeviceFlags, in its heap
   std::string gate_flags = "kernels";  // the flags' mechanism: "kernels", "write_ops" or "stream_memory_ops"
   bool operator==(const RunnerCuda&) const = default;
 };

@@ -303,8 +303,8 @@ void apply_python(Planned& p, const PythonRunResult& py) {
     json& pylog = p.res.record["python_comparisons"] = json::array();
     for (int t = 0; t < p.o.trials; ++t)
       if (same_device)
-        compare_trial(*p.spec, p.run, p.dir, t, "py.rank", read_outputs(*p.spec, p.run, p.dir, t, "rank"), Policy::pkb,
-                      py_tally, pylog);
+        compare_trial(*p.spec, p.run, p.dir, t, "py.rank", read_outputs(*p.spec, p.run, p.dir, t, "rank"),
+                      Policy::paper_allclose, py_tally, pylog);
       else
         compare_trial(*p.spec, p.run, p.dir, t, "py.rank", p.expected.at(t), Policy::robust, py_tally, pylog);
     p.python_verdict = py_tally.pass ? "agrees" : "disagrees";

@@ -7,7 +7,8 @@
 
 namespace pkb {
 
-CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host, runner::GateDevice* device)
+CallGate::CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHostFlags* host,
+                   runner::GateDeviceFlags* device)
     : rt_(rt), host_(host), device_(device) {
   char* mapped = static_cast<char*>(rt.map_host_memory(segment, segment_bytes));
   auto device_address = [&](const void* p) {
@@ -106,9 +107,9 @@ class BaselineWindowView final : public GatedView {
   BaselineWindowView(Runtime& monitor, Runtime& baseline) : GatedView(monitor), baseline_(baseline) {
     // A page of its own, registered with the runtime until the runtime goes (so never freed here: a page a timing).
     constexpr size_t kPage = 4096;
-    page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHost{};
-    flags_ = static_cast<runner::GateDevice*>(monitor.private_alloc(sizeof(runner::GateDevice)));
-    monitor.fill(flags_, 0, sizeof(runner::GateDevice));
+    page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHostFlags{};
+    flags_ = static_cast<runner::GateDeviceFlags*>(monitor.private_alloc(sizeof(runner::GateDeviceFlags)));
+    monitor.fill(flags_, 0, sizeof(runner::GateDeviceFlags));
     if (std::string err = monitor.stream_synchronize(); !err.empty()) throw Error("the baselines' gate: " + err);
     gate_ = std::make_unique<CallGate>(monitor, page_, kPage, page_, flags_);
   }
@@ -126,8 +127,8 @@ class BaselineWindowView final : public GatedView {
 
  private:
   Runtime& baseline_;
-  runner::GateHost* page_ = nullptr;
-  runner::GateDevice* flags_ = nullptr;
+  runner::GateHostFlags* page_ = nullptr;
+  runner::GateDeviceFlags* flags_ = nullptr;
   std::unique_ptr<CallGate> gate_;
   uint32_t seq_ = 0;
 };

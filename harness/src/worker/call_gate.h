@@ -61,9 +61,10 @@ int block_calls_per_wake(size_t input_copy_bytes, int inputs, int outputs);
 
 class CallGate {
  public:
-  // host: this rank's GateHost in the host segment `segment` (page-aligned, `segment_bytes`) that the runner maps
-  // too; device: this rank's GateDevice in its heap.
-  CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHost* host, runner::GateDevice* device);
+  // host: this rank's GateHostFlags in the host segment `segment` (page-aligned, `segment_bytes`) that the runner maps
+  // too; device: this rank's GateDeviceFlags in its heap.
+  CallGate(Runtime& rt, void* segment, size_t segment_bytes, runner::GateHostFlags* host,
+           runner::GateDeviceFlags* device);
   // Before the runner is woken for call `seq` (it is frozen): the gate with `bracket`'s work in it.
   void open(uint32_t seq, const CallBracket& bracket) { open_block(seq, {bracket}); }
   // Before the runner is woken for a block (runner::kRunBlock) of brackets.size() calls, numbered first_seq on: one
@@ -76,8 +77,8 @@ class CallGate {
 
  private:
   Runtime& rt_;
-  runner::GateHost* host_;
-  runner::GateDevice* device_;
+  runner::GateHostFlags* host_;
+  runner::GateDeviceFlags* device_;
   const uint32_t* armed_ = nullptr;  // the host flags' device addresses
   const uint32_t* abort_ = nullptr;
 };

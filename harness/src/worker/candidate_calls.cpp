@@ -121,10 +121,10 @@ class RunnerCalls final : public CandidateCalls {
                             "/proc/uptime",
                             "/proc/loadavg"};
     if (env.cuda)
-      gate_ =
-          std::make_unique<CallGate>(rt, heap.own_host_segment, heap.host_bytes,
-                                     reinterpret_cast<runner::GateHost*>(heap.own_host_segment + heap.gate_host_offset),
-                                     reinterpret_cast<runner::GateDevice*>(rt.heap_base(rt.rank()) + heap.gate_offset));
+      gate_ = std::make_unique<CallGate>(
+          rt, heap.own_host_segment, heap.host_bytes,
+          reinterpret_cast<runner::GateHostFlags*>(heap.own_host_segment + heap.gate_host_offset),
+          reinterpret_cast<runner::GateDeviceFlags*>(rt.heap_base(rt.rank()) + heap.gate_offset));
     runner_ = std::make_unique<RunnerProcess>(runner_program(), layout, heap.host_fds, work);
   }
   std::string load_error() const override { return runner_->loaded().error; }
@@ -168,17 +168,17 @@ class RunnerCalls final : public CandidateCalls {
 // ---- GPUs: the library in this process ----
 
 // The context handed to the candidate, followed by what its callbacks need. ctx must stay the first member.
-struct InProcessHost {
+struct InProcessContext {
   pkb_context ctx{};
   Runtime* rt = nullptr;
   std::string callback_error;
   ContextTables tables;  // the parameters and groups
 };
 
-InProcessHost* host_of(pkb_context* ctx) { return reinterpret_cast<InProcessHost*>(ctx); }
+InProcessContext* host_of(pkb_context* ctx) { return reinterpret_cast<InProcessContext*>(ctx); }
 
 void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
-  InProcessHost* h = host_of(ctx);
+  InProcessContext* h = host_of(ctx);
   try {
     void* p = h->rt->alloc(bytes, true);
     h->rt->fill(p, 0, bytes);
@@ -218,7 +218,7 @@ class InProcessCalls final : public CandidateCalls {
 
  private:
   void fill_context(const WorkerEnv& env, Runtime& rt) {
-    InProcessHost& h = host_;
+    InProcessContext& h = host_;
     h.rt = &rt;
     for (const auto& [k, v] : all_params(env)) h.tables.param_names.push_back(k), h.tables.param_values.push_back(v);
     h.tables.group_members = my_groups(env);
@@ -237,7 +237,7 @@ class InProcessCalls final : public CandidateCalls {
                    .param = cb_param},
                   h.tables);
   }
-  InProcessHost host_;
+  InProcessContext host_;
   std::vector<std::vector<pkb_tensor>> inputs_;
   std::vector<pkb_tensor> outputs_;
   CandidateLibrary lib_;

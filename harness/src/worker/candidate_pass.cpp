@@ -60,10 +60,10 @@ class PhaseClock {
 // other ranks may be waiting for this one in a collective.
 struct CallFailed {};
 
-class CandidateHost {
+class CandidateMonitor {
  public:
-  CandidateHost(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
-                const CandidateInputSource& inputs)
+  CandidateMonitor(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
+                   const CandidateInputSource& inputs)
       : o_(o), env_(env), record_(record), inputs_source_(inputs) {}
 
   void run() {
@@ -101,11 +101,11 @@ class CandidateHost {
       plan_ = o_.rotation_copies > 0
                   ? copy_plan(o_.rotation_copies, std::clamp(o_.warmup_copies, 1, o_.rotation_copies), o_.timing)
                   : world_timing_copies(spec, env_.run, env_.cuda, o_.timing);
-    // The candidate in its own process unless a GPU candidate is asked in (--candidate-process in-process).
+    // The candidate in its own process unless a GPU candidate is asked in (--candidate-process in-process). A runner
+    // has only the warm-up rotation's slots, and each call's contents are copied or drawn into its slot just before it.
     use_runner_ = o_.uses_runner();
-    per_call_upload_ = use_runner_;
     in_copy_bytes_ = in_bytes;
-    const int slots = per_call_upload_ ? plan_.warmup_copies : plan_.copies;
+    const int slots = use_runner_ ? plan_.warmup_copies : plan_.copies;
     constexpr size_t kArenaMibCuda = 256, kArenaMibCpu = 16, kAlignmentSlack = size_t{1} << 20;
     const size_t sync_bytes = align_to_heap(sizeof(runner::SyncLine) * static_cast<size_t>(env_.world));
     size_t arena = (o_.heap_mib ? o_.heap_mib : (env_.cuda ? kArenaMibCuda : kArenaMibCpu)) << 20;
@@ -140,7 +140,7 @@ class CandidateHost {
     if (!use_runner_) return;
     // The call gate's host flags go after the SyncLines, in every rank's segment at the same offset (each pair uses
     // its own rank's).
-    const size_t gate_host_bytes = align_to_heap(sizeof(runner::GateHost));
+    const size_t gate_host_bytes = align_to_heap(sizeof(runner::GateHostFlags));
     sync_rt_ = make_cpu_runtime(MPI_COMM_WORLD, std::max<size_t>(sync_bytes + gate_host_bytes, 4096), "rsync");
     heap_.sync_offset = static_cast<char*>(sync_rt_->alloc(sync_bytes, false)) - sync_rt_->heap_base(env_.rank);
     heap_.gate_host_offset =
@@ -150,7 +150,7 @@ class CandidateHost {
     heap_.host_bytes = sync_rt_->heap_size();
     void* flags = rt_->alloc(align_to_heap(sizeof(uint32_t) * static_cast<size_t>(env_.world)), false);  // zeroed
     heap_.flags_offset = static_cast<char*>(flags) - rt_->heap_base(env_.rank);
-    void* gate = rt_->alloc(align_to_heap(sizeof(runner::GateDevice)), false);  // zeroed too
+    void* gate = rt_->alloc(align_to_heap(sizeof(runner::GateDeviceFlags)), false);  // zeroed too
     heap_.gate_offset = static_cast<char*>(gate) - rt_->heap_base(env_.rank);
     l2_scratch_bytes_ = 2 * cuda_l2_bytes();
     l2_scratch_ = l2_scratch_bytes_ ? rt_->private_alloc(l2_scratch_bytes_) : nullptr;
@@ -304,7 +304,7 @@ class CandidateHost {
 
   // ---- Stage 3: timing ----
 
-  int slot_of(int copy) const { return per_call_upload_ ? copy % static_cast<int>(heap_.inputs.size()) : copy; }
+  int slot_of(int copy) const { return use_runner_ ? copy % static_cast<int>(heap_.inputs.size()) : copy; }
 
   // Before every timing call (outside its window): the copy's contents into its slot where they are not there already
   // (in a runner always: a slot holds a copy only during its call, so no call sees another's inputs ahead of time,
@@ -312,9 +312,9 @@ class CandidateHost {
   // invoke).
   void before_call(int copy) {
     int slot = slot_of(copy);
-    if (per_call_upload_ && draw_in_place_)
+    if (use_runner_ && draw_in_place_)
       draw_into_slot(copy, slot);
-    else if (per_call_upload_)
+    else if (use_runner_)
       upload(contents_[copy], slot);
     // A GPU runner's inputs were just written through the L2: evict them, as the baselines' rotation keeps a call's
     // inputs out of it. A call gate orders the runner's work after all of this (worker/call_gate.h).
@@ -368,7 +368,7 @@ class CandidateHost {
     // A runner's inputs are checked after every call (they are written anew before each, so a change would not
     // outlive it) and recorded at the kept one; in process every copy's once after the loop; a block's kept calls
     // once the block ended (check_kept_inputs).
-    if (!per_call_upload_ || in_block) return;
+    if (!use_runner_ || in_block) return;
     const std::vector<std::string> changed = inputs_changed(copy);
     if (keep_) mutated_.insert(changed.begin(), changed.end());
   }
@@ -377,7 +377,7 @@ class CandidateHost {
   // into scratch.
   void readback(int copy) {
     keep_ = capture_draw_.keep(copy, capture_[copy] != nullptr);
-    if (!keep_ && !per_call_upload_) return;  // in process every copy is captured; this call is not kept
+    if (!keep_ && !use_runner_) return;  // in process every copy is captured; this call is not kept
     read_outputs_to(keep_ ? capture_[copy] : capture_scratch_);
   }
 
@@ -454,12 +454,12 @@ class CandidateHost {
     if (made_[k]) return;
     made_[k] = 1;
     if (draw_in_place_) {
-      if (!per_call_upload_) draw_copy(k, slot_pointers(k).data()), ++copies_drawn_;
+      if (!use_runner_) draw_copy(k, slot_pointers(k).data()), ++copies_drawn_;
       return;
     }
     contents_[k] = make_inputs(kTimedTrialBase + k);
     ++copies_made_;
-    if (!per_call_upload_) upload(contents_[k], k);
+    if (!use_runner_) upload(contents_[k], k);
   }
 
   // Where the timing's copies come from (drawn in place or made on the host), and the copies whose captures the driver
@@ -474,14 +474,14 @@ class CandidateHost {
       draw_in_place_ = draw_refused_.empty();
     }
     checked_.assign(plan_.copies, 1);
-    if (per_call_upload_ && !o_.captured_copies.empty()) {
+    if (use_runner_ && !o_.captured_copies.empty()) {
       checked_.assign(plan_.copies, 0);
       for (int k : o_.captured_copies)
         if (k >= 0 && k < plan_.copies) checked_[k] = 1;
     }
     seen_.assign(plan_.copies, 0);
     made_.assign(plan_.copies, 0);
-    if (draw_in_place_ && per_call_upload_) given_ = static_cast<char*>(rt_->private_alloc(in_copy_bytes_));
+    if (draw_in_place_ && use_runner_) given_ = static_cast<char*>(rt_->private_alloc(in_copy_bytes_));
   }
 
   void make_warmup_copies() {
@@ -495,7 +495,7 @@ class CandidateHost {
   // Copies drawn in process are kernels on this rank's stream: done before any call reads them, as an upload is
   // (a candidate's side stream would not wait for them).
   void copies_written() {
-    if (draw_in_place_ && !per_call_upload_) throw_if_error(rt_->stream_synchronize(), "drawing input copies");
+    if (draw_in_place_ && !use_runner_) throw_if_error(rt_->stream_synchronize(), "drawing input copies");
   }
 
   void make_copies_of_calls(int first, int count) {
@@ -518,7 +518,7 @@ class CandidateHost {
     capture_.assign(plan_.copies, nullptr);
     for (int k = 0, slot = 0; k < plan_.copies; ++k)
       if (wanted[k]) capture_[k] = all + stride * slot++;
-    if (per_call_upload_) capture_scratch_ = static_cast<char*>(rt_->private_alloc(stride));
+    if (use_runner_) capture_scratch_ = static_cast<char*>(rt_->private_alloc(stride));
     capture_draw_ = CaptureDraw(plan_.copies, std::random_device{}());
   }
 
@@ -705,9 +705,9 @@ class CandidateHost {
   }
 
   void record_timing(const TimingStats& stats) {
-    if (!per_call_upload_ && draw_in_place_)
+    if (!use_runner_ && draw_in_place_)
       check_drawn_copies_unchanged();
-    else if (!per_call_upload_)
+    else if (!use_runner_)
       for (int k = 0; k < plan_.copies; ++k)
         if (!contents_[k].empty())
           for (const auto& name : mutated_inputs(heap_.inputs[k], contents_[k])) mutated_.insert(name);
@@ -737,7 +737,7 @@ class CandidateHost {
   std::unique_ptr<CandidateCalls> calls_;
   HeapLayout heap_;
   CopyPlan plan_;
-  bool use_runner_ = false, per_call_upload_ = false;
+  bool use_runner_ = false;
   bool draw_in_place_ = false;  // copies drawn into their slots by the runtime, never made on the host
   std::string draw_refused_;    // why copies are made on the host although --draw-copies on asked otherwise
   size_t in_copy_bytes_ = 0;
@@ -770,7 +770,7 @@ class CandidateHost {
 void run_candidate_pass(const WorkerOptions& o, WorkerEnv& env, protocol::RankRecord& record,
                         const CandidateInputSource& inputs) {
   if (env.cuda) record.gpu = runtime_versions(env.device).gpu;
-  CandidateHost(o, env, record, inputs).run();
+  CandidateMonitor(o, env, record, inputs).run();
 }
 
 }  // namespace pkb

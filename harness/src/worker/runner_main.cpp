@@ -33,16 +33,16 @@ using pkb::protocol::RunnerCuda;
 using pkb::protocol::RunnerLayout;
 
 // The context the candidate sees, followed by what its callbacks need. ctx must stay the first member.
-struct Host {
+struct RunnerContext {
   pkb_context ctx{};
   Control* control = nullptr;
   std::vector<void*> bases;
   size_t heap_bytes = 0, arena_next = 0;
-  SyncLine* sync = nullptr;           // world lines in host memory all runners map (rank 0's heap on CPU ranks)
-  Device* device = nullptr;           // GPUs: the heaps by CUDA IPC, the stream, the device barrier
-  uint32_t* flags = nullptr;          // GPUs: the device barrier's flags, at the same offset of every heap
-  GateHost* gate_host = nullptr;      // GPUs: the call gate's host flags (this rank's host segment)
-  GateDevice* gate_device = nullptr;  // GPUs: its device flags (this rank's heap)
+  SyncLine* sync = nullptr;                // world lines in host memory all runners map (rank 0's heap on CPU ranks)
+  Device* device = nullptr;                // GPUs: the heaps by CUDA IPC, the stream, the device barrier
+  uint32_t* flags = nullptr;               // GPUs: the device barrier's flags, at the same offset of every heap
+  GateHostFlags* gate_host = nullptr;      // GPUs: the call gate's host flags (this rank's host segment)
+  GateDeviceFlags* gate_device = nullptr;  // GPUs: its device flags (this rank's heap)
   uint64_t epoch = 0, alloc_seq = 0;
   pkb::ContextTables tables;                    // the parameters and groups
   std::vector<std::vector<std::string>> names;  // keeps the tensors' names alive
@@ -50,15 +50,15 @@ struct Host {
   std::vector<pkb_tensor> outputs;
 };
 
-Host* host_of(pkb_context* ctx) { return reinterpret_cast<Host*>(ctx); }
+RunnerContext* host_of(pkb_context* ctx) { return reinterpret_cast<RunnerContext*>(ctx); }
 
-void set_error(Host* h, const std::string& why) {
+void set_error(RunnerContext* h, const std::string& why) {
   if (h->control->error[0] != 0) return;  // the first error explains the rest
   std::strncpy(h->control->error, why.c_str(), sizeof h->control->error - 1);
 }
 
 // Every runner's epoch reaches ours: a barrier among the W runners through shared host memory (no MPI in here).
-void host_barrier(Host* h) {
+void host_barrier(RunnerContext* h) {
   pkb_context* ctx = &h->ctx;
   uint64_t target = ++h->epoch;
   h->sync[ctx->rank].barrier_epoch.store(target, std::memory_order_release);
@@ -69,7 +69,7 @@ void host_barrier(Host* h) {
 
 // The candidate's barrier: on the host on CPU ranks, enqueued on the stream (the device flag barrier) on GPUs.
 int cb_barrier(pkb_context* ctx) {
-  Host* h = host_of(ctx);
+  RunnerContext* h = host_of(ctx);
   if (h->device)
     h->device->barrier(h->flags);
   else
@@ -80,7 +80,7 @@ int cb_barrier(pkb_context* ctx) {
 // Collective: every runner posts its size, all compare after a barrier, and a second barrier keeps the lines until
 // every runner has read them.
 void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
-  Host* h = host_of(ctx);
+  RunnerContext* h = host_of(ctx);
   SyncLine& mine = h->sync[ctx->rank];
   mine.alloc_bytes.store(bytes, std::memory_order_relaxed);
   mine.alloc_seq.store(++h->alloc_seq, std::memory_order_release);
@@ -110,7 +110,7 @@ void* cb_symm_alloc(pkb_context* ctx, size_t bytes) {
 }
 
 void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) {
-  Host* h = host_of(ctx);
+  RunnerContext* h = host_of(ctx);
   auto* c = static_cast<const char*>(ptr);
   auto* mine = static_cast<char*>(h->bases[ctx->rank]);
   if (peer < 0 || peer >= ctx->world_size || c < mine || c >= mine + h->heap_bytes) return nullptr;
@@ -119,7 +119,7 @@ void* cb_symm_peer(pkb_context* ctx, const void* ptr, int peer) {
 
 int64_t cb_param(pkb_context* ctx, const char* name) { return host_of(ctx)->tables.param(name); }
 
-pkb_tensor view(Host& h, const LayoutTensor& t) {
+pkb_tensor view(RunnerContext& h, const LayoutTensor& t) {
   pkb_tensor v{};
   v.data = static_cast<char*>(h.bases[h.ctx.rank]) + t.offset;
   v.dtype = static_cast<pkb_dtype>(t.dtype);
@@ -131,7 +131,7 @@ pkb_tensor view(Host& h, const LayoutTensor& t) {
 }
 
 // The heaps (already mapped), the tensors of every slot, the parameters and groups, the callbacks.
-void fill_context(Host& h, const RunnerLayout& layout) {
+void fill_context(RunnerContext& h, const RunnerLayout& layout) {
   h.heap_bytes = layout.heap_bytes;
   h.arena_next = layout.arena_offset;
   // h.sync: rank 0's heap (CPU ranks) or rank 0's host segment (GPUs), as map_memory found it.
@@ -209,7 +209,7 @@ std::string unhex(const std::string& hex) {
 
 // The memory the runner shares: the host segments its descriptors name (the heaps on CPU ranks; on GPUs a small one
 // for the runners' host-side agreement), and on GPUs the heaps by CUDA IPC. Before any candidate code.
-std::unique_ptr<Device> map_memory(Host& h, const RunnerLayout& layout) {
+std::unique_ptr<Device> map_memory(RunnerContext& h, const RunnerLayout& layout) {
   std::vector<void*> host;
   for (int q = 0; q < layout.world; ++q) {
     void* base = mmap(nullptr, layout.host_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kHeapFd + q, 0);
@@ -234,13 +234,13 @@ std::unique_ptr<Device> map_memory(Host& h, const RunnerLayout& layout) {
   h.device = device.get();
   const int rank = layout.rank;
   h.flags = reinterpret_cast<uint32_t*>(static_cast<char*>(h.bases[rank]) + cuda.flags_offset);
-  h.gate_host = reinterpret_cast<GateHost*>(static_cast<char*>(host.at(rank)) + cuda.gate_host_offset);
-  h.gate_device = reinterpret_cast<GateDevice*>(static_cast<char*>(h.bases[rank]) + cuda.gate_offset);
+  h.gate_host = reinterpret_cast<GateHostFlags*>(static_cast<char*>(host.at(rank)) + cuda.gate_host_offset);
+  h.gate_device = reinterpret_cast<GateDeviceFlags*>(static_cast<char*>(h.bases[rank]) + cuda.gate_offset);
   return device;
 }
 
 // Landlock and seccomp (worker/lockdown.h); what could not be applied is noted for the monitor's record.
-void lock_down(Host& h, const RunnerLayout& layout) {
+void lock_down(RunnerContext& h, const RunnerLayout& layout) {
   std::vector<std::string> granted = layout.granted_paths;
   granted.push_back("/proc/" + std::to_string(getpid()));  // its own /proc entries (/proc/self leads there)
   if (h.device) granted.push_back("/proc/driver");         // the NVIDIA driver's files, read by the CUDA runtime
@@ -264,7 +264,7 @@ constexpr double kGoWaitUs = 30e6;
 
 // One call, sequence number `seq`, on `slot`: on GPUs its work waits on the stream for the monitor's go and is
 // followed there by done (worker/call_gate.h); `arm` says the monitor's hold may end now (a block's first call only).
-int make_call(Host& h, const pkb::CandidateLibrary& lib, int op, int slot, uint32_t seq, bool arm) {
+int make_call(RunnerContext& h, const pkb::CandidateLibrary& lib, int op, int slot, uint32_t seq, bool arm) {
   if (h.device) {
     h.device->wait_flag(&h.gate_device->go, seq, kGoWaitUs);
     if (arm) h.gate_host->armed.store(seq, std::memory_order_release);
@@ -277,7 +277,7 @@ int make_call(Host& h, const pkb::CandidateLibrary& lib, int op, int slot, uint3
 // kRunBlock: the block's calls back to back in this one wake, each behind its own go on the stream; on GPUs no host
 // waits between them (the monitor's stream fills each call's slot only once the call before it wrote done). Every
 // call is made whatever an earlier one returned, so every wait of the monitor's ends; rc is the first that was not 0.
-int run_block(Host& h, const pkb::CandidateLibrary& lib, const Control& ctl, uint32_t last) {
+int run_block(RunnerContext& h, const pkb::CandidateLibrary& lib, const Control& ctl, uint32_t last) {
   const int32_t count = ctl.count;  // read once, as are the slots: what is checked is what runs
   int32_t slots[kMaxBlockCalls];
   std::copy(ctl.block_slots, ctl.block_slots + std::clamp(count, 0, kMaxBlockCalls), slots);
@@ -294,7 +294,7 @@ int run_block(Host& h, const pkb::CandidateLibrary& lib, const Control& ctl, uin
 
 // One call (or one block) each time the monitor wakes the runner; on GPUs the device is synchronized before it counts
 // as done.
-[[noreturn]] void serve(Host& h, const pkb::CandidateLibrary& lib) {
+[[noreturn]] void serve(RunnerContext& h, const pkb::CandidateLibrary& lib) {
   Control& ctl = *h.control;
   ctl.done.store(ctl.seq.load());
   for (;;) {
@@ -320,7 +320,7 @@ int run_block(Host& h, const pkb::CandidateLibrary& lib, const Control& ctl, uin
 int main() {
   void* page = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kControlFd, 0);
   if (page == MAP_FAILED) die("cannot map the control page");
-  Host h;
+  RunnerContext h;
   h.control = static_cast<Control*>(page);
   RunnerLayout layout;
   try {

@@ -73,19 +73,19 @@ static_assert(sizeof(SyncLine) == 64);
 // GPU runners' call gate (worker/call_gate.h): every call's window is timed on the device by the monitor's events,
 // and the runner's stream is chained to them through these flags. Host memory both processes map (the monitor's
 // host segment, registered for the device): the runner's "about to call" and the monitor's "stop waiting".
-struct GateHost {
+struct GateHostFlags {
   alignas(64) std::atomic<uint32_t> armed;  // runner: the call it makes next, written just before it makes it
   alignas(64) std::atomic<uint32_t> abort;  // monitor: the call whose waits end now (it ended, however it ended)
   char pad[64];
 };
 // Device memory in the monitor's heap (the runner opened it by CUDA IPC): the monitor's stream writes go once the
 // window has started; the runner's stream waits for it before the call's work and writes done after it.
-struct GateDevice {
+struct GateDeviceFlags {
   uint32_t go;
   uint32_t pad0[31];
   uint32_t done;
   uint32_t pad1[31];
 };
-static_assert(sizeof(GateHost) == 192 && sizeof(GateDevice) == 256);
+static_assert(sizeof(GateHostFlags) == 192 && sizeof(GateDeviceFlags) == 256);
 
 }  // namespace pkb::runner
