@@ -110,4 +110,37 @@ TEST_F(Sandbox, ItsProcessesDieWithIt) {
   EXPECT_EQ(found.find("sleep 3000.424242"), std::string::npos) << "a process outlived its sandbox";
 }
 
+// A GPU job whose processes share a GPU gets an MPS daemon of the sandbox's own: started before the job with the
+// pipes in the sandbox's /tmp (what its clients are told), the host's pipe directory not bound, told to quit after the
+// job, whose exit status is the sandbox's. A stand-in control program (bound over PATH) records what it was asked.
+TEST_F(Sandbox, ItsOwnMpsDaemonStartsBeforeTheJobAndQuitsAfter) {
+  pkb::test::TempDir fake, scratch, host_pipes;
+  pkb::test::write_file(fake.path() / "nvidia-cuda-mps-control",
+                        "#!/bin/sh\n"
+                        "if [ \"$1\" = -d ]; then echo started > \"$CUDA_MPS_PIPE_DIRECTORY/control\"; "
+                        "echo \"daemon pipes=$CUDA_MPS_PIPE_DIRECTORY logs=$CUDA_MPS_LOG_DIRECTORY\" >> /pkb/work/log; "
+                        "exit 0; fi\n"
+                        "read cmd; echo \"asked: $cmd\" >> /pkb/work/log\n");
+  fs::permissions(fake.path() / "nvidia-cuda-mps-control", fs::perms::owner_all | fs::perms::others_exec |
+                                                               fs::perms::others_read | fs::perms::group_exec |
+                                                               fs::perms::group_read);
+  pkb::test::write_file(host_pipes.path() / "control", "the host's");
+  pkb::Sandbox box;
+  box.gpu = true;
+  box.own_mps = true;
+  box.work = scratch.path();
+  box.read_only_at = {{fake.path(), "/pkb/fake"}};
+  box.env = {{"PATH", "/pkb/fake:/usr/bin:/bin"}, {"CUDA_MPS_PIPE_DIRECTORY", host_pipes.path().string()}};
+  auto in = run_inside(box,
+                       "echo \"job sees $CUDA_MPS_PIPE_DIRECTORY: $(cat $CUDA_MPS_PIPE_DIRECTORY/control)\" >> "
+                       "/pkb/work/log; test -e " +
+                           host_pipes.path().string() + "/control && echo HOST-PIPES; exit 7");
+  EXPECT_EQ(in.result.exit_code, 7) << in.out;
+  EXPECT_EQ(in.out.find("HOST-PIPES"), std::string::npos) << "the host's pipe directory is bound in: " << in.out;
+  EXPECT_EQ(pkb::read_text_file(scratch.path() / "log"),
+            "daemon pipes=" + pkb::kSandboxMpsPipes.string() + " logs=" + pkb::kSandboxMpsLogs.string() +
+                "\njob sees " + pkb::kSandboxMpsPipes.string() + ": started\nasked: quit\n")
+      << in.out;
+}
+
 }  // namespace
