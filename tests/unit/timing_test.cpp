@@ -474,6 +474,26 @@ TEST(CandidateProcess, TheRunnerIsTheDefaultOnEveryDevice) {
             CandidateProcess::in_process);
 }
 
+// Each side's instrument, as the record names it: a GPU candidate in a runner crosses the call gate between two
+// processes while the libtorch baseline's gated view is two streams of one; in process both are events; CPU runners
+// ring a doorbell on both sides; reference.py is always its own events, listed only where it was timed.
+TEST(CandidateProcess, TheRecordNamesEachSidesInstrument) {
+  using nlohmann::json;
+  using pkb::CandidateProcess;
+  pkb::EvalOptions gpu;
+  gpu.device = pkb::DeviceKind::cuda;
+  EXPECT_EQ(pkb::timing_instruments(gpu, true), json({{"candidate", "call_gate"},
+                                                      {"baseline_libtorch_nccl", "call_gate_one_process"},
+                                                      {"baseline_pytorch_eager", "events"}}));
+  gpu.candidate_process = CandidateProcess::in_process;
+  EXPECT_EQ(pkb::timing_instruments(gpu, false), json({{"candidate", "events"}, {"baseline_libtorch_nccl", "events"}}));
+  pkb::EvalOptions cpu;
+  cpu.device = pkb::DeviceKind::cpu;
+  cpu.candidate_process = CandidateProcess::in_process;  // CPU ranks: a runner all the same
+  EXPECT_EQ(pkb::timing_instruments(cpu, false),
+            json({{"candidate", "doorbell"}, {"baseline_libtorch_nccl", "doorbell"}}));
+}
+
 // Times that measure contention claim no speedup: ranks that shared a GPU, or a GPU runner whose CUDA context took
 // turns with its monitor's (no MPS). A runner that MPS served, or a CPU-rank record, is timed as usual.
 TEST(Verdict, ContentionIsNamedWhereTimesMeasureIt) {

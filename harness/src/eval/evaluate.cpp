@@ -512,19 +512,10 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
   ev.wall["retime_s"] = wall_seconds_since(t_retime);
 }
 
-// How each side's calls were timed: through the call gate (the candidate in a runner: two processes under MPS; the
-// libtorch baseline's gated view: two streams of one process), the host's doorbell (CPU runners) or events in the
-// timed process (in process, and reference.py always). Where the headline's two sides differ, a note says which way.
+// timing.instruments, and where the headline's two sides differ a note that says which way.
 void record_instruments(const EvalOptions& o, bool have_py, json& timing) {
-  const bool gpu = o.device == DeviceKind::cuda;
-  const char* candidate = !o.uses_runner() ? "events" : gpu ? "call_gate" : "doorbell";
-  json inst = {{"candidate", candidate},
-               {"baseline_libtorch_nccl", !o.uses_runner() ? "events"
-                                          : gpu            ? "call_gate_one_process"
-                                                           : "doorbell"}};
-  if (have_py) inst["baseline_pytorch_eager"] = "events";
-  timing["instruments"] = inst;
-  if (have_py && gpu && o.uses_runner())
+  timing["instruments"] = timing_instruments(o, have_py);
+  if (have_py && o.device == DeviceKind::cuda && o.uses_runner())
     timing["instrument_note"] =
         "the candidate's window crosses the call gate (two hand-overs between processes under MPS, ~6 us a call on "
         "an H100); reference.py is timed by its own events, as ParallelKernelBench times it: a short kernel's "

@@ -150,6 +150,12 @@ std::optional<HostSpeed> host_speed(const std::optional<protocol::RankTiming>& c
 nlohmann::json host_speed_comparison(const std::optional<protocol::RankTiming>& candidate_timing,
                                      const std::optional<protocol::RankTiming>& baseline_timing);
 
+// How each side's calls are timed (the record's timing.instruments): through the call gate (`call_gate`: a GPU
+// candidate in a runner, two processes under MPS; `call_gate_one_process`: the libtorch baseline's gated view, two
+// streams of the rank program), the host's doorbell (CPU runners) or events in the timed process (`events`: in
+// process, and reference.py always). The eager baseline is listed where it was timed.
+nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager);
+
 // Why a record's times measure contention rather than the kernel ("" when they do not): its ranks shared a GPU
 // (`gpu_sharing`), or a GPU candidate's runner ran without MPS (`runner_mps` a note), so that its CUDA context and
 // its monitor's took turns on the GPU. Such a verdict stands; no speedup is claimed.

@@ -81,4 +81,15 @@ std::string format_verdict(const json& r) {
   return s.str();
 }
 
+nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager) {
+  const bool gpu = o.device == DeviceKind::cuda;
+  const char* candidate = !o.uses_runner() ? "events" : gpu ? "call_gate" : "doorbell";
+  nlohmann::json inst = {{"candidate", candidate},
+                         {"baseline_libtorch_nccl", !o.uses_runner() ? "events"
+                                                    : gpu            ? "call_gate_one_process"
+                                                                     : "doorbell"}};
+  if (have_eager) inst["baseline_pytorch_eager"] = "events";
+  return inst;
+}
+
 }  // namespace pkb
