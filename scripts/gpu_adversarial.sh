@@ -104,6 +104,9 @@ check "timing not the forged 0.001 us" python3 -c 'import json,sys; sys.exit(jso
 evaluate inject_frames "runtime_error|crash|correct"
 check "no forged 0.001 us timing" python3 -c 'import json,sys; sys.exit(((json.load(open(sys.argv[1])).get("timing") or {}).get("candidate") or {}).get("median_us") == 0.001)' "$out/inject_frames.json"
 evaluate skip_when_unchecked incorrect "a timed call"
+# Works only in the first call of each wake, skipping the calls that come back to back (a runner's blocks, the paper
+# method's calls in process): any call of a block may be the checked one.
+evaluate block_skipper incorrect "a timed call"
 evaluate repeat_detector correct
 evaluate affinity_detector correct
 # An honest kernel with 2 ms of host sleep a call, and its twin that shrinks cudaEventElapsedTime through the rank
@@ -122,6 +125,14 @@ print("    medians us: slow_control %.0f, got_event %.0f" % tuple(m)); sys.exit(
 # hidden paths: refused, the honest verdict stands.
 if [[ " ${extra[*]:-} " != *" in-process "* ]]; then
   TIMING=$slow evaluate resume_off_clock runtime_error "ran between calls"
+  # Looks in its heap for later calls' inputs and skips the 2 ms sleep of any call whose inputs it saw there ahead of
+  # its turn: in a runner no timed call's inputs are in place before the call ahead of it has finished.
+  TIMING=$slow evaluate block_lookahead correct
+  check "block_lookahead's times near slow_control's (no call's inputs seen ahead)" python3 -c 'import json,sys
+t = [json.load(open(f))["timing"]["candidate"] for f in sys.argv[1:]]
+m = [(x["median_us"], x["paper"]["median_us"]) for x in t]
+print("    medians us (pkb, paper): slow_control %.0f, %.0f; block_lookahead %.0f, %.0f" % (m[0] + m[1]))
+sys.exit(m[1][0] < 0.5 * m[0][0] or m[1][1] < 0.5 * m[0][1])' "$out/slow_control.json" "$out/block_lookahead.json"
   for route in 0 1 2 3 4; do
     { echo "#define PKB_ROUTE $route"; cat "$work/src/signal_others.cu"; } >"$work/src/signal_others_$route.cu"
     evaluate "signal_others_$route" correct
