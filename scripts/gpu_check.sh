@@ -74,7 +74,7 @@ fi
 echo "sandbox: ${PKB_BWRAP:-$(command -v bwrap || echo 'MISSING: no bwrap; install bubblewrap or set PKB_BWRAP')}"
 targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
-want unit && targets+=" pkb_unit_tests timing_mpi_test"
+want unit && targets+=" pkb_unit_tests pkb_spec_launch_tests timing_mpi_test"
 { want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
 # pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: without them, pkb without it.
 serve_flag=-DPKB_BUILD_SERVE=ON
@@ -91,6 +91,7 @@ else
   want comm && step comm_nccl "${mpi[@]}" "$build/tests/comm_test" --cuda
 fi
 want unit && step unit "$build/tests/pkb_unit_tests"
+want unit && step unit_spec_launch "$build/tests/pkb_spec_launch_tests"  # the GPU probe and nvcc compiles among them
 # The timing loop's device view on the real CUDA runtime (one rank: the GPU's own queue, no sharing).
 want unit && step timing_cuda mpirun --allow-run-as-root --bind-to none -np 1 "$build/tests/timing_mpi_test" --cuda
 cd "$root"

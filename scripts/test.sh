@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test (unit tests, multi-rank CPU
 # validation of every problem at its small test shapes with the reference.py cross-check in fp32, CLI tests),
-# then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer),
-# scripts/format.sh (the sources in .clang-format's style), scripts/check_docs.sh (docs/architecture.md a map,
+# then lists the 10 slowest tests, then runs scripts/tsan.sh (the threaded code under ThreadSanitizer); beside the
+# build it runs scripts/format.sh (the sources in .clang-format's style), scripts/check_docs.sh (docs/architecture.md a map,
 # every relative link in docs/ resolving), scripts/check_function_length.py (no function over 80 lines) and
 # scripts/check_protocol_keys.sh (no key of a rank record, plan or layout read outside harness/src/protocol/). Exit
 # status: ctest's, or 1 if the ThreadSanitizer run or one of the checks failed.
@@ -20,6 +20,19 @@ speed_probe() {
   awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'
 }
 speed_start=$(speed_probe)
+# The source checks need no build: they run beside the main build, at the lowest priority like the TSan build (after
+# ctest they took ~20 s of wall on the loaded 2-core machine), and their output is shown after ctest's.
+checks_log=$(mktemp)
+(
+  renice -n 19 -p "$BASHPID" >/dev/null || true
+  c=0
+  "$root/scripts/format.sh" || c=1
+  "$root/scripts/check_docs.sh" || c=1
+  "$root/scripts/check_function_length.py" || c=1
+  "$root/scripts/check_protocol_keys.sh" || c=1
+  exit $c
+) >"$checks_log" 2>&1 &
+checks=$!
 # The ThreadSanitizer build (its own torch-free build dir) starts now at the lowest priority, beside the main build
 # and then ctest, taking only CPU time neither wants: the main build leaves a core idle while it links and generates
 # precompiled headers, and ctest leaves the CPUs ~45% idle (measured on 2 cores: tests waiting on deadlines, Slurm's
@@ -29,7 +42,7 @@ PKB_TSAN_BUILD_ONLY=1 nice -n 19 "$root/scripts/tsan.sh" >"$tsan_log" 2>&1 &
 tsan_build=$!
 # A failed main build leaves nothing running. `|| true`: under set -e a failed command in an EXIT trap replaces the
 # exit status, and kill fails whenever the TSan build has already been waited for (every successful run).
-trap 'kill "$tsan_build" 2>/dev/null || true; rm -f "$log" "$tsan_log"' EXIT
+trap 'kill "$tsan_build" "$checks" 2>/dev/null || true; rm -f "$log" "$tsan_log" "$checks_log"' EXIT
 # A fresh build dir gets the Test build type (-O0, no debug info: half the compile time); an existing one keeps its own.
 PKB_BUILD_TYPE=${PKB_BUILD_TYPE:-Test} "$root/scripts/build.sh"
 t_build=$SECONDS
@@ -57,10 +70,8 @@ if wait "$tsan_build"; then
 else
   cat "$tsan_log"; echo "test.sh: the ThreadSanitizer build failed"; status=1
 fi
-"$root/scripts/format.sh" || status=1
-"$root/scripts/check_docs.sh" || status=1
-"$root/scripts/check_function_length.py" || status=1
-"$root/scripts/check_protocol_keys.sh" || status=1
+wait "$checks" || status=1
+cat "$checks_log"
 echo "test.sh: setup and build $((t_build - t0)) s, ctest $((t_ctest - t_build)) s, ThreadSanitizer $((SECONDS - t_ctest)) s"
 echo "test.sh: machine speed probe (one fixed parse, idle machine): ${speed_start:-?} s at the start, $(speed_probe) s at the end"
 exit "$status"

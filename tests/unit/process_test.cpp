@@ -13,7 +13,7 @@
 
 #include "core/cores.h"
 #include "core/files.h"
-#include "io/safetensors.h"
+#include "io/safetensors_encode.h"
 #include "launch/jobs.h"
 #include "test_util.h"
 
@@ -272,10 +272,10 @@ pkb::PythonRunnerJob tiny_python_job(const std::filesystem::path& root, const st
   pkb::test::write_file(root / "problem/problem.json",
                         R"({"inputs": [{"name": "n", "value": 3}], "outputs": [{"name": "out"}]})");
   pkb::test::write_file(root / "problem/reference.py", "import torch\n\ndef solution(n):\n" + body);
-  pkb::NamedTensors inputs;  // the scalar travels as metadata, as the reference pass saves it
-  inputs.metadata["scalar.n"] = "3";
+  // The scalar travels as metadata, as the reference pass saves it (the bytes io/safetensors.h's writer gives).
   std::filesystem::create_directories(root / "io/trial0");
-  pkb::write_safetensors(root / "io/trial0/inputs.rank0.safetensors", inputs);
+  pkb::write_file_atomically(root / "io/trial0/inputs.rank0.safetensors",
+                             pkb::encode_safetensors({}, {{"scalar.n", "3"}}));
   pkb::PythonRunnerJob job;
   job.device = pkb::DeviceKind::cpu;
   job.problem_dir = root / "problem";
