@@ -49,7 +49,7 @@ RankTiming full_timing() {
   t.host_chase_probe_us = {300, 310};
   t.dispatch_cpu = -1;
   t.dispatch_note = "not pinned: one core";
-  t.device = pkb::protocol::DeviceTiming{summary(80), 10, 1, 2, 3, 50, 0.3, 33.3, {80, 81}, std::nullopt};
+  t.device = pkb::protocol::DeviceTiming{{10, 1, 2, 3, 50, 0.3, 33.3}, summary(80), {80, 81}, std::nullopt};
   t.repeat_medians_us = {100, 101};
   t.repeat_paper_medians_us = {90, 91};
   t.repeat_device_medians_us = std::vector<std::optional<double>>{80, std::nullopt};
@@ -124,7 +124,7 @@ TEST(RankRecord, RoundTripsThroughJson) {
   RankTiming cpu = full_timing();
   cpu.intervals.reset(), cpu.device.reset(), cpu.dispatch_note.reset(), cpu.post_window_probes.reset();
   cpu.repeat_device_medians_us.reset(), cpu.call_gate = nullptr, cpu.paper_blocks = nullptr;
-  cpu.device = pkb::protocol::DeviceTiming{std::nullopt, 4, 4, 0, 0, 5000, 0, 0, {}, "no call was held"};
+  cpu.device = pkb::protocol::DeviceTiming{{4, 4, 0, 0, 5000, 0, 0}, std::nullopt, {}, "no call was held"};
   EXPECT_EQ(json::parse(json(cpu).dump()).get<RankTiming>(), cpu);
   EXPECT_FALSE(json(cpu).contains("call_gate"));
   EXPECT_FALSE(json(cpu).contains("paper_blocks"));

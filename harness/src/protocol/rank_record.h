@@ -43,11 +43,16 @@ struct PaperTiming {
   bool operator==(const PaperTiming&) const = default;
 };
 
-// The device view (worker/timing.h DeviceStats): its calls' statistics where any call counted.
-struct DeviceTiming {
-  std::optional<SampleSummary> stats;  // nullopt: nothing measured (`note` says why)
+// The device view's counts, as the timing loop keeps them (worker/timing.h DeviceStats) and the record carries them.
+struct DeviceCounts {
   int calls = 0, unheld = 0, busy = 0, host_bound = 0;
   double hold_us = 0, max_start_spread_us = 0, max_gap_us = 0;
+  bool operator==(const DeviceCounts&) const = default;
+};
+
+// The device view (worker/timing.h DeviceStats): its counts, and its calls' statistics where any call counted.
+struct DeviceTiming : DeviceCounts {
+  std::optional<SampleSummary> stats;  // nullopt: nothing measured (`note` says why)
   std::vector<double> call_us;
   std::optional<std::string> note;
   bool operator==(const DeviceTiming&) const = default;

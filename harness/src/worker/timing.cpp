@@ -219,14 +219,8 @@ protocol::RankTiming TimingStats::to_record() const {
   if (dispatch_cpu < 0) t.dispatch_note = dispatch_note;
   if (device.calls > 0) {
     protocol::DeviceTiming& d = t.device.emplace();
+    static_cast<protocol::DeviceCounts&>(d) = device;
     if (device.measured()) d.stats = summary_of(device.method.stats);
-    d.calls = device.calls;
-    d.unheld = device.unheld;
-    d.busy = device.busy;
-    d.host_bound = device.host_bound;
-    d.hold_us = device.hold_us;
-    d.max_start_spread_us = device.max_start_spread_us;
-    d.max_gap_us = device.max_gap_us;
     d.call_us = device.method.values_us;
     if (!device.measured()) d.note = device.note;
   }

@@ -42,15 +42,13 @@ struct MethodStats {
   std::vector<double> values_us;  // pkb: per call (slowest rank); paper: per repetition (max over ranks of means)
 };
 
-// The device view's calls that counted, and why the others did not.
-struct DeviceStats {
+// The device view's calls that counted (their counts are the record's, protocol::DeviceCounts), and why the others
+// did not: calls made (every rank); unheld, calls some rank's GPU started before its host had issued them; busy, calls
+// whose hold found the GPU running other work (Runtime::HoldTrace beyond the limits); host_bound (candidates), calls
+// whose time is the host's issue time, which exceeded the events' window; hold_us, the hold at the end (it grows when a
+// call was unheld); the largest HoldTrace values seen (any rank).
+struct DeviceStats : protocol::DeviceCounts {
   MethodStats method;  // per call (slowest rank), only calls held on every rank
-  int calls = 0;       // calls made (every rank)
-  int unheld = 0;      // calls some rank's GPU started before its host had issued them
-  int busy = 0;        // calls whose hold found the GPU running other work (Runtime::HoldTrace beyond the limits)
-  int host_bound = 0;  // candidates: calls whose time is the host's issue time, which exceeded the events' window
-  double hold_us = 0;  // the hold at the end (it grows when a call was unheld)
-  double max_start_spread_us = 0, max_gap_us = 0;  // the largest HoldTrace values seen (any rank)
   bool measured() const { return method.stats.n > 0; }
   std::string note;  // why nothing was measured, when so
 };
