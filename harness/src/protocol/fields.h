@@ -139,4 +139,35 @@ void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& x)
   if (x) j[key] = *x;
 }
 
+// A message's keys spelled once: a table `fields(x, visit)` calls visit(key, member) for every pair, and both
+// directions walk it, Writer (x const) and Reader.
+
+// Writes every visited member to j[key] (a std::optional only when set).
+struct Writer {
+  nlohmann::json& j;
+  template <class T>
+  void operator()(const char* key, const T& x) const {
+    j[key] = x;
+  }
+  template <class T>
+  void operator()(const char* key, const std::optional<T>& x) const {
+    put_optional(j, key, x);
+  }
+};
+
+// Reads every visited member from f: required, or optional where lenient (reference.py's timing: only what it has).
+// A std::optional member is always optional.
+struct Reader {
+  const Fields& f;
+  bool lenient = false;
+  template <class T>
+  void operator()(const char* key, T& out) const {
+    lenient ? f.optional(key, out) : f.required(key, out);
+  }
+  template <class T>
+  void operator()(const char* key, std::optional<T>& out) const {
+    f.optional(key, out);
+  }
+};
+
 }  // namespace pkb::protocol

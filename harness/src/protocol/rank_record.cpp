@@ -16,36 +16,8 @@ E enum_read(const Fields& f, const char* key) {
   throw ProtocolError(f.where(key) + ": unknown value \"" + name + "\"");
 }
 
-// Each struct's keys are spelled once, in a table of (key, member) pairs that both directions walk: `fields(x, visit)`
-// calls visit(key, member) for every pair, with x const when writing.
-
-// Writes every visited member to j[key] (a std::optional only when set).
-struct Writer {
-  json& j;
-  template <class T>
-  void operator()(const char* key, const T& x) const {
-    j[key] = x;
-  }
-  template <class T>
-  void operator()(const char* key, const std::optional<T>& x) const {
-    put_optional(j, key, x);
-  }
-};
-
-// Reads every visited member from f: required, or optional where lenient (reference.py's timing: only what it has).
-// A std::optional member is always optional.
-struct Reader {
-  const Fields& f;
-  bool lenient = false;
-  template <class T>
-  void operator()(const char* key, T& out) const {
-    lenient ? f.optional(key, out) : f.required(key, out);
-  }
-  template <class T>
-  void operator()(const char* key, std::optional<T>& out) const {
-    f.optional(key, out);
-  }
-};
+// Each struct's keys are spelled once, in a table of (key, member) pairs that Writer and Reader (protocol/fields.h)
+// both walk.
 
 template <class S, class V>  // S: SampleSummary, const or not
 void summary_fields(S& s, V&& v) {

@@ -7,38 +7,60 @@ namespace {
 
 using json = nlohmann::json;
 
+template <class T, class V>  // T: LayoutTensor
+void tensor_fields(T& t, V&& v) {
+  v("name", t.name);
+  v("dtype", t.dtype);
+  v("shape", t.shape);
+  v("offset", t.offset);
+}
+
+template <class C, class V>  // C: RunnerCuda
+void cuda_fields(C& c, V&& v) {
+  v("device", c.device);
+  v("ipc", c.ipc_hex);
+  v("flags_offset", c.flags_offset);
+  v("gate_host_offset", c.gate_host_offset);
+  v("gate_offset", c.gate_offset);
+  v("gate_flags", c.gate_flags);
+}
+
+// The layout's scalar keys (ping_only, the optional cuda and the tensor, parameter and group lists aside).
+template <class L, class V>
+void layout_fields(L& l, V&& v) {
+  v("library", l.library);
+  v("rank", l.rank);
+  v("world", l.world);
+  v("local_rank", l.local_rank);
+  v("heap_bytes", l.heap_bytes);
+  v("sync_offset", l.sync_offset);
+  v("arena_offset", l.arena_offset);
+  v("host_bytes", l.host_bytes);
+  v("hidden_paths", l.hidden_paths);
+  v("granted_paths", l.granted_paths);
+}
+
 json tensor_json(const LayoutTensor& t) {
-  return {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"offset", t.offset}};
+  json j = json::object();
+  tensor_fields(t, Writer{j});
+  return j;
 }
 
 LayoutTensor tensor_from(const json& j, const std::string& what) {
-  Fields f(j, what);
   LayoutTensor t;
-  f.required("name", t.name);
-  f.required("dtype", t.dtype);
-  f.required("shape", t.shape);
-  f.required("offset", t.offset);
+  tensor_fields(t, Reader{Fields(j, what)});
   return t;
 }
 
 json cuda_json(const RunnerCuda& c) {
-  return {{"device", c.device},
-          {"ipc", c.ipc_hex},
-          {"flags_offset", c.flags_offset},
-          {"gate_host_offset", c.gate_host_offset},
-          {"gate_offset", c.gate_offset},
-          {"gate_flags", c.gate_flags}};
+  json j = json::object();
+  cuda_fields(c, Writer{j});
+  return j;
 }
 
 RunnerCuda cuda_from(const json& j, const std::string& what) {
-  Fields f(j, what);
   RunnerCuda c;
-  f.required("device", c.device);
-  f.required("ipc", c.ipc_hex);
-  f.required("flags_offset", c.flags_offset);
-  f.required("gate_host_offset", c.gate_host_offset);
-  f.required("gate_offset", c.gate_offset);
-  f.required("gate_flags", c.gate_flags);
+  cuda_fields(c, Reader{Fields(j, what)});
   return c;
 }
 
@@ -49,17 +71,8 @@ void to_json(json& j, const RunnerLayout& l) {
     j = {{"ping_only", true}};
     return;
   }
-  j = {{"ping_only", false},
-       {"library", l.library},
-       {"rank", l.rank},
-       {"world", l.world},
-       {"local_rank", l.local_rank},
-       {"heap_bytes", l.heap_bytes},
-       {"sync_offset", l.sync_offset},
-       {"arena_offset", l.arena_offset},
-       {"host_bytes", l.host_bytes},
-       {"hidden_paths", l.hidden_paths},
-       {"granted_paths", l.granted_paths}};
+  j = {{"ping_only", false}};
+  layout_fields(l, Writer{j});
   if (l.cuda) j["cuda"] = cuda_json(*l.cuda);
   j["inputs"] = json::array();
   for (const auto& slot : l.inputs) {
@@ -80,16 +93,7 @@ void from_json(const json& j, RunnerLayout& l) {
   l = RunnerLayout{};
   f.required("ping_only", l.ping_only);
   if (l.ping_only) return;
-  f.required("library", l.library);
-  f.required("rank", l.rank);
-  f.required("world", l.world);
-  f.required("local_rank", l.local_rank);
-  f.required("heap_bytes", l.heap_bytes);
-  f.required("sync_offset", l.sync_offset);
-  f.required("arena_offset", l.arena_offset);
-  f.required("host_bytes", l.host_bytes);
-  f.required("hidden_paths", l.hidden_paths);
-  f.required("granted_paths", l.granted_paths);
+  layout_fields(l, Reader{f});
   if (f.has("cuda")) l.cuda = cuda_from(f.at("cuda"), f.where("cuda"));
   std::vector<std::vector<json>> inputs;
   std::vector<json> outputs, params, groups;

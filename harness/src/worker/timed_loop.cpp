@@ -90,9 +90,7 @@ class TimedLoop {
   bool device_on_ = false;         // it measures (until a block holds no call)
   std::string device_off_;         // why the view measures nothing though its calls run
   std::vector<double> device_values_;
-  double hold_us_ = 0;
-  int device_calls_ = 0, device_unheld_ = 0, device_busy_ = 0, device_host_bound_ = 0;
-  double max_spread_us_ = 0, max_gap_us_ = 0;
+  protocol::DeviceCounts device_;  // its calls' counts, the current hold, the largest HoldTrace values (any rank)
 };
 
 const char* stop_reason(const TimingOptions& o, int reps, const SampleStats& pkb, const SampleStats& paper) {
@@ -164,7 +162,7 @@ void TimedLoop::prepare_timed_calls() {
   device_view_ = rt_.is_cuda() && o_.device_iters > 0;
   device_calls_run_ = o_.device_iters > 0;
   rt_.timers_reserve(2 * std::max({o_.iters, o_.paper_iters, device_view_ ? o_.device_iters : 0}));
-  hold_us_ = initial_hold_us(longest_issue_us_);
+  device_.hold_us = initial_hold_us(longest_issue_us_);
   if (untrusted_ && device_view_ && rt_.world() > 1)
     device_off_ = "candidates have no device view at W > 1: a copy engine could fetch peers' inputs during the hold";
   else if (untrusted_ && device_view_ && !rt_.hold_fills_device())
@@ -231,8 +229,8 @@ void TimedLoop::issue_device_calls(int base, std::vector<double>& issue, std::ve
   if (device_on_) rt_.hold_slots_reserve(n);
   for (int i = 0; i < n; ++i) {
     const int ordinal = base + i, k = plan_.timed_copy(ordinal);
-    ++device_calls_;
-    if (device_on_) rt_.hold(hold_us_, i);
+    ++device_.calls;
+    if (device_on_) rt_.hold(device_.hold_us, i);
     before(k);
     rt_.barrier();
     if (device_on_) rt_.record(2 * i);
@@ -242,13 +240,13 @@ void TimedLoop::issue_device_calls(int base, std::vector<double>& issue, std::ve
     if (device_on_) {
       held[i] = !rt_.reached(2 * i);
       rt_.record(2 * i + 1);
-      if (!held[i] || 2 * issue[i] > hold_us_)
-        hold_us_ = next_hold_us(hold_us_, issue[i]);
+      if (!held[i] || 2 * issue[i] > device_.hold_us)
+        device_.hold_us = next_hold_us(device_.hold_us, issue[i]);
       else if (untrusted_)
         // A candidate's hold follows its own last issue down as well as up: one that issued its warm-ups slowly
         // to be given a long hold gets it once, not for every call, so the work it could start beside a hold
         // (host threads, copy engines) is bounded by what it spends issuing, which its time never falls below.
-        hold_us_ = initial_hold_us(issue[i]);
+        device_.hold_us = initial_hold_us(issue[i]);
     }
     after(ordinal, k);
   }
@@ -284,8 +282,8 @@ std::vector<double> TimedLoop::device_row(const std::vector<double>& issue, cons
 int TimedLoop::tally_device_calls(const std::vector<double>& all, int n) {
   const size_t row = 2 * static_cast<size_t>(n) + 2;
   for (int q = 0; q < rt_.world(); ++q) {
-    max_spread_us_ = std::max(max_spread_us_, all[q * row + 2 * n]);
-    max_gap_us_ = std::max(max_gap_us_, all[q * row + 2 * n + 1]);
+    device_.max_start_spread_us = std::max(device_.max_start_spread_us, all[q * row + 2 * n]);
+    device_.max_gap_us = std::max(device_.max_gap_us, all[q * row + 2 * n + 1]);
   }
   int held_calls = 0;
   for (int i = 0; i < n; ++i) {
@@ -296,11 +294,11 @@ int TimedLoop::tally_device_calls(const std::vector<double>& all, int n) {
       slowest = std::max(slowest, all[q * row + i]);
     }
     if (worst_kind == kBusy) {
-      ++device_busy_;
+      ++device_.busy;
     } else if (worst_kind == kUnheld) {
-      ++device_unheld_;
+      ++device_.unheld;
     } else {
-      device_host_bound_ += worst_kind == kHostBound;
+      device_.host_bound += worst_kind == kHostBound;
       device_values_.push_back(slowest);
       ++held_calls;
     }
@@ -412,21 +410,15 @@ void TimedLoop::escape_probe() {
 DeviceStats TimedLoop::device_stats() const {
   DeviceStats d;
   d.method = {summarize(device_values_), device_values_};
-  d.calls = device_calls_;
-  d.unheld = device_unheld_;
-  d.busy = device_busy_;
-  d.host_bound = device_host_bound_;
-  d.hold_us = hold_us_;
-  d.max_start_spread_us = max_spread_us_;
-  d.max_gap_us = max_gap_us_;
+  static_cast<protocol::DeviceCounts&>(d) = device_;
   if (!device_off_.empty())
     d.note = device_off_;
-  else if (device_values_.empty() && device_busy_ > 0)
-    d.note = "every hold found the GPU running work the harness had not enqueued (" + std::to_string(device_busy_) +
+  else if (device_values_.empty() && device_.busy > 0)
+    d.note = "every hold found the GPU running work the harness had not enqueued (" + std::to_string(device_.busy) +
              " calls): work outside the stream";
   else if (device_values_.empty())
     d.note = "no call was held on every rank: the GPU started each before the host had issued it (at a " +
-             std::to_string(static_cast<int>(hold_us_)) +
+             std::to_string(static_cast<int>(device_.hold_us)) +
              " us hold), so the call waits on the GPU from the host inside";
   return d;
 }
