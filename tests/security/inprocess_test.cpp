@@ -137,27 +137,12 @@ TEST(InProcess, WorkDuringTheWarmupsIsNotFree) { expect_slow_stays_slow("warmup_
 
 // Work on a thread of its own while the runner is meant to be frozen, the runner resumed by a SIGCONT timer: the
 // monitor sees the continue it did not send and fails the candidate, saying why.
-// Where the verdict is `correct` instead (its time then checked against the control's), the timer must have stopped
-// firing: the kernel (6.18 here) can park a timer whose pending SIGCONT the runner's own stop discarded, and then
-// nothing resumed the frozen runner and nothing ran off the clock. The fixture reports its continues every 20 calls.
-long last_reported_continues(const std::string& logs, int back) {
-  std::vector<long> counts;
-  const std::string key = "resume off the clock: ";
-  for (size_t at = logs.find(key); at != std::string::npos; at = logs.find(key, at + 1))
-    if (logs.compare(at + key.size(), 1, "a") && logs.compare(at + key.size(), 1, "r"))  // not armed/refused
-      counts.push_back(std::stol(logs.substr(at + key.size())));
-  return static_cast<int>(counts.size()) > back ? counts[counts.size() - 1 - back] : -1;
-}
+// Where the verdict is `correct` instead, its time must be the control's (expect_slow_stays_slow): on this kernel
+// (6.18) the timer's SIGCONTs arrived while the runner ran (~1 a call, the fixture's reports say) and none resumed it
+// frozen, so no token was made off the clock. (A count of continues cannot tell more: the ranks' reports interleave.)
 TEST(InProcess, ATimerCannotResumeTheRunnerOffTheClock) {
   Eval e = expect_slow_stays_slow("resume_off_clock", "#define PKB_RESUME 0\n");
-  if (status(e) == "correct") {
-    const long last = last_reported_continues(e.logs, 0), before = last_reported_continues(e.logs, 1);
-    EXPECT_TRUE(before >= 0 && last == before)
-        << "correct, though the timer kept firing (" << before << " then " << last << " continues): a resume of the "
-        << "frozen runner went unseen\n"
-        << summary(e);
-    return;
-  }
+  if (status(e) == "correct") return;  // and timed like the control, checked above
   EXPECT_EQ(status(e), "runtime_error") << summary(e);
   EXPECT_NE(e.record.value("message", "").find("ran between calls"), std::string::npos) << summary(e);
 }
