@@ -271,6 +271,62 @@ TEST(Cli, TheFrontLinksNoLibtorchAndHandsTheOtherCommandsOn) {
   EXPECT_EQ(pkb_cli({"report"}).exit_code, 2);  // a usage error of the front's own
 }
 
+// `pkb eval` runs in the front, without libtorch: pkb-full is asked only for a new reference entry's oracle (once),
+// and an evaluation against a cached entry starts no pkb-full at all. The programs are copies beside a pkb-full that
+// logs each start before running the real one.
+TEST(Cli, EvalRunsInTheFrontAndAsksPkbFullOnlyForANewEntrysOracle) {
+  TempDir tmp;
+  const std::filesystem::path build = std::filesystem::path(PKB_BINARY).parent_path(), bin = tmp.path() / "bin";
+  std::filesystem::create_directories(bin);
+  for (const char* program : {"pkb", "pkb-rank", "pkb-candidate", "pkb-runner"})
+    std::filesystem::copy_file(build / program, bin / program);
+  const std::filesystem::path log = tmp.path() / "pkb-full.log";
+  write_file(bin / "pkb-full",
+             "#!/bin/sh\necho \"$1\" >> '" + log.string() + "'\nexec '" + (build / "pkb-full").string() + "' \"$@\"\n");
+  std::filesystem::permissions(bin / "pkb-full", std::filesystem::perms::owner_exec,
+                               std::filesystem::perm_options::add);
+  auto eval = [&] {
+    return pkb::test::run_cli((bin / "pkb").string(),
+                              {"eval",
+                               (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string(),
+                               "--problem",
+                               "1",
+                               "-w",
+                               "2",
+                               "--device",
+                               "cpu",
+                               "--param",
+                               "M=64",
+                               "--param",
+                               "N=48",
+                               "--trials",
+                               "1",
+                               "--min-reps",
+                               "1",
+                               "--max-reps",
+                               "1",
+                               "--paper-iters",
+                               "3",
+                               "--paper-warmup-budget",
+                               "0.05",
+                               "--cache",
+                               (tmp.path() / "cache").string(),
+                               "--out",
+                               (tmp.path() / "out").string(),
+                               "--json"},
+                              {}, 300);
+  };
+  auto status = [](const CliRun& r) {
+    return nlohmann::json::parse(r.out, nullptr, false).value("status", std::string("no record: ") + r.err);
+  };
+  CliRun first = eval();
+  EXPECT_EQ(status(first), "correct") << first.out << first.err;
+  EXPECT_EQ(pkb::read_text_file(log), "oracle\n") << "the first evaluation builds the entry: one oracle";
+  CliRun cached = eval();
+  EXPECT_EQ(status(cached), "correct") << cached.out << cached.err;
+  EXPECT_EQ(pkb::read_text_file(log), "oracle\n") << "a cached entry needs no pkb-full";
+}
+
 // The evaluating commands list their options in groups, each option once; the HTTP deadline has one name everywhere.
 TEST(Cli, OptionsComeInGroupsWithOneMeaningPerName) {
   std::string run_help;

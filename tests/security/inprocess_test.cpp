@@ -2,12 +2,11 @@
 // memcpy and the clock, writes through /proc/self/mem and a sibling rank's /proc/<pid>/mem, a code detour, heap and
 // stack scans, a pipe over the sealed channel, record edits, the schedule read from /proc, a thread working during
 // the warm-ups, first-visit-only work, return-address probes. Each must get the honest verdict: a wrong kernel is
-// not `correct`; a slow one's time stays near the honest slow control's, measured beside it in the same test; one
+// not `correct`; a slow one's time stays at or above its 2 ms of work (as the honest slow control's does); one
 // that skips work in calls it believes unchecked is not `correct` when it did skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 #include <nlohmann/json.hpp>
 
 #include "../unit/test_util.h"
@@ -91,22 +90,16 @@ void expect_wrong_is_not_correct(const std::string& fixture) {
 
 constexpr double kSleepUs = 2000;  // the slow kernel's sleep (tests/fixtures/adversarial/inprocess.h)
 
-// An honest kernel that sleeps 2 ms a call, whatever it does to the timer, times near the honest slow control (both
-// evaluated side by side, so both see the same load).
+// A kernel that does 2 ms of work a call, whatever it does to the timer, times at 2 ms or more: a loaded machine may
+// stretch a sleep or a spin, never shrink it, and the attacks that worked (ef1618e) timed at 1-300 us. (The honest
+// control, tests/fixtures/adversarial/slow_control.cpp, is the fixtures' template; it need not run beside each.)
 // Returns the attack's evaluation.
 Eval expect_slow_stays_slow(const std::string& fixture, const std::string& macros = "") {
   pkb::test::TempDir tmp;
-  auto control =
-      std::async(std::launch::async, [&] { return eval(tmp.path() / "control", "slow_control", kSlowTiming); });
   Eval attack = eval(tmp.path() / "attack", fixture, kSlowTiming, macros);
-  Eval slow = control.get();
-  EXPECT_EQ(status(slow), "correct") << summary(slow);
-  if (status(slow) != "correct" || status(attack) != "correct") return attack;  // a flagged run is no forged time
-  // Within noise of the control: a loaded machine may stretch either one's sleep, never shrink it below 2 ms, and the
-  // attacks that worked (ef1618e) timed at 1-300 us.
-  const double floor_us = std::min(0.5 * median_us(slow), 0.9 * kSleepUs);
-  EXPECT_GE(median_us(attack), floor_us) << fixture << " hid its time: " << median_us(attack)
-                                         << " us against the control's " << median_us(slow) << " us\n"
+  if (status(attack) != "correct") return attack;  // a flagged run is no forged time
+  const double floor_us = 0.9 * kSleepUs;
+  EXPECT_GE(median_us(attack), floor_us) << fixture << " hid its time: " << median_us(attack) << " us\n"
                                          << summary(attack);
   return attack;
 }
@@ -125,6 +118,11 @@ TEST(InProcess, WriteHookCannotForgeOutputFrames) { expect_wrong_is_not_correct(
 TEST(InProcess, MemcpyHookCannotForgeCaptures) { expect_wrong_is_not_correct("got_memcpy"); }
 TEST(InProcess, PipeOverTheSealCannotRewriteFrames) { expect_wrong_is_not_correct("seal_pipe"); }
 
+// The template itself: honest, correct, and timed at its 2 ms.
+TEST(InProcess, TheHonestSlowControlTimesAtItsWork) {
+  Eval e = expect_slow_stays_slow("slow_control");
+  EXPECT_EQ(status(e), "correct") << summary(e);
+}
 TEST(InProcess, ClockHookCannotHideTime) { expect_slow_stays_slow("got_clock"); }
 TEST(InProcess, ProcSelfMemCannotShrinkTheTimer) { expect_slow_stays_slow("proc_self_mem"); }
 TEST(InProcess, SiblingProcMemCannotShrinkAPeersTimer) { expect_slow_stays_slow("sibling_mem"); }
@@ -137,12 +135,12 @@ TEST(InProcess, WorkDuringTheWarmupsIsNotFree) { expect_slow_stays_slow("warmup_
 
 // Work on a thread of its own while the runner is meant to be frozen, the runner resumed by a SIGCONT timer: the
 // monitor sees the continue it did not send and fails the candidate, saying why.
-// Where the verdict is `correct` instead, its time must be the control's (expect_slow_stays_slow): on this kernel
+// Where the verdict is `correct` instead, its time must be its work's (expect_slow_stays_slow): on this kernel
 // (6.18) the timer's SIGCONTs arrived while the runner ran (~1 a call, the fixture's reports say) and none resumed it
 // frozen, so no token was made off the clock. (A count of continues cannot tell more: the ranks' reports interleave.)
 TEST(InProcess, ATimerCannotResumeTheRunnerOffTheClock) {
   Eval e = expect_slow_stays_slow("resume_off_clock", "#define PKB_RESUME 0\n");
-  if (status(e) == "correct") return;  // and timed like the control, checked above
+  if (status(e) == "correct") return;  // and timed at its work, checked above
   EXPECT_EQ(status(e), "runtime_error") << summary(e);
   EXPECT_NE(e.record.value("message", "").find("ran between calls"), std::string::npos) << summary(e);
 }

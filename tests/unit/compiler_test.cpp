@@ -124,6 +124,31 @@ TEST(Compiler, ConcurrentCompilationsOfOneSourceShareOneEntry) {
   EXPECT_EQ(entries, 1);
 }
 
+// The key is what is compiled, not where it lies: the same source and headers in another folder are served from the
+// cache; a header that differs is compiled again.
+TEST(Compiler, TheSameCandidateInAnotherFolderIsCached) {
+  pkb::test::TempDir tmp;
+  auto o = options(tmp, false);
+  const auto fixtures = pkb::repo_root() / "tests/fixtures/cpu";
+  for (const char* folder : {"a", "b", "c"}) {
+    std::filesystem::create_directories(tmp.path() / folder);
+    std::filesystem::copy_file(fixtures / "correct.cpp", tmp.path() / folder / "correct.cpp");
+    std::filesystem::copy_file(fixtures / "fixture.h", tmp.path() / folder / "fixture.h");
+  }
+  pkb::test::write_file(tmp.path() / "c/fixture.h",
+                        "// another header\n" + pkb::read_text_file(fixtures / "fixture.h"));
+  auto first = pkb::compile_candidate(tmp.path() / "a/correct.cpp", o);
+  ASSERT_EQ(first.status, pkb::CompileStatus::ok) << first.log;
+  EXPECT_FALSE(first.cached);
+  auto moved = pkb::compile_candidate(tmp.path() / "b/correct.cpp", o);
+  EXPECT_TRUE(moved.cached);
+  EXPECT_EQ(moved.hash, first.hash);
+  auto other_header = pkb::compile_candidate(tmp.path() / "c/correct.cpp", o);
+  EXPECT_EQ(other_header.status, pkb::CompileStatus::ok) << other_header.log;
+  EXPECT_FALSE(other_header.cached);
+  EXPECT_NE(other_header.hash, first.hash);
+}
+
 TEST(Compiler, CudaCompileErrorIsReported) {
   pkb::test::TempDir tmp;
   pkb::test::write_file(tmp.path() / "bad.cu",

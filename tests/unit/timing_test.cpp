@@ -334,6 +334,24 @@ TEST(RepeatFaster, FlagsOnlyASpeedupOnRepeatsBeyondNoise) {
   EXPECT_NEAR(repeat_faster(medians_only)["fresh_ci95_low_us"].get<double>(), 2100, 1e-12);
 }
 
+// repeats_may_be_faster: the medians alone, noise or not; where it holds the paper and device methods claim no time. A
+// memoizer on a host so loaded that its intervals overlap is no flag (above) but keeps no paper speedup either.
+TEST(RepeatFaster, TimeClaimsNeedTheMediansAloneToAgree) {
+  auto timing = [](double fresh, double repeated, int repeated_iters) {
+    pkb::protocol::RankTiming t;
+    t.repeated_content_iters = repeated_iters;
+    t.fresh_median_us = fresh;
+    t.repeated_median_us = repeated;
+    t.intervals = pkb::protocol::ContentIntervals{20, fresh / 10, fresh, repeated, repeated * 10};
+    return std::optional(t);
+  };
+  EXPECT_TRUE(repeat_faster(timing(8000, 900, 20)).is_null());  // the intervals overlap: no flag
+  EXPECT_TRUE(pkb::repeats_may_be_faster(timing(8000, 900, 20)));
+  EXPECT_FALSE(pkb::repeats_may_be_faster(timing(1240, 1000, 20)));  // within 1.25x: an honest kernel's cache effects
+  EXPECT_FALSE(pkb::repeats_may_be_faster(timing(8000, 900, 0)));   // no repeated contents timed
+  EXPECT_FALSE(pkb::repeats_may_be_faster(std::nullopt));
+}
+
 // below_roofline: a method's candidate time more than kBelowRooflineFactor below the floor, and only that.
 TEST(BelowRoofline, FlagsTimesTheHardwareCannotReach) {
   const nlohmann::json roof = {{"floor_us", 100.0}, {"bound", "hbm"}};

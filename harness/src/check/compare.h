@@ -15,6 +15,9 @@
 
 namespace pkb {
 
+// A contiguous CPU tensor as the torch-free checks read it (check/compare_values.h).
+TensorView tensor_view(const at::Tensor& t);
+
 // out_dtype: the dtype the output was produced in (its eps sets the robust slack).
 Comparison compare(Policy policy, const at::Tensor& out, const at::Tensor& expected, const Tolerance& tol,
                    at::ScalarType out_dtype);

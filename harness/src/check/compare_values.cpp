@@ -16,7 +16,87 @@ void widen(const void* data, size_t n, double* out) {
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(p[i]);
 }
 
+ElementType element_type(DType d) {
+  switch (d) {
+    case DType::u8:
+      return ElementType::u8;
+    case DType::i8:
+      return ElementType::i8;
+    case DType::i16:
+      return ElementType::i16;
+    case DType::i32:
+      return ElementType::i32;
+    case DType::i64:
+      return ElementType::i64;
+    case DType::f32:
+      return ElementType::f32;
+    case DType::f64:
+      return ElementType::f64;
+    case DType::bf16:
+      return ElementType::bf16;
+    case DType::f16:
+      return ElementType::f16;
+    case DType::boolean:
+      return ElementType::boolean;
+  }
+  return ElementType::f32;
+}
+
+// "[64, 48]", as c10 prints sizes.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::vector<double> as_doubles(const TensorView& t) {
+  int64_t n = 1;
+  for (int64_t s : t.shape) n *= s;
+  std::vector<double> out(static_cast<size_t>(n));
+  widen_to_doubles(t.data, element_type(t.dtype), out.size(), out.data());
+  return out;
+}
+
 }  // namespace
+
+const char* aten_dtype_name(DType d) {
+  switch (d) {
+    case DType::bf16:
+      return "BFloat16";
+    case DType::f16:
+      return "Half";
+    case DType::f32:
+      return "Float";
+    case DType::f64:
+      return "Double";
+    case DType::i8:
+      return "Char";
+    case DType::u8:
+      return "Byte";
+    case DType::i16:
+      return "Short";
+    case DType::i32:
+      return "Int";
+    case DType::i64:
+      return "Long";
+    case DType::boolean:
+      return "Bool";
+  }
+  return "?";
+}
+
+Comparison compare_views(Policy policy, const TensorView& out, const TensorView& expected, const Tolerance& tol,
+                         DType out_dtype) {
+  if (out.shape != expected.shape) {
+    Comparison c;
+    c.error = "shape " + shape_text(out.shape) + " != expected " + shape_text(expected.shape);
+    return c;
+  }
+  const std::vector<double> o = as_doubles(out), e = as_doubles(expected);
+  const double eps = policy == Policy::robust ? dtype_epsilon(out_dtype) : 0;
+  return compare_doubles(policy, o.data(), e.data(), static_cast<int64_t>(o.size()), tol, !dtype_is_floating(out_dtype),
+                         eps);
+}
 
 void widen_to_doubles(const void* data, ElementType type, size_t n, double* out) {
   switch (type) {

@@ -1,11 +1,15 @@
-// The element loops of output comparison (check/compare.h), torch-free so that they compile optimized without ATen's
-// headers: compare.cpp at -O2 with ATen.h and no precompiled header took 17.5 s of a 2-core CI build, this file ~1.5 s.
+// Output comparison without libtorch (check/compare.h says what the two policies are): the element loops, and tensors
+// as views of their bytes. Torch-free so that the driver checks a candidate's outputs without loading libtorch (`pkb
+// eval` with its reference pass cached starts ~1 s of CPU sooner), and so that the loops compile optimized without
+// ATen's headers (compare.cpp at -O2 with ATen.h took 17.5 s of a 2-core CI build, this file ~1.5 s).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/dtype.h"
 #include "core/policy.h"
 #include "spec/problem_spec.h"
 
@@ -33,6 +37,21 @@ void widen_to_doubles(const void* data, ElementType type, size_t n, double* out)
 // dtype's epsilon (the robust slack's unit).
 Comparison compare_doubles(Policy policy, const double* o, const double* e, int64_t n, const Tolerance& tol, bool exact,
                            double eps);
+
+// A tensor's elements as the checks read them: contiguous, row-major, of `dtype`.
+struct TensorView {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+};
+
+// ATen's name of an element type ("Float", "BFloat16", "Long"): the checks' messages name dtypes as they always have.
+const char* aten_dtype_name(DType d);
+
+// `out` against `expected` elementwise (shapes must match); out_dtype: the dtype the output was produced in (its eps
+// sets the robust slack; an integer or bool one must match exactly).
+Comparison compare_views(Policy policy, const TensorView& out, const TensorView& expected, const Tolerance& tol,
+                         DType out_dtype);
 
 // One-line human summary ("ok max_abs=... rel_l2=..." or "12 of 1048576 mismatched, first at 17: ...").
 std::string describe(const Comparison& c);

@@ -1,45 +1,26 @@
 #include "check/outputs.h"
 
-#include "core/error.h"
 #include "inputs/inputs.h"
 
 namespace pkb {
 
-std::string OutputCheck::where() const {
-  return "rank " + std::to_string(rank) + " output '" + output + "'" + (replication ? " vs rank 0 (replicated)" : "");
-}
-
 std::vector<OutputCheck> check_outputs(const ProblemSpec& spec, const RunShape& run, Policy policy,
                                        const std::vector<std::vector<at::Tensor>>& got,
                                        const std::vector<std::vector<at::Tensor>>& expected, bool check_replication) {
-  std::vector<OutputCheck> checks;
-  for (size_t r = 0; r < got.size(); ++r) {
-    if (got[r].size() != spec.outputs.size() || expected.at(r).size() != spec.outputs.size())
-      throw Error("rank " + std::to_string(r) + ": " + std::to_string(got[r].size()) + " outputs and " +
-                  std::to_string(expected.at(r).size()) + " expected, the problem has " +
-                  std::to_string(spec.outputs.size()));
-    for (size_t i = 0; i < spec.outputs.size(); ++i) {
-      const TensorSpec& out = spec.outputs[i];
-      at::ScalarType want = to_aten(tensor_dtype(out, run));
-      OutputCheck c{static_cast<int>(r), out.name, false, {}};
-      if (got[r][i].scalar_type() != want) {
-        c.result.error = std::string("dtype ") + c10::toString(got[r][i].scalar_type()) + " != " + c10::toString(want);
-        checks.push_back(c);
-        continue;
-      }
-      // pkb is the paper's allclose whatever the problem's tolerance says (which tightens or loosens robust only),
-      // so that its pass@k is comparable with ParallelKernelBench's.
-      c.result = compare(policy, got[r][i], expected[r][i],
-                         policy == Policy::paper_allclose ? Tolerance{} : spec.tolerance, want);
-      checks.push_back(c);
-      if (check_replication && out.replicated && r > 0) {
-        OutputCheck rep{static_cast<int>(r), out.name, true,
-                        compare(Policy::robust, got[r][i], got[0][i], spec.tolerance, want)};
-        checks.push_back(rep);
+  // Contiguous CPU copies where needed, kept alive while their views are read.
+  std::vector<at::Tensor> held;
+  auto views = [&held](const std::vector<std::vector<at::Tensor>>& ranks) {
+    std::vector<std::vector<TensorView>> out;
+    for (const auto& rank : ranks) {
+      out.emplace_back();
+      for (const at::Tensor& t : rank) {
+        held.push_back(t.device().is_cpu() && t.is_contiguous() ? t : t.to(at::kCPU).contiguous());
+        out.back().push_back(tensor_view(held.back()));
       }
     }
-  }
-  return checks;
+    return out;
+  };
+  return check_output_views(spec, run, policy, views(got), views(expected), check_replication);
 }
 
 std::vector<at::Tensor> outputs_in_order(const ProblemSpec& spec, const NamedTensors& file) {

@@ -1,6 +1,4 @@
-// Every rank's outputs against expected ones, output by output, in the problem's output order; one loop for
-// `pkb validate` (references against the oracle, reference.py against reference.cpp) and `pkb eval` (a
-// candidate against the reference pass), so both apply the same dtype and replication rules.
+// check/output_views.h's checks for libtorch tensors (`pkb validate`'s references and oracle).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,22 +7,13 @@
 #include <vector>
 
 #include "check/compare.h"
+#include "check/output_views.h"
 #include "io/safetensors.h"
 #include "spec/problem_spec.h"
 
 namespace pkb {
 
-struct OutputCheck {
-  int rank = 0;
-  std::string output;
-  bool replication = false;  // a comparison of this rank's replicated output with rank 0's, not with `expected`
-  Comparison result;
-  std::string where() const;  // "rank 1 output 'out'" (+ " vs rank 0 (replicated)")
-};
-
-// got[r] and expected[r] hold rank r's tensors in spec.outputs order. An output of the wrong dtype fails with
-// an error naming both dtypes. With check_replication, every replicated output of rank r > 0 must also agree
-// with rank 0's under the robust policy.
+// check_output_views over libtorch tensors (on any device, in any layout).
 std::vector<OutputCheck> check_outputs(const ProblemSpec& spec, const RunShape& run, Policy policy,
                                        const std::vector<std::vector<at::Tensor>>& got,
                                        const std::vector<std::vector<at::Tensor>>& expected, bool check_replication);

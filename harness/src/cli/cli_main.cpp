@@ -11,6 +11,7 @@
 namespace pkb::cli {
 
 void add_torch_free_commands(CLI::App& app, Action& action) {
+  add_eval_command(app, action);
   add_topology_command(app, action);
   add_prompt_command(app, action);
   add_generate_command(app, action);

@@ -20,6 +20,7 @@ void add_problems_command(CLI::App& app, Action& action);
 void add_topology_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
+void add_oracle_command(CLI::App& app, Action& action);  // pkb-full only, hidden
 void add_prompt_command(CLI::App& app, Action& action);
 void add_generate_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);

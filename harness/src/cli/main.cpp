@@ -6,7 +6,7 @@ int main(int argc, char** argv) {
   return pkb::cli::cli_main(argc, argv, [](CLI::App& app, pkb::cli::Action& action) {
     pkb::cli::add_problems_command(app, action);
     pkb::cli::add_validate_command(app, action);
-    pkb::cli::add_eval_command(app, action);
+    pkb::cli::add_oracle_command(app, action);
     pkb::cli::add_run_command(app, action);
     pkb::cli::add_regress_command(app, action);
     pkb::cli::add_torch_free_commands(app, action);

@@ -166,8 +166,10 @@ const std::string& compiler_version(bool cuda) {
 }
 
 std::vector<std::string> compile_command(const CompileOptions& o, const std::string& src, const std::string& lib) {
-  // The candidate's own folder comes after pkb's headers, so it cannot shadow pkb/abi.h.
-  std::string inc = "-I" + o.include_dir.string(), local = "-I" + o.source_dir.string();
+  // The candidate's own headers are copied beside its source in the compiler's working directory, which comes after
+  // pkb's headers, so it cannot shadow pkb/abi.h; "." rather than the folder's path keeps the command (and so the
+  // cache key) the same wherever the candidate's folder lies.
+  std::string inc = "-I" + o.include_dir.string(), local = "-I.";
   if (!o.cuda) return {"c++", "-std=c++17", "-O2", "-shared", "-fPIC", inc, local, "-o", lib, src};
   std::string arch = o.arch;  // sm_90a -> compute_90a / sm_90a
   std::string compute = "compute_" + arch.substr(arch.find('_') + 1);

@@ -16,8 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "check/compare.h"
-#include "check/outputs.h"
+#include "check/output_views.h"
 #include "compile/compiler.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -25,7 +24,7 @@
 #include "core/result_record.h"
 #include "core/sha256.h"
 #include "eval/reference.h"
-#include "io/safetensors.h"
+#include "io/safetensors_encode.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
@@ -120,10 +119,14 @@ struct CallVerdict {
 CallVerdict check_call(const ProblemSpec& spec, const RunShape& run, const fs::path& ref_dir,
                        const fs::path& sealed_dir, const CheckedCall& call) {
   CallVerdict v;
+  // Each file's tensors stay in `files` while the views into them are compared.
+  std::vector<HostTensors> files;
+  files.reserve(3 * static_cast<size_t>(run.world));
   auto rank_outputs = [&](const fs::path& dir, const std::string& prefix, int r) {
-    return outputs_in_order(spec, read_safetensors(dir / call.label / (prefix + std::to_string(r) + ".safetensors")));
+    files.push_back(read_safetensors_host(dir / call.label / (prefix + std::to_string(r) + ".safetensors")));
+    return output_views_in_order(spec, files.back());
   };
-  std::vector<std::vector<at::Tensor>> got, reference, expected;
+  std::vector<std::vector<TensorView>> got, reference, expected;
   for (int r = 0; r < run.world; ++r) {
     if (!fs::exists(sealed_dir / call.label / ("rank" + std::to_string(r) + ".safetensors"))) {
       v.failures.push_back(call.when + ": rank " + std::to_string(r) + " sent no outputs");
@@ -142,8 +145,8 @@ CallVerdict check_call(const ProblemSpec& spec, const RunShape& run, const fs::p
   }
   v.all_ranks_sent = true;
   // Both lists hold (rank, output) in the same order; the robust one adds the replication checks.
-  auto robust = check_outputs(spec, run, Policy::robust, got, expected, true);
-  auto paper = check_outputs(spec, run, Policy::paper_allclose, got, reference, false);
+  auto robust = check_output_views(spec, run, Policy::robust, got, expected, true);
+  auto paper = check_output_views(spec, run, Policy::paper_allclose, got, reference, false);
   size_t next_paper = 0;
   for (const OutputCheck& c : robust) {
     v.robust_pass &= c.result.pass;
@@ -358,8 +361,9 @@ CandidateRun run_candidate(const ProblemSpec& spec, const RunShape& run, const E
       json(protocol::RankPlan{to_args(candidate_worker_options(spec, o, inside, ref_record, calls))}).dump();
   if (!boxed) fs::create_directories(scratch), write_file_atomically(scratch / "plan.json", plan);
   RankJob job = rank_job(o, {"--plan", (inside.out_dir / "plan.json").string()}, cand_dir, "candidate", o.timeout_s);
-  // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp).
-  job.program = has_prepare_step(spec) ? RankProgram::reference : RankProgram::candidate;
+  // Without libtorch in the process unless the problem's inputs need its prepare step (worker/candidate_main.cpp), as
+  // the reference pass says (pkb-rank, which runs any candidate, where an entry does not say).
+  job.program = ref_record.prepare_step.value_or(true) ? RankProgram::reference : RankProgram::candidate;
   Sandbox box;
   if (boxed) {
     box = candidate_sandbox(spec, run, o, library, fifo, inside, plan, job);
@@ -382,8 +386,8 @@ double median_of(const std::optional<RankTiming>& t, TimingMethod m) {
 }
 
 // The candidate's time by method m. Repeated contents never make a kernel fast: the pkb method takes the fresh calls'
-// median where it is the larger, and where repeats ran much faster (repeat_faster) the methods that cannot tell the
-// two kinds of call apart (paper: per-repetition means; device) claim no time, hence no speedup.
+// median where it is the larger, and where repeats may have run faster (repeats_may_be_faster) the methods that cannot
+// tell the two kinds of call apart (paper: per-repetition means; device) claim no time, hence no speedup.
 double candidate_median_us(const std::optional<RankTiming>& cand_t, TimingMethod m, bool repeats_faster) {
   double median = median_of(cand_t, m);
   if (m != TimingMethod::barrier) return repeats_faster ? 0.0 : median;
@@ -525,7 +529,8 @@ void record_instruments(const EvalOptions& o, bool have_py, json& timing) {
 // 4c. The times, the baseline the speedup is against, and every method's speedups. --timing-method picks the one
 // that is `speedup` (and drives fast_p). The device method has a speedup only where both sides' device views
 // measured (candidates: GPUs at W = 1).
-void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, const json& repeat, json& timing) {
+void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, const json& repeat, bool repeats_suspect,
+                     json& timing) {
   auto or_null = [](const std::optional<RankTiming>& x) { return x ? json(*x) : json(); };
   timing["candidate"] = or_null(t.candidate);
   timing["baseline_libtorch_nccl"] = or_null(t.libtorch_nccl);
@@ -542,9 +547,12 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
   }
   record_instruments(ev.o, have_py, timing);
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
+  if (repeat.is_null() && repeats_suspect)
+    timing["repeats_note"] = "calls on repeated contents timed faster than fresh ones, within noise: the paper and "
+                             "device methods, which cannot tell the two apart, claim no time";
   json by_method = json::object();
   for (TimingMethod m : kTimingMethods) {
-    double c = candidate_median_us(t.candidate, m, !repeat.is_null());
+    double c = candidate_median_us(t.candidate, m, repeats_suspect);
     double cpp = median_of(t.libtorch_nccl, m), py = median_of(t.eager, m);
     json s = {{"candidate_us", c}};
     if (c > 0 && cpp > 0) s["speedup_vs_libtorch_nccl"] = cpp / c;
@@ -645,8 +653,9 @@ EvalResult judge_candidate(Evaluation& ev, const CompileResult& cr, const fs::pa
   retime_stage(ev, bad, cand_dir / "retime", t, timing);
   TimingMethod method = timing_method_from_name(o.timing_method).value_or(TimingMethod::barrier);
   const json repeat = repeat_faster(t.candidate);
-  record_speedups(ev, t, method, repeat, timing);
-  record_roofline(ev, t, method, !repeat.is_null());
+  const bool repeats_suspect = !repeat.is_null() || repeats_may_be_faster(t.candidate);
+  record_speedups(ev, t, method, repeat, repeats_suspect, timing);
+  record_roofline(ev, t, method, repeats_suspect);
   bool escape = record_timing_flags(records, t, timing);
   record_below_roofline(ev, timing);
   ev.rec()["timing"] = timing;
@@ -691,6 +700,12 @@ json repeat_faster(const std::optional<RankTiming>& cand_t) {
           {"ratio", fresh / repeated},
           {"fresh_ci95_low_us", fresh_low},
           {"repeated_ci95_high_us", repeated_high}};
+}
+
+bool repeats_may_be_faster(const std::optional<RankTiming>& cand_t) {
+  if (!cand_t || cand_t->repeated_content_iters == 0) return false;
+  const double fresh = cand_t->fresh_median_us, repeated = cand_t->repeated_median_us;
+  return fresh > 0 && repeated > 0 && fresh > kRepeatFasterRatio * repeated;
 }
 
 std::optional<HostSpeed> host_speed(const std::optional<RankTiming>& candidate_timing,

@@ -12,16 +12,16 @@
 #include <random>
 #include <regex>
 
-#include "check/expected.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/parallel.h"
 #include "core/sha256.h"
-#include "inputs/inputs.h"
-#include "io/safetensors.h"
+#include "eval/oracle.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
+#include "launch/process.h"
+#include "launch/sandbox.h"
 #include "reference/libtorch_version.h"
 #include "runtime/runtime.h"
 #include "worker/timing.h"
@@ -66,23 +66,20 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 7;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
+constexpr int kReferenceCacheVersion = 8;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
                                            // 6: the device view's calls are timed ordinals (checked alike);
-                                           // 7: fp32 references and baselines in IEEE fp32, never TF32
+                                           // 7: fp32 references and baselines in IEEE fp32, never TF32;
+                                           // 8: the record says whether a prepare step finishes the inputs
 // Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
 // repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
 int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
 
 // The programs that produce a reference entry: pkb-rank (every reference, input generator and timing loop compiled
-// in) and this driver (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
+// in) and pkb-full (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
 // shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
 const std::string& build_digest() {
-  static const std::string digest = [] {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    return sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
-           (ec ? std::string("unknown") : sha256_hex(read_text_file(self)));
-  }();
+  static const std::string digest = sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
+                                    sha256_hex(read_text_file(executable_dir() / "pkb-full"));
   return digest;
 }
 
@@ -144,25 +141,21 @@ VerifiedEntries& verified_entries() {
 }
 
 // The expected outputs (check/expected.h: the oracle) of every call that is judged: the checked trials, the
-// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors.
+// post-timing trial and the timing copies the reference pass drew, as LABEL/oracle.rankR.safetensors, written by
+// `pkb-full oracle` (eval/oracle.h: the oracle needs libtorch, which this driver does not load).
 void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const fs::path& work) {
-  const protocol::RankRecord record = read_rank0_record(work);
-  std::vector<std::pair<std::string, int>> calls;  // label, trial whose inputs it gets
-  for (int t = 0; t <= o.trials; ++t) calls.push_back({"trial" + std::to_string(t), t});
-  for (int k : record.timed_checks.value_or(std::vector<int>{}))
-    calls.push_back({"copy" + std::to_string(k), kTimedTrialBase + k});
-  for (const auto& [label, trial] : calls) {
-    std::vector<Tensors> expected = expected_outputs(spec, run, all_rank_inputs(spec, run, trial, o.seed));
-    for (int r = 0; r < run.world; ++r) {
-      NamedTensors saved;
-      for (size_t i = 0; i < spec.outputs.size(); ++i) {
-        saved.names.push_back(spec.outputs[i].name);
-        saved.tensors.push_back(expected[r][i].contiguous());
-      }
-      fs::create_directories(work / label);
-      write_safetensors(work / label / ("oracle.rank" + std::to_string(r) + ".safetensors"), saved);
-    }
-  }
+  const OracleJob job{spec.dir, run, o.trials, o.seed, work};
+  std::vector<std::string> argv = {(executable_dir() / "pkb-full").string(), "oracle"};
+  for (const std::string& a : oracle_args(job)) argv.push_back(a);
+  ProcessOptions po;
+  po.timeout_s = reference_deadline_s(o);
+  po.stderr_path = work / "oracle.stderr";
+  const ProcessResult pr = run_process(argv, po);
+  if (!pr.ok())
+    throw Error("the oracle (pkb-full oracle) for " + spec.folder() + " failed: " + pr.summary() + ": " +
+                file_tail(work / "oracle.stderr", 2000));
+  std::error_code ec;
+  fs::remove(work / "oracle.stderr", ec);  // not a file of the entry
 }
 
 // The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
@@ -176,6 +169,15 @@ PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& 
 }
 
 }  // namespace
+
+std::vector<std::string> oracle_args(const OracleJob& job) {
+  std::vector<std::string> a = {
+      "--problem-dir", job.problem_dir.string(),        "--world",  std::to_string(job.run.world),
+      "--dtype",       dtype_name(job.run.float_dtype), "--trials", std::to_string(job.trials),
+      "--seed",        std::to_string(job.seed),        "--work",   job.work.string()};
+  for (const auto& [name, value] : job.run.params) a.insert(a.end(), {"--param", name + "=" + std::to_string(value)});
+  return a;
+}
 
 double reference_deadline_s(const EvalOptions& o) {
   return o.reference_timeout_s > 0 ? o.reference_timeout_s : std::max(kReferenceTimeoutS, o.timeout_s);
@@ -219,13 +221,15 @@ RankJob rank_job(const EvalOptions& o, const std::vector<std::string>& args, con
 json provenance(const EvalOptions& o) {
   RuntimeVersions v = runtime_versions(-1);  // library versions only: no device is touched
   auto [gpu, driver] = o.device == DeviceKind::cuda ? nvidia_proc_info() : std::pair<std::string, std::string>{};
-  return {{"pkb_git", repo_revision()},
-          {"gpu", gpu},
-          {"driver", driver},
-          {"cuda_driver_api", v.driver},
-          {"cuda_runtime", v.cuda_runtime},
-          {"nccl", v.nccl},
-          {"libtorch", loaded_libtorch_version(PKB_TORCH_VERSION_STRING)}};
+  return {
+      {"pkb_git", repo_revision()},
+      {"gpu", gpu},
+      {"driver", driver},
+      {"cuda_driver_api", v.driver},
+      {"cuda_runtime", v.cuda_runtime},
+      {"nccl", v.nccl},
+      // the libtorch the references run with: pkb-rank's, found without loading it here
+      {"libtorch", libtorch_version_among(shared_libraries(executable_dir() / "pkb-rank"), PKB_TORCH_VERSION_STRING)}};
 }
 
 fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalOptions& o, const json& prov,

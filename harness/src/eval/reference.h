@@ -10,6 +10,7 @@
 
 #include "eval/evaluate.h"
 #include "launch/gpus.h"
+#include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "protocol/rank_record.h"
 #include "worker/worker.h"

@@ -1,7 +1,5 @@
 #include "io/safetensors.h"
 
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -36,58 +34,12 @@ void write_safetensors(const std::filesystem::path& path, const NamedTensors& t)
 }
 
 NamedTensors read_safetensors(const std::filesystem::path& path) {
-  auto fail = [&](const std::string& why) -> Error { return Error(path.string() + ": " + why); };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw fail("cannot open");
-  in.seekg(0, std::ios::end);
-  uint64_t file_size = in.tellg();
-  in.seekg(0);
-  unsigned char len[8];
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len), 8)) throw fail("truncated (no header length)");
-  uint64_t hlen = 0;
-  for (int i = 0; i < 8; ++i) hlen |= uint64_t{len[i]} << (8 * i);
-  if (hlen > file_size - 8) throw fail("header length exceeds file size");
-  std::string h(hlen, '\0');
-  in.read(h.data(), hlen);
-  json header;
-  try {
-    header = json::parse(h);
-  } catch (const json::parse_error& e) {
-    throw fail(std::string("bad header JSON: ") + e.what());
-  }
-  uint64_t data_start = 8 + hlen, data_size = file_size - data_start;
-
+  HostTensors host = read_safetensors_host(path);
   NamedTensors out;
-  std::vector<std::string> order;
-  if (header.contains("__metadata__")) {
-    for (auto& [k, v] : header["__metadata__"].items())
-      if (v.is_string()) out.metadata[k] = v.get<std::string>();
-    if (out.metadata.count("order")) {
-      for (const auto& n : json::parse(out.metadata["order"])) order.push_back(n.get<std::string>());
-      out.metadata.erase("order");
-    }
-  }
-  if (order.empty())
-    for (auto& [k, v] : header.items())
-      if (k != "__metadata__") order.push_back(k);
-
-  for (const auto& name : order) {
-    if (!header.contains(name)) throw fail("tensor '" + name + "' listed in order but missing");
-    const json& e = header[name];
-    auto dt = dtype_from_safetensors_name(e.value("dtype", ""));
-    if (!dt) throw fail("tensor '" + name + "': unsupported dtype '" + e.value("dtype", "") + "'");
-    std::vector<int64_t> shape = e.at("shape").get<std::vector<int64_t>>();
-    uint64_t begin = e.at("data_offsets")[0].get<uint64_t>(), end = e.at("data_offsets")[1].get<uint64_t>();
-    int64_t numel = 1;
-    for (int64_t s : shape) numel *= s;
-    if (end < begin || end > data_size || end - begin != numel * dtype_size(*dt))
-      throw fail("tensor '" + name + "': data offsets do not match its shape and dtype");
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(to_aten(*dt)));
-    in.seekg(data_start + begin);
-    in.read(static_cast<char*>(t.data_ptr()), end - begin);
-    if (!in) throw fail("tensor '" + name + "': truncated data");
-    out.names.push_back(name);
-    out.tensors.push_back(t);
+  out.metadata = std::move(host.metadata);
+  for (HostTensor& t : host.tensors) {
+    out.names.push_back(t.name);
+    out.tensors.push_back(to_aten_tensor(std::move(t)));
   }
   return out;
 }

@@ -198,25 +198,33 @@ const std::string& sandbox_unavailable() {
   return why;
 }
 
-std::vector<fs::path> library_dirs_outside_system(const fs::path& binary) {
+std::vector<fs::path> shared_libraries(const fs::path& binary) {
   static std::mutex m;
   static std::map<fs::path, std::vector<fs::path>> cache;
   std::lock_guard<std::mutex> lock(m);
   if (auto it = cache.find(binary); it != cache.end()) return it->second;
-  std::vector<fs::path> dirs;
+  std::vector<fs::path> paths;
   std::istringstream lines(capture_stdout({"ldd", binary.string()}, 60));
   for (std::string line; std::getline(lines, line);) {
-    auto arrow = line.find("=> /");
-    std::string path = arrow != std::string::npos ? line.substr(arrow + 3) : line.substr(line.find_first_not_of(" \t"));
+    const auto arrow = line.find("=> /"), start = line.find_first_not_of(" \t");
+    if (start == std::string::npos) continue;
+    std::string path = arrow != std::string::npos ? line.substr(arrow + 3) : line.substr(start);
     path = path.substr(0, path.find(" ("));
-    if (path.empty() || path[0] != '/') continue;
+    if (!path.empty() && path[0] == '/') paths.push_back(path);
+  }
+  return cache[binary] = paths;
+}
+
+std::vector<fs::path> library_dirs_outside_system(const fs::path& binary) {
+  std::vector<fs::path> dirs;
+  for (const fs::path& path : shared_libraries(binary)) {
     // Both the directory the loader names and the one its links lead to must exist inside.
     std::error_code ec;
-    for (fs::path dir : {fs::path(path).parent_path(), fs::canonical(path, ec).parent_path()})
+    for (fs::path dir : {path.parent_path(), fs::canonical(path, ec).parent_path()})
       if (!dir.empty() && !under_system_dir(dir) && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
         dirs.push_back(dir);
   }
-  return cache[binary] = dirs;
+  return dirs;
 }
 
 void apply_limits(ProcessOptions& po, const SandboxLimits& l) {

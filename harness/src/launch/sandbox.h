@@ -70,6 +70,9 @@ ProcessResult run_sandboxed(const Sandbox& box, const std::vector<std::string>& 
 // Why no sandbox can run here ("" when one can): bwrap missing, or unable to create namespaces. Probed once.
 const std::string& sandbox_unavailable();
 
+// The paths of the shared libraries `binary` loads, as ldd resolves them (asked once per binary).
+std::vector<std::filesystem::path> shared_libraries(const std::filesystem::path& binary);
+
 // The directories of the shared libraries `binary` loads (from ldd) that lie outside the system directories
 // the sandbox always binds: libtorch from a Python package, a CUDA toolkit under /opt, and so on.
 std::vector<std::filesystem::path> library_dirs_outside_system(const std::filesystem::path& binary);

@@ -126,6 +126,7 @@ void record_optional_fields(R& r, V&& v) {
   v("candidate_input_copies", r.candidate_input_copies);
   v("candidate_warmup_copies", r.candidate_warmup_copies);
   v("timed_checks", r.timed_checks);
+  v("prepare_step", r.prepare_step);
   v("heap", r.heap);
   v("candidate_process", r.candidate_process);
   v("candidate_lockdown_note", r.candidate_lockdown_note);

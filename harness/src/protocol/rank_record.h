@@ -145,6 +145,9 @@ struct RankRecord {
   std::optional<std::string> communicator, device;
   std::optional<int> candidate_input_copies, candidate_warmup_copies;
   std::optional<std::vector<int>> timed_checks;
+  // Whether the problem's inputs are finished by a libtorch prepare step (so the candidate's monitor must be pkb-rank):
+  // the reference pass says so, for the driver that has no registry of references (eval/evaluate.cpp).
+  std::optional<bool> prepare_step;
   // The candidate pass: its heap, where the candidate ran (and what of the runner's lockdown the kernel refused),
   // seconds per phase (empty: none yet), and the threads that made input copies.
   std::optional<RankHeap> heap;

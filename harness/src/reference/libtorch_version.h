@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace pkb {
 
@@ -13,7 +14,12 @@ namespace pkb {
 // libtorch_cpu.so.1.13 -> 1.13), else `fallback`.
 std::string libtorch_version_at(const std::filesystem::path& library, const std::string& fallback);
 
-// libtorch_version_at for the libtorch_cpu this process has loaded.
+// libtorch_version_at for the libtorch_cpu among a program's shared libraries (launch/sandbox.h, shared_libraries),
+// `fallback` where there is none: the version a program runs with, found without loading libtorch.
+std::string libtorch_version_among(const std::vector<std::filesystem::path>& libraries, const std::string& fallback);
+
+// libtorch_version_at for the libtorch_cpu this process has loaded (this and use_ieee_fp32 need libtorch; the rest is
+// in libtorch_version_at.cpp, torch-free).
 std::string loaded_libtorch_version(const std::string& fallback);
 
 // Makes this process's fp32 math IEEE fp32: no TF32 in cuDNN convolutions (libtorch's default allows it, so on

@@ -71,6 +71,7 @@ ReferenceRank open_reference_rank(const WorkerOptions& o, WorkerEnv& env, protoc
   ReferenceRank ref;
   ref.impl = find_reference(spec.slug);
   if (!ref.impl) throw Error("no libtorch reference registered for '" + spec.slug + "' (is reference.cpp built?)");
+  record.prepare_step = ref.impl->prepare != nullptr;
   record.fp32_math = use_ieee_fp32();  // before any tensor work: fp32 (and the precise upcast) is IEEE, never TF32
   RankContext& ctx = ref.ctx;
   ctx.rank = env.rank;
