@@ -348,7 +348,7 @@ TEST(RepeatFaster, TimeClaimsNeedTheMediansAloneToAgree) {
   EXPECT_TRUE(repeat_faster(timing(8000, 900, 20)).is_null());  // the intervals overlap: no flag
   EXPECT_TRUE(pkb::repeats_may_be_faster(timing(8000, 900, 20)));
   EXPECT_FALSE(pkb::repeats_may_be_faster(timing(1240, 1000, 20)));  // within 1.25x: an honest kernel's cache effects
-  EXPECT_FALSE(pkb::repeats_may_be_faster(timing(8000, 900, 0)));   // no repeated contents timed
+  EXPECT_FALSE(pkb::repeats_may_be_faster(timing(8000, 900, 0)));    // no repeated contents timed
   EXPECT_FALSE(pkb::repeats_may_be_faster(std::nullopt));
 }
 

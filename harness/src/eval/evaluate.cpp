@@ -548,8 +548,9 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
   record_instruments(ev.o, have_py, timing);
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   if (repeat.is_null() && repeats_suspect)
-    timing["repeats_note"] = "calls on repeated contents timed faster than fresh ones, within noise: the paper and "
-                             "device methods, which cannot tell the two apart, claim no time";
+    timing["repeats_note"] =
+        "calls on repeated contents timed faster than fresh ones, within noise: the paper and "
+        "device methods, which cannot tell the two apart, claim no time";
   json by_method = json::object();
   for (TimingMethod m : kTimingMethods) {
     double c = candidate_median_us(t.candidate, m, repeats_suspect);
