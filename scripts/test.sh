@@ -56,6 +56,9 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # pkb_problem_tests' shard 2 took 18.7 s of CPU with glibc's defaults, 15.9 s with these). Sandboxed processes
 # (candidates) start with a clean environment and never see it.
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824:glibc.malloc.top_pad=67108864}
+# Tests run side by side, so MPI ranks waiting in a collective yield the CPU instead of spinning on it (pkb's rank
+# launches keep a setting found in their environment: harness/src/launch/mpirun.cpp).
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 # ctest runs one test more than there are cores: since candidate ranks no longer load libtorch the tests wait more
 # than they compute (fresh clones on 2 cores: ctest 404 s with -j2, 361 s with -j3; before that change 399 vs 398 s).
 ctest --output-on-failure -j "$(($(nproc) + 1))" "$@" | tee "$log" || status=$?  # pipefail: ctest's status

@@ -705,6 +705,7 @@ json repeat_faster(const std::optional<RankTiming>& cand_t) {
 
 bool repeats_may_be_faster(const std::optional<RankTiming>& cand_t) {
   if (!cand_t || cand_t->repeated_content_iters == 0) return false;
+  if (cand_t->fresh_to_neighbours) return *cand_t->fresh_to_neighbours > kRepeatFasterRatio;
   const double fresh = cand_t->fresh_median_us, repeated = cand_t->repeated_median_us;
   return fresh > 0 && repeated > 0 && fresh > kRepeatFasterRatio * repeated;
 }

@@ -101,10 +101,11 @@ constexpr double kRepeatFasterRatio = 1.25;
 // on repeats, every one of them, which no interval spans.
 nlohmann::json repeat_faster(const std::optional<protocol::RankTiming>& candidate_timing);
 
-// Whether repeated contents may have been faster: their median more than kRepeatFasterRatio below the fresh one's,
-// noise or not. A claim needs evidence, a penalty confidence: where this holds, the methods that cannot tell the two
-// kinds of call apart (paper, device) claim no time, flagged (repeat_faster) or not; a memoizer on a host so loaded
-// that the intervals overlap keeps no paper speedup.
+// Whether repeated contents may have been faster: the median over fresh calls of each one's time over its neighbouring
+// repeated calls' (fresh_to_neighbours; without it, the two medians) above kRepeatFasterRatio, noise or not. A claim
+// needs evidence, a penalty confidence: where this holds, the methods that cannot tell the two kinds of call apart
+// (paper, device) claim no time, flagged (repeat_faster) or not; a memoizer on a host so loaded that the intervals
+// overlap keeps no paper speedup, while a burst of load over a stretch of calls stretches neighbours alike.
 bool repeats_may_be_faster(const std::optional<protocol::RankTiming>& candidate_timing);
 
 // A candidate time below its problem's roofline floor is no kernel's: it is a timing bug or a forgery, and claims no

@@ -18,9 +18,11 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   MpirunJob job;
   job.env["NCCL_NVLS_ENABLE"] = "0";
   job.env["NCCL_DEBUG"] = getenv("NCCL_DEBUG") ? getenv("NCCL_DEBUG") : "WARN";
-  // More ranks than cores: waiting ranks must yield or they starve the ones doing work.
+  // More ranks than cores: waiting ranks must yield or they starve the ones doing work. A setting in pkb's own
+  // environment wins (scripts/test.sh: tests run side by side, so the cores are always oversubscribed).
   bool oversubscribed = opts.world > usable_cores();
-  job.env["OMPI_MCA_mpi_yield_when_idle"] = (!opts.cuda && oversubscribed) ? "1" : "0";
+  const char* yield = getenv("OMPI_MCA_mpi_yield_when_idle");
+  job.env["OMPI_MCA_mpi_yield_when_idle"] = yield && *yield ? yield : (!opts.cuda && oversubscribed) ? "1" : "0";
   // Every rank is local: the remote launcher is never used, but Open MPI refuses to start when it cannot find
   // ssh or rsh, which a sandbox (or a minimal image) has not got.
   job.env["OMPI_MCA_plm_rsh_agent"] = "false";

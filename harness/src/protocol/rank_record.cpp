@@ -64,6 +64,7 @@ void timing_core_fields(T& t, V&& v) {
   v("repeated_content_iters", t.repeated_content_iters);
   v("fresh_median_us", t.fresh_median_us);
   v("repeated_median_us", t.repeated_median_us);
+  v("fresh_to_neighbours", t.fresh_to_neighbours);
   v("clocks", t.clocks);
   v("throttled", t.throttled);
   v("host_probe_us", t.host_probe_us);

@@ -87,6 +87,8 @@ struct RankTiming {
   bool stream_escape = false;
   int repeated_content_iters = 0;
   double fresh_median_us = 0, repeated_median_us = 0;
+  // The median over fresh calls of a fresh call's time over its neighbouring repeated calls' (worker/timing.h).
+  std::optional<double> fresh_to_neighbours;
   std::optional<ContentIntervals> intervals;
   nlohmann::json clocks;  // worker/timing.h ClockMonitor::to_json, copied through
   bool throttled = false;

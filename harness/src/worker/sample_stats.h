@@ -16,6 +16,9 @@ struct SampleStats {
   double ci_half_rel() const { return median > 0 ? (ci_high - ci_low) / (2 * median) : 0; }
 };
 SampleStats summarize(std::vector<double> v);
+// The median over the values marked fresh of each one over the mean of its nearest unmarked neighbours (before and
+// after, in order); 0 where no fresh value has a neighbour (TimingStats::fresh_to_neighbours says why).
+double fresh_to_neighbours(const std::vector<double>& values, const std::vector<bool>& is_fresh);
 // Quantile q in [0, 1] of sorted values, linear between order statistics.
 double quantile_sorted(const std::vector<double>& sorted, double q);
 // 1-based ranks (lo, hi) of the order statistics bounding the median's 95% interval among n values.

@@ -428,12 +428,16 @@ DeviceStats TimedLoop::device_stats() const {
 // interleaves the two kinds through the timing, so load that comes and goes stretches both alike.
 void TimedLoop::split_fresh_and_repeated() {
   std::vector<double> fresh, repeated;
-  for (size_t i = 0; i < pkb_values_.size(); ++i)
-    (plan_.fresh_call(pkb_ordinals_[i]) ? fresh : repeated).push_back(pkb_values_[i]);
+  std::vector<bool> is_fresh;
+  for (size_t i = 0; i < pkb_values_.size(); ++i) {
+    is_fresh.push_back(plan_.fresh_call(pkb_ordinals_[i]));
+    (is_fresh.back() ? fresh : repeated).push_back(pkb_values_[i]);
+  }
   s_.repeated_content_iters = static_cast<int>(repeated.size());
   if (!repeated.empty() && !fresh.empty()) {
     s_.fresh = summarize(fresh);
     s_.repeated = summarize(repeated);
+    s_.fresh_to_neighbours = fresh_to_neighbours(pkb_values_, is_fresh);
   }
 }
 

@@ -106,6 +106,27 @@ std::pair<int, int> median_ci_ranks(int n) {
   return {std::clamp(lo, 1, n), std::clamp(hi, 1, n)};
 }
 
+double fresh_to_neighbours(const std::vector<double>& values, const std::vector<bool>& is_fresh) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!is_fresh[i]) continue;
+    double sum = 0;
+    int n = 0;
+    for (size_t j = i; j-- > 0;)  // the nearest repeated call before
+      if (!is_fresh[j]) {
+        sum += values[j], ++n;
+        break;
+      }
+    for (size_t j = i + 1; j < values.size(); ++j)  // and after
+      if (!is_fresh[j]) {
+        sum += values[j], ++n;
+        break;
+      }
+    if (n > 0 && sum > 0) ratios.push_back(values[i] / (sum / n));
+  }
+  return ratios.empty() ? 0.0 : summarize(ratios).median;
+}
+
 SampleStats summarize(std::vector<double> v) {
   SampleStats s;
   if (v.empty()) return s;
@@ -211,6 +232,7 @@ protocol::RankTiming TimingStats::to_record() const {
   t.repeated_median_us = repeated.median;
   if (fresh.n > 0 && repeated.n > 0)
     t.intervals = protocol::ContentIntervals{fresh.n, fresh.ci_low, fresh.ci_high, repeated.ci_low, repeated.ci_high};
+  if (fresh_to_neighbours > 0) t.fresh_to_neighbours = fresh_to_neighbours;
   t.clocks = clocks;
   t.throttled = throttled;
   t.host_probe_us = host_probe_us;

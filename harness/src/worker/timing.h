@@ -67,6 +67,10 @@ struct TimingStats {
   // The pkb method's calls on fresh and on repeated contents, when both exist (CopyPlan::fresh_call): their medians
   // and the medians' 95% intervals, from which the driver judges memoizing (eval/evaluate.h repeat_faster).
   SampleStats fresh, repeated;
+  // The median over fresh calls of each one's time over the mean of the repeated calls beside it (the nearest before
+  // and after, in call order; 0: not both kinds). Neighbours ran under the same load, so a burst that stretches a
+  // stretch of calls cancels out, while a memoizer's every fresh call is slower than the repeats beside it.
+  double fresh_to_neighbours = 0;
   nlohmann::json clocks;   // ClockMonitor::to_json()
   bool throttled = false;  // any rank saw a throttle reason during a repetition
   // Rank 0's host-speed probe before every repetition (host_probe_us()): a node whose CPU slows down between
