@@ -327,6 +327,15 @@ TEST(Cli, EvalRunsInTheFrontAndAsksPkbFullOnlyForANewEntrysOracle) {
   EXPECT_EQ(pkb::read_text_file(log), "oracle\n") << "a cached entry needs no pkb-full";
 }
 
+// The headline's baseline by the names the reports use (eager, libtorch), the earlier names (auto, cpp) still taken.
+TEST(Cli, TheHeadlineBaselineIsEagerOrLibtorch) {
+  CliRun bad = pkb_cli({"eval", "x.cpp", "--problem", "1", "--baseline", "python"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("{eager,libtorch,auto,cpp}"), std::string::npos) << bad.err;
+  CliRun help = pkb_cli({"eval", "--help"});
+  EXPECT_NE(help.out.find("eager->auto,libtorch->cpp"), std::string::npos) << help.out;
+}
+
 // The evaluating commands list their options in groups, each option once; the HTTP deadline has one name everywhere.
 TEST(Cli, OptionsComeInGroupsWithOneMeaningPerName) {
   std::string run_help;

@@ -3,6 +3,7 @@
 // Exit codes: 0 correct, 1 any other status (the record says which), 2 usage or harness error (a harness_error
 // record is still appended).
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "core/enum_option.h"
@@ -100,8 +101,12 @@ void add_eval_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--arch", o->e.arch, "nvcc target, e.g. sm_90a");
   cmd->add_flag("--allow-nccl", o->e.allow_nccl, "Let the candidate call NCCL (lint policy)");
-  cmd->add_option("--baseline", o->e.baseline, "auto (PyTorch eager where possible) or cpp")
-      ->check(CLI::IsMember({"auto", "cpp"}));
+  // eager and libtorch, the names the reports use; auto and cpp, the names of earlier releases.
+  cmd->add_option("--baseline", o->e.baseline,
+                  "The headline's baseline: eager (PyTorch eager where Python torch exists, else libtorch+NCCL) or "
+                  "libtorch")
+      ->check(CLI::IsMember({"eager", "libtorch", "auto", "cpp"}))
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"eager", "auto"}, {"libtorch", "cpp"}}));
   cmd->add_option("--heap-mib", o->e.heap_mib, "Arena for the candidate's symm_alloc, MiB (0: the device's default)")
       ->check(kNonNegative);
   cmd->option_defaults()->group("Timing");
