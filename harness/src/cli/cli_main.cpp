@@ -12,6 +12,8 @@ namespace pkb::cli {
 
 void add_torch_free_commands(CLI::App& app, Action& action) {
   add_eval_command(app, action);
+  add_run_command(app, action);
+  add_regress_command(app, action);
   add_topology_command(app, action);
   add_prompt_command(app, action);
   add_generate_command(app, action);

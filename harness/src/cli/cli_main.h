@@ -13,8 +13,8 @@ using AddCommands = std::function<void(CLI::App&, Action&)>;
 // Parses argv with the commands `add_commands` registers and runs the chosen one. Exit codes as commands.h says.
 int cli_main(int argc, char** argv, const AddCommands& add_commands);
 
-// The commands without libtorch (eval, topology, prompt, generate, report, leaderboard, serve, worker), in both
-// programs.
+// The commands without libtorch (eval, run, regress, topology, prompt, generate, report, leaderboard, serve,
+// worker), in both programs.
 void add_torch_free_commands(CLI::App& app, Action& action);
 
 }  // namespace pkb::cli

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/enum_option.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "spec/catalog.h"
 #include "validate/validate.h"
 #include "worker/timing_cli.h"
@@ -22,6 +23,7 @@ struct ValidateCliOptions {
   std::vector<std::string> params;
   std::string python = "auto";
   std::string out = "results/validate";
+  std::string verdicts;  // where to write {folder: {verdict, detail}} ("": nowhere)
 };
 
 std::string cell(const nlohmann::json& j, const char* key, double scale, const char* fmt) {
@@ -81,6 +83,11 @@ int run_validate(ValidateCliOptions& o) {
     (r.verdict == Verdict::pass ? passed : r.verdict == Verdict::skip ? skipped : failed)++;
   };
   std::vector<ValidationResult> results = validate_problems(selected, o.v, print);
+  if (!o.verdicts.empty()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& r : results) out[r.problem] = {{"verdict", verdict_name(r.verdict)}, {"detail", r.detail}};
+    write_json_atomically(o.verdicts, out);
+  }
   if (o.v.time) print_timing_table(results, o.v);
   std::printf("validate: %d passed, %d failed, %d skipped (W=%d, %s, %s)\n", passed, failed, skipped, o.v.world,
               enum_name(o.v.device), o.v.dtype.c_str());
@@ -110,6 +117,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--python", o->python, "Cross-check reference.py (auto: on GPUs where torch imports)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--out", o->out, "Working directory for outputs");
+  cmd->add_option("--verdicts", o->verdicts, "Also write each problem's verdict and detail to this JSON file");
   cmd->add_option("--timeout", o->v.timeout_s, "Deadline per launch, seconds")->check(kPositive);
   cmd->add_option("--ranks-per-gpu", o->v.ranks_per_gpu,
                   "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage "

@@ -1,9 +1,10 @@
-// pkb: the driver as users run it. The commands that never load a tensor library (eval, topology, prompt, generate,
-// report, leaderboard, serve, worker) run here, without libtorch, whose loading alone costs ~1 s of CPU per start
-// (Debian's build: hundreds of shared libraries and the operator registry's static initializers); eval has the oracle
-// computed by pkb-full in a process of its own, once per reference-cache entry. Every other command line (run,
-// validate, regress, problems, --help, a usage error) runs pkb-full, beside this program, with the same arguments in
-// the same process (execv): signals, exit codes and the process tree stay as if it were one program.
+// pkb: the driver as users run it. The commands that never load a tensor library (eval, run, regress, topology,
+// prompt, generate, report, leaderboard, serve, worker) run here, without libtorch, whose loading alone costs ~1 s of
+// CPU per start (Debian's build: hundreds of shared libraries and the operator registry's static initializers); the
+// oracle of a new reference-cache entry and `pkb run`'s references on CPU ranks come from pkb-full in processes of
+// their own. Every other command line (validate, problems, --help, a usage error) runs pkb-full, beside this program,
+// with the same arguments in the same process (execv): signals, exit codes and the process tree stay as if it were
+// one program.
 #include <unistd.h>
 
 #include <cerrno>

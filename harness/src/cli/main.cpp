@@ -7,8 +7,6 @@ int main(int argc, char** argv) {
     pkb::cli::add_problems_command(app, action);
     pkb::cli::add_validate_command(app, action);
     pkb::cli::add_oracle_command(app, action);
-    pkb::cli::add_run_command(app, action);
-    pkb::cli::add_regress_command(app, action);
     pkb::cli::add_torch_free_commands(app, action);
   });
 }

@@ -24,13 +24,13 @@
 #include "core/sha256.h"
 #include "generate/output.h"
 #include "launch/gpus.h"
+#include "launch/mpirun.h"
 #include "launch/process.h"
 #include "prompt/feedback.h"
 #include "prompt/prompt.h"
 #include "run/agent_loop.h"
 #include "run/slot_queue.h"
 #include "scoring/report.h"
-#include "validate/validate.h"
 
 namespace pkb::run {
 namespace {
@@ -277,31 +277,48 @@ void compile_ahead(const std::vector<Task>& tasks, const EvalOptions& eval, int 
   }
 }
 
-// References on CPU ranks when no GPU can evaluate: the run still proves its problems' references sound.
+// References on CPU ranks when no GPU can evaluate: the run still proves its problems' references sound. `pkb-full
+// validate` does it in a process of its own (libtorch's references; this driver loads no libtorch), all problems in
+// one, and writes references_cpu.json; where it cannot, every problem is recorded failed with the reason.
 void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunOptions& o, const fs::path& dir) {
+  if (problems.empty()) return write_json_atomically(dir / "references_cpu.json", json::object());
+  std::string ids;
+  for (const ProblemSpec* p : problems) ids += (ids.empty() ? "" : ",") + std::to_string(p->id);
+  const fs::path verdicts = dir / "references_cpu.json", log = dir / "validate" / "validate.log";
+  fs::create_directories(log.parent_path());
+  std::vector<std::string> argv = {(executable_dir() / "pkb-full").string(),
+                                   "validate",
+                                   ids,
+                                   "-w",
+                                   std::to_string(o.world),
+                                   "--device",
+                                   "cpu",
+                                   "--dtype",
+                                   o.eval.dtype,
+                                   "--trials",
+                                   "1",
+                                   "--seed",
+                                   std::to_string(o.eval.seed),
+                                   "--python",
+                                   "off",
+                                   "--out",
+                                   (dir / "validate").string(),
+                                   "--verdicts",
+                                   verdicts.string()};
+  for (const auto& [k, v] : o.eval.params) argv.insert(argv.end(), {"--param", k + "=" + std::to_string(v)});
+  ProcessOptions po;
+  po.timeout_s = std::max(kReferenceTimeoutS, o.eval.timeout_s) * static_cast<double>(problems.size());
+  po.stdout_path = log;
+  po.stderr_path = dir / "validate" / "validate.stderr";
+  std::error_code ec;
+  fs::remove(verdicts, ec);
+  const ProcessResult pr = run_process(argv, po);
+  if (o.progress) std::fprintf(stderr, "%s", file_tail(log, 1 << 16).c_str());
+  if (read_json_or_null(verdicts).is_object()) return;  // written: exit 1 only says a reference failed
   json out = json::object();
-  for (const ProblemSpec* p : problems) {
-    ValidateOptions v;
-    v.world = o.world;
-    v.device = DeviceKind::cpu;
-    v.dtype = o.eval.dtype;
-    v.trials = 1;
-    v.seed = o.eval.seed;
-    v.params = o.eval.params;
-    v.python = PythonCheck::off;
-    v.out_dir = dir / "validate";
-    ValidationResult r;
-    try {
-      r = validate_problem(*p, v);
-    } catch (const Error& e) {
-      r.verdict = Verdict::fail, r.detail = e.what();
-    }
-    if (o.progress)
-      std::fprintf(stderr, "reference %s W=%d on CPU ranks: %s %s\n", p->folder().c_str(), o.world,
-                   verdict_name(r.verdict), r.detail.c_str());
-    out[p->folder()] = {{"verdict", verdict_name(r.verdict)}, {"detail", r.detail}};
-  }
-  write_json_atomically(dir / "references_cpu.json", out);
+  const std::string why = "pkb-full validate " + pr.summary() + ": " + file_tail(po.stderr_path, 1000);
+  for (const ProblemSpec* p : problems) out[p->folder()] = {{"verdict", "FAIL"}, {"detail", why}};
+  write_json_atomically(verdicts, out);
 }
 
 // One CUDA_VISIBLE_DEVICES list per concurrent evaluation: W GPUs each, disjoint; one slot on CPU ranks.
