@@ -306,6 +306,9 @@ void validate_on_cpu(const std::vector<const ProblemSpec*>& problems, const RunO
                                    "--verdicts",
                                    verdicts.string()};
   for (const auto& [k, v] : o.eval.params) argv.insert(argv.end(), {"--param", k + "=" + std::to_string(v)});
+  if (o.progress)
+    std::fprintf(stderr, "pkb run: validating %zu references on CPU ranks (pkb-full validate, log in %s)\n",
+                 problems.size(), log.string().c_str());
   ProcessOptions po;
   po.timeout_s = std::max(kReferenceTimeoutS, o.eval.timeout_s) * static_cast<double>(problems.size());
   po.stdout_path = log;
