@@ -286,35 +286,14 @@ TEST(Cli, EvalRunsInTheFrontAndAsksPkbFullOnlyForANewEntrysOracle) {
   std::filesystem::permissions(bin / "pkb-full", std::filesystem::perms::owner_exec,
                                std::filesystem::perm_options::add);
   auto eval = [&] {
-    return pkb::test::run_cli((bin / "pkb").string(),
-                              {"eval",
-                               (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string(),
-                               "--problem",
-                               "1",
-                               "-w",
-                               "2",
-                               "--device",
-                               "cpu",
-                               "--param",
-                               "M=64",
-                               "--param",
-                               "N=48",
-                               "--trials",
-                               "1",
-                               "--min-reps",
-                               "1",
-                               "--max-reps",
-                               "1",
-                               "--paper-iters",
-                               "3",
-                               "--paper-warmup-budget",
-                               "0.05",
-                               "--cache",
-                               (tmp.path() / "cache").string(),
-                               "--out",
-                               (tmp.path() / "out").string(),
-                               "--json"},
-                              {}, 300);
+    return pkb::test::run_cli(
+        (bin / "pkb").string(),
+        pkb::test::joined(
+            {{"eval", (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string(), "--problem", "1", "-w", "2",
+              "--device", "cpu", "--param", "M=64", "--param", "N=48", "--trials", "1"},
+             pkb::test::kShortTiming,
+             {"--cache", (tmp.path() / "cache").string(), "--out", (tmp.path() / "out").string(), "--json"}}),
+        {}, 300);
   };
   auto status = [](const CliRun& r) {
     return nlohmann::json::parse(r.out, nullptr, false).value("status", std::string("no record: ") + r.err);

@@ -16,32 +16,6 @@ void widen(const void* data, size_t n, double* out) {
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(p[i]);
 }
 
-ElementType element_type(DType d) {
-  switch (d) {
-    case DType::u8:
-      return ElementType::u8;
-    case DType::i8:
-      return ElementType::i8;
-    case DType::i16:
-      return ElementType::i16;
-    case DType::i32:
-      return ElementType::i32;
-    case DType::i64:
-      return ElementType::i64;
-    case DType::f32:
-      return ElementType::f32;
-    case DType::f64:
-      return ElementType::f64;
-    case DType::bf16:
-      return ElementType::bf16;
-    case DType::f16:
-      return ElementType::f16;
-    case DType::boolean:
-      return ElementType::boolean;
-  }
-  return ElementType::f32;
-}
-
 // "[64, 48]", as c10 prints sizes.
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -53,37 +27,11 @@ std::vector<double> as_doubles(const TensorView& t) {
   int64_t n = 1;
   for (int64_t s : t.shape) n *= s;
   std::vector<double> out(static_cast<size_t>(n));
-  widen_to_doubles(t.data, element_type(t.dtype), out.size(), out.data());
+  widen_to_doubles(t.data, t.dtype, out.size(), out.data());
   return out;
 }
 
 }  // namespace
-
-const char* aten_dtype_name(DType d) {
-  switch (d) {
-    case DType::bf16:
-      return "BFloat16";
-    case DType::f16:
-      return "Half";
-    case DType::f32:
-      return "Float";
-    case DType::f64:
-      return "Double";
-    case DType::i8:
-      return "Char";
-    case DType::u8:
-      return "Byte";
-    case DType::i16:
-      return "Short";
-    case DType::i32:
-      return "Int";
-    case DType::i64:
-      return "Long";
-    case DType::boolean:
-      return "Bool";
-  }
-  return "?";
-}
 
 Comparison compare_views(Policy policy, const TensorView& out, const TensorView& expected, const Tolerance& tol,
                          DType out_dtype) {
@@ -98,27 +46,27 @@ Comparison compare_views(Policy policy, const TensorView& out, const TensorView&
                          eps);
 }
 
-void widen_to_doubles(const void* data, ElementType type, size_t n, double* out) {
+void widen_to_doubles(const void* data, DType type, size_t n, double* out) {
   switch (type) {
-    case ElementType::u8:
+    case DType::u8:
       return widen<uint8_t>(data, n, out);
-    case ElementType::i8:
+    case DType::i8:
       return widen<int8_t>(data, n, out);
-    case ElementType::i16:
+    case DType::i16:
       return widen<int16_t>(data, n, out);
-    case ElementType::i32:
+    case DType::i32:
       return widen<int32_t>(data, n, out);
-    case ElementType::i64:
+    case DType::i64:
       return widen<int64_t>(data, n, out);
-    case ElementType::f32:
+    case DType::f32:
       return widen<float>(data, n, out);
-    case ElementType::f64:
+    case DType::f64:
       return widen<double>(data, n, out);
-    case ElementType::bf16:
+    case DType::bf16:
       return widen<c10::BFloat16>(data, n, out);
-    case ElementType::f16:
+    case DType::f16:
       return widen<c10::Half>(data, n, out);
-    case ElementType::boolean:
+    case DType::boolean:
       return widen<bool>(data, n, out);
   }
 }

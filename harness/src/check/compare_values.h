@@ -27,11 +27,8 @@ struct Comparison {
   double rel_l2 = 0;       // ||out - exp|| / ||exp||
 };
 
-// The element types compare() widens: ATen's AT_DISPATCH_ALL_TYPES_AND3(kBFloat16, kHalf, kBool).
-enum class ElementType { u8, i8, i16, i32, i64, f32, f64, bf16, f16, boolean };
-
 // n elements of `type` at `data` as doubles, with ATen's own casts (c10's BFloat16 and Half).
-void widen_to_doubles(const void* data, ElementType type, size_t n, double* out);
+void widen_to_doubles(const void* data, DType type, size_t n, double* out);
 
 // The comparison of n widened elements. exact: integer or bool outputs (must match bit for bit); eps: the output
 // dtype's epsilon (the robust slack's unit).
@@ -44,9 +41,6 @@ struct TensorView {
   std::vector<int64_t> shape;
   const void* data = nullptr;
 };
-
-// ATen's name of an element type ("Float", "BFloat16", "Long"): the checks' messages name dtypes as they always have.
-const char* aten_dtype_name(DType d);
 
 // `out` against `expected` elementwise (shapes must match); out_dtype: the dtype the output was produced in (its eps
 // sets the robust slack; an integer or bool one must match exactly).

@@ -23,7 +23,7 @@ std::vector<OutputCheck> check_output_views(const ProblemSpec& spec, const RunSh
       const DType want = tensor_dtype(out, run);
       OutputCheck c{static_cast<int>(r), out.name, false, {}};
       if (got[r][i].dtype != want) {
-        c.result.error = std::string("dtype ") + aten_dtype_name(got[r][i].dtype) + " != " + aten_dtype_name(want);
+        c.result.error = std::string("dtype ") + dtype_aten_name(got[r][i].dtype) + " != " + dtype_aten_name(want);
         checks.push_back(c);
         continue;
       }

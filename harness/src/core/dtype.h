@@ -15,6 +15,8 @@ const char* dtype_name(DType d);
 // safetensors names: "BF16", "F16", "F32", ...
 const char* dtype_safetensors_name(DType d);
 std::optional<DType> dtype_from_safetensors_name(const std::string& name);
+// ATen's names ("BFloat16", "Float", "Long"): the checks' messages name dtypes as c10::toString does.
+const char* dtype_aten_name(DType d);
 size_t dtype_size(DType d);
 bool dtype_is_floating(DType d);
 // Unit roundoff of the format (2^-8 for bf16, 2^-24 for fp32); 0 for integers.
