@@ -7,7 +7,8 @@
 # PKB_STEPS picks steps (default: all of comm unit validate fixtures escape retime adversarial experts bench timing
 # sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked;
 # runner: GPU candidates in pkb-runner, --candidate-process runner; drawn: timing copies drawn on the device,
-# --draw-copies on, with bench_eval.sh's breakdowns; runbench: `pkb run` of the experts at the step's W, in the
+# --draw-copies on, with bench_eval.sh's breakdowns; baselines: both baselines of every problem through an evaluation's
+# instruments; runbench: `pkb run` of the experts at the step's W, in the
 # rank program and in a runner with drawn copies, timed whole by scripts/bench_run.sh);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
@@ -287,6 +288,15 @@ PY
 }
 export -f retime_check
 want retime && step retime retime_check "$build/pkb" "$out/retime"
+# Both baselines of every problem at W = 1 through the instrument an evaluation times them with (issue 44): the
+# libtorch reference through the call gate (validate --time --through-gate), reference.py by its own events, one
+# trial; 049 needs W >= 2, at W = 2 sharing the GPU. Not a default step: PKB_STEPS=baselines.
+if want baselines; then
+  TAIL_LINES=100 step baselines_gated_w1 "$build/pkb" validate "${PKB_VALIDATE:-all}" -w 1 --device cuda --time \
+    --through-gate --trials 1 --out "$out/baselines"
+  TAIL_LINES=12 step baselines_gated_049_w2 "$build/pkb" validate 49 -w 2 --device cuda --time --through-gate \
+    --trials 1 --out "$out/baselines"
+fi
 # The call gate's own cost (PKB_STEPS=gate): a kernel that does almost nothing (the zeros fixture on problem 13, a
 # memset of its output) in process, and through the gate with each flag mechanism (runtime/call_gate.cuh: kernels,
 # the default; writes as stream memory operations; writes and waits as stream memory operations); candidate and

@@ -462,11 +462,21 @@ TEST(Validate, TimesBothBaselinesWithBothMethods) {
                                                         "2",
                                                         "--timing-repeats",
                                                         "2",
+                                                        "--through-gate",
                                                         "--out",
                                                         tmp.path().string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paper method"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("timed with the runner's doorbell"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(pkb::file_tail(tmp.path() / "001_allreduce/w2_cpu_fp32/validation.json", 1 << 24));
+  // CPU ranks time the libtorch baseline as an evaluation does, a runner's doorbell in every window; eager by its own
+  // clock (--through-gate changes only GPUs' instrument).
+  EXPECT_EQ(j["timing"]["instruments"]["libtorch_nccl"], "doorbell") << j["timing"].dump();
+  EXPECT_EQ(j["timing"]["instruments"]["pytorch_eager"], "events");
+  EXPECT_GT(j["timing"]["libtorch_nccl"].value("doorbell_us", 0.0), 0) << j["timing"]["libtorch_nccl"].dump();
+  pkb::test::CliRun untimed = pkb::test::run_cli(PKB_BINARY, {"validate", "1", "--through-gate"});
+  EXPECT_NE(untimed.exit_code, 0);
+  EXPECT_NE(untimed.err.find("--time"), std::string::npos) << untimed.err;
   for (const char* base : {"libtorch_nccl", "pytorch_eager"}) {
     const auto& t = j["timing"][base];
     ASSERT_TRUE(t.is_object()) << base << " " << j["timing"].dump();

@@ -56,8 +56,11 @@ void print_timing_table(const std::vector<ValidationResult>& results, const Vali
   }
   std::printf(
       "\n%d of %d timed baselines are below 50%% of the roofline (W=%d, %s, topology %s; PyTorch eager "
-      "where measured, else libtorch+NCCL)\n",
-      below_half, timed, v.world, v.dtype.c_str(), v.topology.c_str());
+      "where measured, else libtorch+NCCL; libtorch+NCCL timed %s)\n",
+      below_half, timed, v.world, v.dtype.c_str(), v.topology.c_str(),
+      v.device != DeviceKind::cuda ? "with the runner's doorbell"
+      : v.through_gate             ? "through the call gate"
+                                   : "by its own events");
 }
 
 int run_validate(ValidateCliOptions& o) {
@@ -123,9 +126,13 @@ void add_validate_command(CLI::App& app, Action& action) {
                   "Ranks sharing each GPU (MPS) even where there are enough GPUs (NCCL cannot run: references stage "
                   "through host memory)")
       ->check(CLI::Range(1, 64));
-  cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
+  CLI::Option* time = cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
   add_timing_flags(cmd, o->v.timing, " (--time)");
   cmd->add_option("--topology", o->v.topology, "Topology of the roofline (--time)");
+  cmd->add_flag("--through-gate", o->v.through_gate,
+                "On GPUs, time the libtorch baseline through the call gate, as an evaluation with its candidate in a "
+                "runner does (default: by its own events)")
+      ->needs(time);
   cmd->callback([o, &action] { action = [o] { return run_validate(*o); }; });
 }
 

@@ -105,9 +105,9 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.save_inputs = std::any_of(batch.begin(), batch.end(), [](const Planned* p) { return p->want_python; });
   w.time = o.time;
   w.timing = o.timing;
-  // The baselines' own speed, by events on their stream: no candidate to compare with, so no call gate's flag
-  // operations (an evaluation times its baselines by the candidates' protocol, eval/reference.cpp).
-  w.candidate_process = CandidateProcess::in_process;
+  // The baselines' own speed, by events on their stream (no candidate to compare with), unless --through-gate asks
+  // for the instrument an evaluation times them with (eval/reference.cpp): the call gate's flag operations in each window.
+  w.candidate_process = o.through_gate ? CandidateProcess::runner : CandidateProcess::in_process;
   RankJob job{o.world,    o.device == DeviceKind::cuda,
               to_args(w), batch_dir,
               "mpirun",   o.timeout_s * static_cast<double>(batch.size()),
@@ -172,6 +172,12 @@ std::string device_part(const std::optional<RankTiming>& t) {
 }
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
+// The libtorch baseline's instrument, named as an evaluation's record names it (timing.instruments).
+const char* baseline_instrument(const ValidateOptions& o) {
+  if (o.device != DeviceKind::cuda) return "doorbell";
+  return o.through_gate ? "call_gate_one_process" : "events";
+}
+
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o, const fs::path& dir,
                             bool python_ran, json& record) {
   const std::optional<RankTiming> cpp = read_rank0_record(dir).timing;
@@ -180,15 +186,17 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   json roof = roofline_floor(spec, run, o.topology);
   roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
   roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
-  record["timing"] = {{"libtorch_nccl", cpp ? json(*cpp) : json()}, {"pytorch_eager", py_raw}};
+  record["timing"] = {{"libtorch_nccl", cpp ? json(*cpp) : json()},
+                      {"pytorch_eager", py_raw},
+                      {"instruments", {{"libtorch_nccl", baseline_instrument(o)}, {"pytorch_eager", "events"}}}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];
   double floor = roof["floor_us"].get<double>();
   const char* name = o.device == DeviceKind::cuda ? "libtorch+NCCL" : "libtorch+MPI on CPU";
-  int n =
-      std::snprintf(buf, sizeof buf, "%s %.1f us (IQR %.1f, SOL %.0f%%; paper method %.1f us%s)", name, median_us(cpp),
-                    cpp->pkb.iqr_us, 100 * floor / median_us(cpp), paper_us(cpp), device_part(cpp).c_str());
+  int n = std::snprintf(buf, sizeof buf, "%s %.1f us (%s; IQR %.1f, SOL %.0f%%; paper method %.1f us%s)", name,
+                        median_us(cpp), baseline_instrument(o), cpp->pkb.iqr_us, 100 * floor / median_us(cpp),
+                        paper_us(cpp), device_part(cpp).c_str());
   if (median_us(py) > 0)
     n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us%s)", median_us(py),
                        100 * floor / median_us(py), paper_us(py), device_part(py).c_str());

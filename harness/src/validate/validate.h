@@ -35,6 +35,10 @@ struct ValidateOptions {
   // inputs, as `pkb eval` times them, and relate them to the roofline of `topology`.
   bool time = false;
   TimingOptions timing{.warmup = 20};
+  // --through-gate: the libtorch baseline timed as an evaluation whose candidate runs in a runner times it (on GPUs
+  // through the call gate's flag operations, worker/call_gate.h), not by its own events alone. CPU ranks always
+  // ring the runner's doorbell.
+  bool through_gate = false;
   std::string topology = "h200_2";
   int ranks_per_gpu = 0;  // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
 };
