@@ -106,7 +106,8 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
   w.time = o.time;
   w.timing = o.timing;
   // The baselines' own speed, by events on their stream (no candidate to compare with), unless --through-gate asks
-  // for the instrument an evaluation times them with (eval/reference.cpp): the call gate's flag operations in each window.
+  // for the instrument an evaluation times them with (eval/reference.cpp): the call gate's flag operations in each
+  // window.
   w.candidate_process = o.through_gate ? CandidateProcess::runner : CandidateProcess::in_process;
   RankJob job{o.world,    o.device == DeviceKind::cuda,
               to_args(w), batch_dir,
