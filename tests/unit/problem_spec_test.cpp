@@ -189,6 +189,24 @@ TEST(Catalog, SelectionSyntax) {
   EXPECT_THROW(c.select("30-9"), pkb::Error);
   EXPECT_THROW(c.select("nope"), pkb::Error);
   EXPECT_THROW(c.select(""), pkb::Error);
+
+  // Loading only what a selection names (pkb eval): the same problems, and a broken one elsewhere is never read.
+  auto loaded = [&](const std::string& sel) {
+    std::vector<int> out;
+    for (const auto& p : pkb::load_catalog(tmp.path(), sel).problems) out.push_back(p.id);
+    return out;
+  };
+  EXPECT_EQ(loaded("9-30"), (std::vector<int>{9, 10, 30}));
+  EXPECT_EQ(loaded("p10,001_p1,2-3,2"), (std::vector<int>{1, 2, 3, 10}));
+  EXPECT_EQ(pkb::load_catalog(tmp.path(), "p10").select("p10").at(0)->slug, "p10");
+  EXPECT_THROW(pkb::load_catalog(tmp.path(), "5"), pkb::Error);
+  try {
+    pkb::load_catalog(tmp.path(), "4");  // selected, and its problem.json does not parse: that error, not "no problem"
+    ADD_FAILURE() << "a broken problem.json loaded";
+  } catch (const pkb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("004_broken/problem.json"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(pkb::load_catalog(tmp.path() / "missing", "1"), pkb::Error);
 }
 
 TEST(Catalog, ShippedProblemsAllLoad) {

@@ -28,7 +28,7 @@ int run_eval(EvalCliOptions& o) {
   o.e.params = parse_param_overrides(o.params);
   o.e.out_dir = std::filesystem::absolute(o.e.out_dir);
   o.e.cache_dir = std::filesystem::absolute(o.e.cache_dir);
-  Catalog c = load_catalog(repo_root() / "problems");
+  Catalog c = load_catalog(repo_root() / "problems", o.problem);
   auto selected = c.select(o.problem);
   if (selected.size() != 1) throw Error("--problem must name exactly one problem");
   EvalResult r = evaluate_candidate(*selected[0], o.file, o.e);

@@ -36,20 +36,46 @@ std::string repo_revision() {
   return rev.empty() ? "unknown" : rev;
 }
 
+namespace {
+
+// The problem folders (NNN_slug) under problems_dir, in no order.
+std::vector<std::filesystem::path> problem_folders(const std::filesystem::path& problems_dir) {
+  static const std::regex kFolder(R"(\d{3}_[a-z0-9_]+)");
+  std::vector<std::filesystem::path> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(problems_dir))
+    if (entry.is_directory() && std::regex_match(entry.path().filename().string(), kFolder))
+      folders.push_back(entry.path());
+  return folders;
+}
+
+}  // namespace
+
+Catalog load_catalog(const std::filesystem::path& problems_dir, const std::string& selection) {
+  if (!std::filesystem::is_directory(problems_dir)) throw Error(problems_dir.string() + ": not a directory");
+  Catalog named;  // what each folder's name says: its id and slug
+  for (const auto& dir : problem_folders(problems_dir)) {
+    ProblemSpec& s = named.problems.emplace_back();
+    s.id = std::stoi(dir.filename().string().substr(0, 3));
+    s.slug = dir.filename().string().substr(4);
+    s.dir = dir;
+  }
+  std::sort(named.problems.begin(), named.problems.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  Catalog c;
+  for (const ProblemSpec* chosen : named.select(selection)) c.problems.push_back(load_problem(chosen->dir));
+  return c;
+}
+
 Catalog load_catalog(const std::filesystem::path& problems_dir) {
   Catalog c;
   if (!std::filesystem::is_directory(problems_dir)) {
     c.errors.push_back(problems_dir.string() + ": not a directory");
     return c;
   }
-  static const std::regex kFolder(R"(\d{3}_[a-z0-9_]+)");
   std::set<int> ids;
-  for (const auto& entry : std::filesystem::directory_iterator(problems_dir)) {
-    if (!entry.is_directory() || !std::regex_match(entry.path().filename().string(), kFolder)) continue;
+  for (const auto& folder : problem_folders(problems_dir)) {
     try {
-      ProblemSpec s = load_problem(entry.path());
-      if (!ids.insert(s.id).second)
-        throw Error(entry.path().string() + ": id " + std::to_string(s.id) + " is used twice");
+      ProblemSpec s = load_problem(folder);
+      if (!ids.insert(s.id).second) throw Error(folder.string() + ": id " + std::to_string(s.id) + " is used twice");
       c.problems.push_back(std::move(s));
     } catch (const Error& e) {
       c.errors.push_back(e.what());
