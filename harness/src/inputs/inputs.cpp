@@ -5,57 +5,26 @@
 
 namespace pkb {
 
+namespace {
+
+// ATen's scalar type of every DType (core/dtype.cpp's table, which stays torch-free, has the rest), both ways.
+constexpr std::pair<DType, at::ScalarType> kAtenTypes[] = {
+    {DType::bf16, at::kBFloat16}, {DType::f16, at::kHalf}, {DType::f32, at::kFloat},  {DType::f64, at::kDouble},
+    {DType::i8, at::kChar},       {DType::u8, at::kByte},  {DType::i16, at::kShort},  {DType::i32, at::kInt},
+    {DType::i64, at::kLong},      {DType::boolean, at::kBool}};
+
+}  // namespace
+
 at::ScalarType to_aten(DType d) {
-  switch (d) {
-    case DType::bf16:
-      return at::kBFloat16;
-    case DType::f16:
-      return at::kHalf;
-    case DType::f32:
-      return at::kFloat;
-    case DType::f64:
-      return at::kDouble;
-    case DType::i8:
-      return at::kChar;
-    case DType::u8:
-      return at::kByte;
-    case DType::i16:
-      return at::kShort;
-    case DType::i32:
-      return at::kInt;
-    case DType::i64:
-      return at::kLong;
-    case DType::boolean:
-      return at::kBool;
-  }
-  return at::kFloat;
+  for (const auto& [dtype, aten] : kAtenTypes)
+    if (dtype == d) return aten;
+  throw Error(std::string("no ATen type for dtype ") + dtype_name(d));
 }
 
 DType from_aten(at::ScalarType t) {
-  switch (t) {
-    case at::kBFloat16:
-      return DType::bf16;
-    case at::kHalf:
-      return DType::f16;
-    case at::kFloat:
-      return DType::f32;
-    case at::kDouble:
-      return DType::f64;
-    case at::kChar:
-      return DType::i8;
-    case at::kByte:
-      return DType::u8;
-    case at::kShort:
-      return DType::i16;
-    case at::kInt:
-      return DType::i32;
-    case at::kLong:
-      return DType::i64;
-    case at::kBool:
-      return DType::boolean;
-    default:
-      throw Error(std::string("unsupported tensor dtype ") + c10::toString(t));
-  }
+  for (const auto& [dtype, aten] : kAtenTypes)
+    if (aten == t) return dtype;
+  throw Error(std::string("unsupported tensor dtype ") + c10::toString(t));
 }
 
 at::Tensor to_aten_tensor(HostTensor&& t) {
