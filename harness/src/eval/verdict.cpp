@@ -71,6 +71,9 @@ std::string format_verdict(const json& r) {
                     t.value("host_speed_ratio", 0.0));
       s << buf;
     }
+    // The two sides' instruments differ (a GPU runner's call gate against eager's own events): say which way.
+    if (t.contains("instrument_note") && t["instrument_note"].is_string())
+      s << "  note: " << t["instrument_note"].get<std::string>() << "\n";
     if (t.contains("by_method") && t["by_method"].is_object())
       for (const auto& [m, x] : t["by_method"].items()) {
         std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %.2fx\n", m.c_str(),

@@ -9,8 +9,8 @@ namespace {
 
 // ATen's scalar type of every DType (core/dtype.cpp's table, which stays torch-free, has the rest), both ways.
 constexpr std::pair<DType, at::ScalarType> kAtenTypes[] = {
-    {DType::bf16, at::kBFloat16}, {DType::f16, at::kHalf}, {DType::f32, at::kFloat},  {DType::f64, at::kDouble},
-    {DType::i8, at::kChar},       {DType::u8, at::kByte},  {DType::i16, at::kShort},  {DType::i32, at::kInt},
+    {DType::bf16, at::kBFloat16}, {DType::f16, at::kHalf},    {DType::f32, at::kFloat}, {DType::f64, at::kDouble},
+    {DType::i8, at::kChar},       {DType::u8, at::kByte},     {DType::i16, at::kShort}, {DType::i32, at::kInt},
     {DType::i64, at::kLong},      {DType::boolean, at::kBool}};
 
 }  // namespace
