@@ -174,6 +174,8 @@ RunnerProcess::Outcome RunnerProcess::wake(uint32_t calls) {
   return wait_stopped(seq_);
 }
 
+// No deadline of its own: a runner that never stops again (a hang in the candidate's code) is ended with its whole
+// rank group by the rank job's deadline (launch/jobs.h), which the evaluation records as a timeout.
 RunnerProcess::Outcome RunnerProcess::wait_stopped(uint32_t seq) {
   Outcome o;
   int st = 0;

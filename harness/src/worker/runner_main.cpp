@@ -259,7 +259,9 @@ void lock_down(RunnerContext& h, const RunnerLayout& layout) {
 
 // On GPUs the call's work waits on the stream for the monitor's go (its window has started), and the monitor learns
 // that it ended from done, written on the stream after it (worker/call_gate.h); "armed" tells the monitor's gate that
-// the call is being made now.
+// the call is being made now. kGoWaitUs bounds the wait for go, it does not pace it: go follows the hold (at most
+// kGateMaxUs) and, at W > 1, the monitors' barrier, so only a monitor that died or gave up on the call leaves the wait
+// to this bound; the monitor's wait for done (kGateDoneWaitUs) is longer because it spans the candidate's work.
 constexpr double kGoWaitUs = 30e6;
 
 // One call, sequence number `seq`, on `slot`: on GPUs its work waits on the stream for the monitor's go and is
