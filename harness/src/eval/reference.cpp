@@ -299,6 +299,12 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
   // pass go by rank 0's, so a rank that planned differently would leave copies unchecked or missing.
   const std::vector<std::optional<protocol::RankRecord>> records = read_rank_records(work, o.world);
+  // A launch that ended well without every rank's record (a launcher that returned before its ranks ran) would
+  // otherwise fail later, in the oracle, with less to say.
+  for (size_t r = 0; r < records.size(); ++r)
+    if (!records[r])
+      throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) + " left no record though the " +
+                  "launch ended with " + pr.summary() + " (files in " + work.string() + ")");
   auto planned = [](const std::optional<protocol::RankRecord>& r) {
     if (!r) return std::string("no record");
     auto n = [](const std::optional<int>& x) { return x ? std::to_string(*x) : std::string("-"); };
