@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "core/error.h"
+#include "test_util.h"
+
 namespace pkb {
 namespace {
 
@@ -62,6 +67,26 @@ TEST(Sha256, BothEnginesGiveTheSameDigests) {
       EXPECT_EQ(digest(Engine::fastest, part, chunk), digest(Engine::portable, part, 5000)) << len << " " << chunk;
     }
   if (!Sha256::hardware_available()) GTEST_SKIP() << "no SHA extensions on this CPU: only the portable code ran";
+}
+
+// A file hashed a buffer at a time (here 2.5 of them) gives the digest of its bytes; a missing file is an Error
+// that names it.
+TEST(Sha256, FileIsHashedAsItsBytes) {
+  test::TempDir tmp;
+  std::string data((size_t{5} << 20) / 2, '\0');
+  uint32_t x = 7;
+  for (char& c : data) c = static_cast<char>((x = x * 1664525 + 1013904223) >> 24);
+  const auto path = tmp.path() / "blob";
+  std::ofstream(path, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+  EXPECT_EQ(sha256_file(path), sha256_hex(data));
+  std::ofstream(tmp.path() / "empty", std::ios::binary).close();
+  EXPECT_EQ(sha256_file(tmp.path() / "empty"), sha256_hex(""));
+  try {
+    sha256_file(tmp.path() / "missing");
+    ADD_FAILURE() << "no error for a missing file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing: cannot open"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

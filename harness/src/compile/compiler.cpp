@@ -270,7 +270,7 @@ bool entry_intact(const json& result, const std::string& key, const fs::path& li
   if (status != "ok") return false;
   std::error_code ec;
   if (!fs::is_regular_file(library, ec)) return false;
-  return result.value("library_sha256", "") == sha256_hex(read_text_file(library));
+  return result.value("library_sha256", "") == sha256_file(library);
 }
 
 }  // namespace
@@ -341,7 +341,7 @@ CompileResult compile_candidate(const fs::path& source, const CompileOptions& op
   }
   json result = {{"status", compile_status_name(r.status)}, {"log", r.log}};
   if (r.status == CompileStatus::ok)
-    result["library_sha256"] = sha256_hex(read_text_file(work / "candidate.so"));
+    result["library_sha256"] = sha256_file(work / "candidate.so");
   else
     result["failure_sha256"] = failure_digest(r.hash, r.log);
   write_file_atomically(work / "result.json", result.dump());

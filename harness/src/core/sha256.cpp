@@ -1,11 +1,19 @@
 #include "core/sha256.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
+
+#include "core/error.h"
 
 namespace pkb {
 namespace {
@@ -159,6 +167,27 @@ std::string Sha256::hex_digest() {
 std::string sha256_hex(std::string_view data) {
   Sha256 h;
   h.update(data);
+  return h.hex_digest();
+}
+
+std::string sha256_file(const std::filesystem::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  Sha256 h;
+  // One buffer, reused: reading a file whole first made a fresh mapping of its size, and every page of it faulted.
+  std::vector<char> buffer(size_t{1} << 20);
+  for (;;) {
+    const ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n == 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      throw Error(path.string() + ": cannot read: " + std::strerror(e));
+    }
+    h.update(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  }
+  close(fd);
   return h.hex_digest();
 }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -36,5 +37,7 @@ class Sha256 {
 
 // One-shot convenience.
 std::string sha256_hex(std::string_view data);
+// A file's digest, read a MiB at a time (throws Error naming the file if it cannot be read).
+std::string sha256_file(const std::filesystem::path& path);
 
 }  // namespace pkb

@@ -78,8 +78,8 @@ int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
 // in) and pkb-full (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
 // shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
 const std::string& build_digest() {
-  static const std::string digest = sha256_hex(read_text_file(executable_dir() / "pkb-rank")) + "-" +
-                                    sha256_hex(read_text_file(executable_dir() / "pkb-full"));
+  static const std::string digest = sha256_file(executable_dir() / "pkb-rank") + "-" +
+                                    sha256_file(executable_dir() / "pkb-full");
   return digest;
 }
 
@@ -91,7 +91,7 @@ json digest_files(const fs::path& dir, const std::string& skip) {
     if (e.is_regular_file() && e.path().filename() != skip) paths.push_back(e.path());
   std::sort(paths.begin(), paths.end());
   std::vector<std::string> digests(paths.size());  // hundreds of MB per entry: on the host's threads
-  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_hex(read_text_file(paths[i])); });
+  parallel_for_each(paths.size(), host_threads(), [&](size_t i) { digests[i] = sha256_file(paths[i]); });
   for (size_t i = 0; i < paths.size(); ++i) files[fs::relative(paths[i], dir).string()] = digests[i];
   return files;
 }

@@ -27,6 +27,12 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // ssh or rsh, which a sandbox (or a minimal image) has not got.
   job.env["OMPI_MCA_plm_rsh_agent"] = "false";
   if (const char* flags = getenv("PKB_GATE_FLAGS")) job.env["PKB_GATE_FLAGS"] = flags;  // the call gate's, to measure
+  // pkb's rank programs allocate and free tensors and input copies of MiBs, and every 4 KiB page of a fresh mapping
+  // faults: glibc's malloc asks for transparent huge pages instead (on the CI machine's paravirtualised kernel, a
+  // validate shard's wall fell by a third). A setting in pkb's own environment is passed on instead. The candidate's
+  // process (pkb-runner) starts with an empty environment and never sees either.
+  const char* tunables = getenv("GLIBC_TUNABLES");
+  job.env["GLIBC_TUNABLES"] = tunables && *tunables ? tunables : "glibc.malloc.hugetlb=1";
   for (const auto& [k, v] : opts.env) job.env[k] = v;
 
   job.argv = {PKB_MPIRUN};
