@@ -78,8 +78,8 @@ int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }
 // in) and pkb-full (the oracles, the prepared inputs they see). Hashing them keys the cache on all of that code,
 // shared headers included, so no edit anywhere can leave stale expected outputs behind; a rebuild starts afresh.
 const std::string& build_digest() {
-  static const std::string digest = sha256_file(executable_dir() / "pkb-rank") + "-" +
-                                    sha256_file(executable_dir() / "pkb-full");
+  static const std::string digest =
+      sha256_file(executable_dir() / "pkb-rank") + "-" + sha256_file(executable_dir() / "pkb-full");
   return digest;
 }
 
