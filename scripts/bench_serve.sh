@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of pkb serve on CPU ranks: (1) throughput of N submissions of the CPU fixtures
-# (tests/fixtures/cpu) at W = 2 through the server against the same evaluations as `pkb eval` processes, as many at
-# once as the server has slots (what `pkb run` does with its slots); (2) the server's own overhead per evaluation:
-# the time in its slot beyond the pkb eval child's wall (p50, p99); (3) the server's memory with 10,000 queued items.
+# Benchmark (not a test) of pkb serve: (1) throughput of N submissions through the server against the same evaluations
+# as `pkb eval` processes, as many at once as the server has slots (what `pkb run` does with its slots); (2) the
+# server's own overhead per evaluation: the time in its slot beyond the pkb eval child's wall (p50, p99); (3) the
+# server's memory with 10,000 queued items.
 # Usage: scripts/bench_serve.sh [N=200] [SLOTS=2] [QUEUED=10000] [ROUNDS=5] (N = 0: the memory part only); the two
 # sides of (1) alternate in ROUNDS rounds of N/ROUNDS each, so a shared machine's changing load weighs on both.
+# PKB_BENCH_SET picks what is evaluated: `fixtures` (default), the CPU fixtures (tests/fixtures/cpu) at W = 2 on CPU
+# ranks; `experts`, the expert kernels of problems 1-8 (problems/*/solution.cu) at W = 1 on the GPU, full shapes
+# (SLOTS 1 on one GPU).
 # Goals (issue 46): within 10% of pkb eval's throughput, overhead p99 <= 50 ms, <= 200 MB with 10,000 queued.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,45 +17,73 @@ work=$(mktemp -d /tmp/pkb-bench-serve.XXXXXX)
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-fixtures=(correct wrong_value nan_output compile_error error_code mutate_input missing_run partial_write)
-flags=(--problem 1 --param M=64 --param N=48 -w 2 --device cpu --trials 2 --warmup 1 --iters 5 --paper-warmup 1
-       --paper-iters 3 --min-reps 1 --max-reps 2 --timeout 20)  # the server's "quick" preset and --timeout 20
 mkdir -p "$work/src"
-for f in "${fixtures[@]}"; do  # each fixture as one file, fixture.h inlined (what a client submits)
-  python3 - "$root/tests/fixtures/cpu" "$f" >"$work/src/$f.cpp" <<'PY'
+# The items, round robin: sources[i] (a file in $work/src, what a client submits) on problem problems[i].
+sources=() problems=()
+if [ "${PKB_BENCH_SET:-fixtures}" = experts ]; then
+  device=cuda world=1 params=()
+  for d in "$root"/problems/00[1-8]_*/; do
+    f=$(basename "$d")
+    cp "$d/solution.cu" "$work/src/$f.cu"
+    sources+=("$f.cu") problems+=("$((10#${f%%_*}))")
+  done
+else
+  device=cpu world=2 params=(--param M=64 --param N=48)
+  for f in correct wrong_value nan_output compile_error error_code mutate_input missing_run partial_write; do
+    # each fixture as one file, fixture.h inlined
+    python3 - "$root/tests/fixtures/cpu" "$f" >"$work/src/$f.cpp" <<'PY'
 import sys
 d, f = sys.argv[1], sys.argv[2]
 print(open(f"{d}/{f}.cpp").read().replace('#include "fixture.h"', open(f"{d}/fixture.h").read()))
 PY
-done
+    sources+=("$f.cpp") problems+=(1)
+  done
+fi
+items=()
+for k in "${!sources[@]}"; do items+=("${problems[$k]}:${sources[$k]}"); done
+flags=(-w "$world" --device "$device" "${params[@]}" --trials 2 --warmup 1 --iters 5 --paper-warmup 1
+       --paper-iters 3 --min-reps 1 --max-reps 2 --timeout 20)  # the server's "quick" preset and --timeout 20
 start_server() {  # DATA [flags...]: starts pkb serve, sets server_pid and url
   local data=$1; shift
-  "$pkb" serve --data "$data" --port 0 --device cpu --cache "$work/cache" --timeout 20 "$@" >"$data.out" 2>"$data.err" &
+  "$pkb" serve --data "$data" --port 0 --device "$device" --cache "$work/cache" --timeout 20 "$@" >"$data.out" 2>"$data.err" &
   server_pid=$!
   for _ in $(seq 1 200); do grep -q listening "$data.out" 2>/dev/null && break; sleep 0.05; done
   url=$(grep -o 'http://[0-9.:]*' "$data.out")
 }
 
-# One round of pkb eval: evaluations FIRST..FIRST+COUNT-1 (the fixtures round robin), SLOTS at once; its wall (s).
+# One round of pkb eval: evaluations FIRST..FIRST+COUNT-1 (the items round robin), SLOTS at once; its wall (s).
 eval_round() {
-  local t0
+  local t0 i k
   t0=$(date +%s.%N)
-  for i in $(seq "$1" $(($1 + $2 - 1))); do echo "${fixtures[$((i % ${#fixtures[@]}))]}"; done |
-    xargs -P "$slots" -I{} sh -c "'$pkb' eval '$work/src/{}.cpp' $(printf '%q ' "${flags[@]}") --out '$work/eval' --cache '$work/cache' >/dev/null 2>&1 || true"
+  for i in $(seq "$1" $(($1 + $2 - 1))); do
+    k=$((i % ${#sources[@]}))
+    while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; done
+    "$pkb" eval "$work/src/${sources[$k]}" --problem "${problems[$k]}" "${flags[@]}" --out "$work/eval" \
+      --cache "$work/cache" >/dev/null 2>&1 &
+  done
+  wait || true
   echo "$(date +%s.%N) - $t0" | bc
 }
 
 # The same evaluations as one batch through the server; its wall (s). Each done evaluation's overhead (slot time
 # beyond the child's wall, s) is appended to $work/overhead.
 serve_round() {
-  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "${fixtures[@]}" <<'PY'
+  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "$world" "${params[*]}" \
+    "${items[@]}" <<'PY'
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pkb_client import Client
-url, token, src, first, count, overhead, fixtures = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8:]
+url, token, src, first, count, overhead = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
+world, params, kinds = int(sys.argv[8]), sys.argv[9].split(), [x.split(":", 1) for x in sys.argv[10:]]  # PROBLEM:FILE
 c = Client(url, token, timeout=600)
-items = [{"problem": 1, "world": 2, "params": {"M": 64, "N": 48}, "timing": "quick",
-          "source": open(f"{src}/{fixtures[i % len(fixtures)]}.cpp").read()} for i in range(first, first + count)]
+shape = {params[j + 1].split("=")[0]: int(params[j + 1].split("=")[1]) for j in range(0, len(params), 2)}
+items = []
+for i in range(first, first + count):
+    problem, name = kinds[i % len(kinds)]
+    item = {"problem": int(problem), "world": world, "timing": "quick", "source": open(f"{src}/{name}").read()}
+    if shape:
+        item["params"] = shape
+    items.append(item)
 t0 = time.monotonic()
 rows = c.evaluate(items)
 wall = time.monotonic() - t0
@@ -66,8 +97,11 @@ PY
 # The two sides in alternating rounds (pkb eval, then the server, ROUNDS times), so that a change of the machine's
 # load during the run weighs on both alike.
 throughput() {
-# Warm one cache for both sides: every fixture's compile and the problem's reference pass.
-for f in "${fixtures[@]}"; do "$pkb" eval "$work/src/$f.cpp" "${flags[@]}" --out "$work/warm" --cache "$work/cache" >/dev/null || true; done
+# Warm one cache for both sides: every item's compile and its problem's reference pass.
+for k in "${!sources[@]}"; do
+  "$pkb" eval "$work/src/${sources[$k]}" --problem "${problems[$k]}" "${flags[@]}" --out "$work/warm" \
+    --cache "$work/cache" >/dev/null || true
+done
 mkdir -p "$work/data"
 token=$("$pkb" serve token add bench --data "$work/data")
 start_server "$work/data" --slots "$slots"
@@ -101,16 +135,20 @@ echo "== pkb serve: memory with $queued queued items"
 mkdir -p "$work/mem"
 token=$("$pkb" serve token add bench --data "$work/mem")
 start_server "$work/mem" --slots 1 --max-queued $((queued + 10))
-python3 - "$root/scripts" "$url" "$token" "$work/src/correct.cpp" "$queued" "$server_pid" <<'PY'
+python3 - "$root/scripts" "$url" "$token" "$work/src/${sources[0]}" "$queued" "$server_pid" "${problems[0]}" "$world" \
+  "${params[*]}" <<'PY'
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pkb_client import Client
 url, token, src, queued, pid = sys.argv[2], sys.argv[3], open(sys.argv[4]).read(), int(sys.argv[5]), sys.argv[6]
+problem, world, params = int(sys.argv[7]), int(sys.argv[8]), sys.argv[9].split()
 c = Client(url, token, timeout=600)
+item = {"problem": problem, "world": world, "timing": "quick", "source": src}
+if params:
+    item["params"] = {params[j + 1].split("=")[0]: int(params[j + 1].split("=")[1]) for j in range(0, len(params), 2)}
 t0 = time.monotonic()
 for start in range(0, queued, 5000):
-    c.submit([{"problem": 1, "world": 2, "params": {"M": 64, "N": 48}, "timing": "quick", "source": src}
-              for _ in range(start, min(queued, start + 5000))])
+    c.submit([item for _ in range(start, min(queued, start + 5000))])
 took = time.monotonic() - t0
 status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status") if ":" in l)
 health = c.request("GET", "/v1/health")

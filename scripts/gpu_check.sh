@@ -68,7 +68,7 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, prints the tail, 
 cat "$out/env.txt"
 "$root/scripts/setup.sh" || true
 # Candidates run only inside bubblewrap. GPU images rarely have it: a copy of Debian's binary may travel with the
-# checkout (.gpu/bwrap, git-ignored); without either, evaluations refuse to run and say why.
+# checkout (.gpu/bwrap, git-ignored, made by scripts/gpu_carry.sh); without either, evaluations refuse to run and say why.
 if ! command -v bwrap >/dev/null && [ -z "${PKB_BWRAP:-}" ] && [ -x "$root/.gpu/bwrap" ]; then
   export PKB_BWRAP="$root/.gpu/bwrap"
 fi
@@ -77,11 +77,17 @@ targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests pkb_spec_launch_tests timing_mpi_test"
 { want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
-# pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: without them, pkb without it.
+# pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: Debian's may travel with the checkout
+# (.gpu/serve, made by scripts/gpu_carry.sh); without either, pkb without it.
+if [ -d "$root/.gpu/serve/lib/pkgconfig" ]; then
+  export PKG_CONFIG_PATH="$root/.gpu/serve/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export CMAKE_PREFIX_PATH="$root/.gpu/serve${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$root/.gpu/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 serve_flag=-DPKB_BUILD_SERVE=ON
-if ! pkg-config --exists cpp-httplib 2>/dev/null || [ ! -f /usr/include/sqlite3.h ]; then
+if ! pkg-config --exists cpp-httplib sqlite3 2>/dev/null; then
   serve_flag=-DPKB_BUILD_SERVE=OFF
-  echo "pkb serve: not built (no cpp-httplib or sqlite3.h here)"
+  echo "pkb serve: not built (no cpp-httplib or SQLite here; scripts/gpu_carry.sh makes .gpu/serve)"
 fi
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
   "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON "$serve_flag" || exit 1
@@ -337,6 +343,16 @@ fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
+# pkb serve against pkb eval on the GPU (issue 46): the expert kernels of problems 1-8 at W = 1, one slot, full shapes,
+# PKB_SERVE_BENCH_N submissions (default 24) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.
+if want serve_bench; then
+  if [ "$serve_flag" = -DPKB_BUILD_SERVE=ON ]; then
+    TAIL_LINES=14 step serve_bench env PKB="$build/pkb" PKB_BENCH_SET=experts "$root/scripts/bench_serve.sh" \
+      "${PKB_SERVE_BENCH_N:-24}" 1 1000 3
+  else
+    echo "serve_bench: skipped (pkb serve not built here)"
+  fi
+fi
 for w in ${PKB_SHARED_EXTRA:-}; do
   want experts && step "experts_w$w" env PKB="$build/pkb" OUT="$out/experts_w$w" "$root/scripts/eval_experts.sh" -w "$w"
 done

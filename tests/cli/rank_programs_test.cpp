@@ -82,4 +82,28 @@ TEST(RankPrograms, PkbCandidateRunsCandidatePassesOnly) {
   EXPECT_NE(r.err.find("runs candidate passes only"), std::string::npos) << r.err;
 }
 
+// glibc's malloc settings reach every rank: transparent huge pages by default (launch/mpirun.cpp says why), pkb's own
+// GLIBC_TUNABLES instead where it has one.
+TEST(RankPrograms, MallocSettingsReachEveryRank) {
+  pkb::test::TempDir tmp;
+  const char* saved = getenv("GLIBC_TUNABLES");
+  const std::string restore = saved ? saved : "";
+  const std::vector<std::string> echo = {"/bin/sh", "-c", "echo \"tunables=$GLIBC_TUNABLES\""};
+  for (const std::string own : {"", "glibc.malloc.hugetlb=0"}) {
+    if (own.empty())
+      unsetenv("GLIBC_TUNABLES");
+    else
+      setenv("GLIBC_TUNABLES", own.c_str(), 1);
+    const std::string want = "tunables=" + (own.empty() ? std::string("glibc.malloc.hugetlb=1") : own) + "\n";
+    const fs::path dir = tmp.path() / (own.empty() ? "default" : "own");
+    auto r = run_ranks(echo, dir);
+    ASSERT_TRUE(r.ok()) << r.summary() << pkb::file_tail(dir / "stderr");
+    EXPECT_EQ(pkb::read_text_file(dir / "stdout"), want + want) << "own setting: '" << own << "'";
+  }
+  if (saved)
+    setenv("GLIBC_TUNABLES", restore.c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "eval/evaluate.h"
 #include "launch/jobs.h"
+#include "protocol/instruments.h"
 
 namespace pkb {
 
@@ -85,13 +86,9 @@ std::string format_verdict(const json& r) {
 }
 
 nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager) {
-  const bool gpu = o.device == DeviceKind::cuda;
-  const char* candidate = !o.uses_runner() ? "events" : gpu ? "call_gate" : "doorbell";
-  nlohmann::json inst = {{"candidate", candidate},
-                         {"baseline_libtorch_nccl", !o.uses_runner() ? "events"
-                                                    : gpu            ? "call_gate_one_process"
-                                                                     : "doorbell"}};
-  if (have_eager) inst["baseline_pytorch_eager"] = "events";
+  nlohmann::json inst = {{"candidate", protocol::candidate_instrument(o.device, o.uses_runner())},
+                         {"baseline_libtorch_nccl", protocol::libtorch_baseline_instrument(o.device, o.uses_runner())}};
+  if (have_eager) inst["baseline_pytorch_eager"] = protocol::eager_baseline_instrument();
   return inst;
 }
 

@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "launch/gpus.h"
 #include "launch/jobs.h"
+#include "protocol/instruments.h"
 #include "protocol/rank_plan.h"
 #include "protocol/rank_record.h"
 #include "reference/reference.h"
@@ -175,10 +176,10 @@ std::string device_part(const std::optional<RankTiming>& t) {
 }
 
 // The baselines' times and their fraction of the roofline, into the record and one printable line.
-// The libtorch baseline's instrument, named as an evaluation's record names it (timing.instruments).
+// The libtorch baseline's instrument, named as an evaluation's record names it (timing.instruments): on CPU ranks
+// validate always times through the doorbell.
 const char* baseline_instrument(const ValidateOptions& o) {
-  if (o.device != DeviceKind::cuda) return "doorbell";
-  return o.through_gate ? "call_gate_one_process" : "events";
+  return protocol::libtorch_baseline_instrument(o.device, o.device != DeviceKind::cuda || o.through_gate);
 }
 
 std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const ValidateOptions& o, const fs::path& dir,
@@ -189,9 +190,11 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   json roof = roofline_floor(spec, run, o.topology);
   roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
   roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
-  record["timing"] = {{"libtorch_nccl", cpp ? json(*cpp) : json()},
-                      {"pytorch_eager", py_raw},
-                      {"instruments", {{"libtorch_nccl", baseline_instrument(o)}, {"pytorch_eager", "events"}}}};
+  record["timing"] = {
+      {"libtorch_nccl", cpp ? json(*cpp) : json()},
+      {"pytorch_eager", py_raw},
+      {"instruments",
+       {{"libtorch_nccl", baseline_instrument(o)}, {"pytorch_eager", protocol::eager_baseline_instrument()}}}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];
