@@ -304,31 +304,37 @@ if want baselines; then
     --trials 1 --out "$out/baselines"
 fi
 # The call gate's own cost (PKB_STEPS=gate): a kernel that does almost nothing (the zeros fixture on problem 13, a
-# memset of its output) in process, and through the gate with each flag mechanism (runtime/call_gate.cuh: kernels,
-# the default; writes as stream memory operations; writes and waits as stream memory operations); candidate and
-# baseline medians side by side. PKB_GATE_MODES picks some.
+# memset of its output; PKB_GATE_SOURCE="FILE PROBLEM" another, e.g. "problems/001_allreduce/solution.cu 1") in process,
+# in process through the gate's flags on two streams of its own process (in_process_gated: PKB_GATE_IN_PROCESS=1, as
+# the libtorch baseline's gated view is timed), and in a runner through the gate with each flag mechanism
+# (runtime/call_gate.cuh: kernels; writes as stream memory operations; writes and waits as stream memory operations,
+# the default); candidate and baseline medians side by side. in_process_gated against stream_memory_ops is the toll of
+# crossing MPS clients alone (docs/design/runner-and-gate.md, the gate's toll). PKB_GATE_MODES picks some.
 if want gate; then
   # Which processes hold a GPU context while the gate runs: under MPS only nvidia-cuda-mps-server does; a monitor or
   # runner listed by name has a context of its own (the two then take turns on the GPU).
   nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv -lms 500 >"$out/gate_compute_apps.csv" 2>&1 &
   apps_sampler=$!
-  gate_modes="in_process kernels write_ops stream_memory_ops stream_memory_ops_hostmps stream_memory_ops_unboxed"
+  gate_modes="in_process in_process_gated kernels write_ops stream_memory_ops stream_memory_ops_hostmps"
+  gate_modes+=" stream_memory_ops_unboxed"
+  read -r gate_file gate_problem <<<"${PKB_GATE_SOURCE:-tests/fixtures/cuda/zeros.cu 13}"
   for mode in ${PKB_GATE_MODES:-$gate_modes}; do
-    flags=$(case $mode in in_process) echo kernels ;; *) echo "${mode%%_[uh][no]*}" ;; esac)
-    where=$([ "$mode" = in_process ] && echo in-process || echo runner)
+    flags=$(case $mode in in_process*) echo stream_memory_ops ;; *) echo "${mode%%_[uh][no]*}" ;; esac)
+    where=$([[ "$mode" == in_process* ]] && echo in-process || echo runner)
+    in_process_gate=$([ "$mode" = in_process_gated ] && echo 1 || echo 0)
     # _unboxed: through the gate without bubblewrap (a trusted fixture), to see what the sandbox costs; _hostmps: the
     # host's MPS daemon rather than the sandbox's own (launch/sandbox.h own_mps).
     box=$([[ "$mode" == *_unboxed ]] && echo --no-sandbox || true)
     place=$([[ "$mode" == *_hostmps ]] && echo host || echo sandbox)
     TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
-      PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" PKB_MPS_PLACE="$place" \
-      "$root/scripts/bench_eval.sh" tests/fixtures/cuda/zeros.cu 13 3 -w 1 --candidate-process "$where" $box
+      PKB_GATE_IN_PROCESS="$in_process_gate" PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" PKB_MPS_PLACE="$place" \
+      "$root/scripts/bench_eval.sh" "$gate_file" "$gate_problem" 3 -w 1 --candidate-process "$where" $box
   done
   kill "$apps_sampler" 2>/dev/null
   TAIL_LINES=12 step gate_table python3 - "$out" "${PKB_GATE_MODES:-$gate_modes}" <<'PY'
 import glob, json, statistics, sys
-print("| mode | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
-print("|---|---|---|---|---|")
+print("| mode | candidate instrument | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
+print("|---|---|---|---|---|---|")
 for mode in sys.argv[2].split():
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{mode}/run*.json"))]
     t = [r.get("timing", {}) for r in runs]
@@ -336,7 +342,8 @@ for mode in sys.argv[2].split():
     base = [x["baseline_libtorch_nccl"]["median_us"] for x in t if (x.get("baseline_libtorch_nccl") or {}).get("median_us")]
     gate = [(x.get("candidate") or {}).get("call_gate") or {} for x in t]
     fmt = lambda v: "%.2f (%s)" % (statistics.median(v), ", ".join("%.2f" % y for y in v)) if v else "-"
-    print(f"| {mode} | {fmt(cand)} | {fmt(base)} | {gate[-1].get('flags', '-') if gate else '-'} | "
+    inst = (t[-1].get("instruments") or {}).get("candidate", "-") if t else "-"
+    print(f"| {mode} | {inst} | {fmt(cand)} | {fmt(base)} | {gate[-1].get('flags', '-') if gate else '-'} | "
           f"{gate[-1].get('mean_wait_us', '-') if gate else '-'} |")
 PY
 fi

@@ -26,7 +26,9 @@ MpirunJob mpirun_job(const MpirunOptions& opts, const std::vector<std::string>& 
   // Every rank is local: the remote launcher is never used, but Open MPI refuses to start when it cannot find
   // ssh or rsh, which a sandbox (or a minimal image) has not got.
   job.env["OMPI_MCA_plm_rsh_agent"] = "false";
-  if (const char* flags = getenv("PKB_GATE_FLAGS")) job.env["PKB_GATE_FLAGS"] = flags;  // the call gate's, to measure
+  // Measurements (gpu_check.sh's gate step): the call gate's flag mechanism, an in-process candidate timed through it.
+  for (const char* name : {"PKB_GATE_FLAGS", "PKB_GATE_IN_PROCESS"})
+    if (const char* v = getenv(name)) job.env[name] = v;
   // pkb's rank programs allocate and free tensors and input copies of MiBs, and every 4 KiB page of a fresh mapping
   // faults: glibc's malloc asks for transparent huge pages instead (on the CI machine's paravirtualised kernel, a
   // validate shard's wall fell by a third). A setting in pkb's own environment is passed on instead. The candidate's

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -28,6 +29,12 @@
 
 namespace pkb {
 namespace {
+
+// scripts/gpu_check.sh's gate step asks for it (PKB_GATE_IN_PROCESS=1; launch/mpirun.cpp passes it to the ranks).
+bool gate_in_process_requested() {
+  const char* v = std::getenv("PKB_GATE_IN_PROCESS");
+  return v && std::string(v) == "1";
+}
 
 std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& specs, const RunShape& run, int rank) {
   std::vector<Slot> slots;
@@ -542,7 +549,15 @@ class CandidateMonitor {
     // view hands each timed call's timers to the gate, which records them around the call's device work.
     int next_window = -1;
     std::unique_ptr<Runtime> gated = calls_->gated() ? gated_window_view(*rt_, next_window) : nullptr;
-    Runtime& timing_rt = gated ? *gated : *rt_;
+    // PKB_GATE_IN_PROCESS=1, a measurement (scripts/gpu_check.sh's gate step): an in-process candidate timed through
+    // the gate's flags on two streams of this process, as the libtorch baseline's gated view times it, so that the
+    // toll of crossing MPS clients (a runner) shows apart from the toll of the flags.
+    std::unique_ptr<Runtime> gate_stream, one_process_gate;
+    if (!gated && rt_->is_cuda() && gate_in_process_requested()) {
+      gate_stream = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
+      one_process_gate = gated_baseline_view(*gate_stream, *rt_);
+    }
+    Runtime& timing_rt = gated ? *gated : one_process_gate ? *one_process_gate : *rt_;
     TimingStats stats;
     try {
       stats = time_iterations(
@@ -569,7 +584,7 @@ class CandidateMonitor {
     MPI_Barrier(MPI_COMM_WORLD);  // peers' writes into our outputs are done
     clock.lap("timing_loop");
     send_captures();
-    record_timing(stats);
+    record_timing(stats, one_process_gate != nullptr);
     clock.lap("timing_send_and_input_check");
     return true;
   }
@@ -704,7 +719,7 @@ class CandidateMonitor {
     }
   }
 
-  void record_timing(const TimingStats& stats) {
+  void record_timing(const TimingStats& stats, bool one_process_gate) {
     if (!use_runner_ && draw_in_place_)
       check_drawn_copies_unchanged();
     else if (!use_runner_)
@@ -723,6 +738,7 @@ class CandidateMonitor {
     record_.phase_s["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) timing.doorbell_us = doorbell_us_;
     if (calls_->gated()) timing.call_gate = calls_->gate_json();
+    if (one_process_gate) timing.instrument = "call_gate_one_process";
     if (block_wakes_)
       timing.paper_blocks = {
           {"wakes", block_wakes_}, {"calls", block_calls_}, {"max_calls_per_wake", block_capacity()}};
