@@ -79,18 +79,19 @@ want unit && targets+=" pkb_unit_tests pkb_spec_launch_tests timing_mpi_test"
 { want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
 # pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: Debian's may travel with the checkout
 # (.gpu/serve, made by scripts/gpu_carry.sh); without either, pkb without it.
-if [ -d "$root/.gpu/serve/lib/pkgconfig" ]; then
+serve_flags=(-DPKB_BUILD_SERVE=ON)
+if [ -d "$root/.gpu/serve/lib/pkgconfig" ] && ! { pkg-config --exists cpp-httplib && [ -f /usr/include/sqlite3.h ]; }; then
+  # cpp-httplib found through the carried .pc files and loaded from .gpu/serve/lib; SQLite linked against the carried
+  # copy and loaded from the image's own libsqlite3.so.0 (gpu_carry.sh says why).
   export PKG_CONFIG_PATH="$root/.gpu/serve/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  export CMAKE_PREFIX_PATH="$root/.gpu/serve${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   export LD_LIBRARY_PATH="$root/.gpu/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-serve_flag=-DPKB_BUILD_SERVE=ON
-if ! pkg-config --exists cpp-httplib sqlite3 2>/dev/null; then
-  serve_flag=-DPKB_BUILD_SERVE=OFF
-  echo "pkb serve: not built (no cpp-httplib or SQLite here; scripts/gpu_carry.sh makes .gpu/serve)"
+  serve_flags+=(-DSQLite3_INCLUDE_DIR="$root/.gpu/serve/include" -DSQLite3_LIBRARY="$root/.gpu/serve/link/libsqlite3.so")
+elif ! pkg-config --exists cpp-httplib 2>/dev/null || [ ! -f /usr/include/sqlite3.h ]; then
+  serve_flags=(-DPKB_BUILD_SERVE=OFF)
+  echo "pkb serve: not built (no cpp-httplib or sqlite3.h here; scripts/gpu_carry.sh makes .gpu/serve)"
 fi
 step build env PKB_BUILD_DIR="$build" PKB_BUILD_TARGETS="$targets" \
-  "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON "$serve_flag" || exit 1
+  "$root/scripts/build.sh" -DPKB_BUILD_TESTS=ON "${serve_flags[@]}" || exit 1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$world" -x NCCL_NVLS_ENABLE)
 if [ "$world" -gt "$gpus" ]; then  # NCCL refuses two ranks on one GPU: the staged communicator instead
   want comm && step comm_staged "${mpi[@]}" "$build/tests/comm_test" --staged
@@ -353,7 +354,7 @@ want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scri
 # pkb serve against pkb eval on the GPU (issue 46): the expert kernels of problems 1-8 at W = 1, one slot, full shapes,
 # PKB_SERVE_BENCH_N submissions (default 24) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.
 if want serve_bench; then
-  if [ "$serve_flag" = -DPKB_BUILD_SERVE=ON ]; then
+  if [ "${serve_flags[0]}" = -DPKB_BUILD_SERVE=ON ]; then
     TAIL_LINES=14 step serve_bench env PKB="$build/pkb" PKB_BENCH_SET=experts "$root/scripts/bench_serve.sh" \
       "${PKB_SERVE_BENCH_N:-24}" 1 1000 3
   else
