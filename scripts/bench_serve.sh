@@ -21,14 +21,14 @@ mkdir -p "$work/src"
 # The items, round robin: sources[i] (a file in $work/src, what a client submits) on problem problems[i].
 sources=() problems=()
 if [ "${PKB_BENCH_SET:-fixtures}" = experts ]; then
-  device=cuda world=1 params=()
+  device=cuda world=1 params=() shape={}
   for d in "$root"/problems/00[1-8]_*/; do
     f=$(basename "$d")
     cp "$d/solution.cu" "$work/src/$f.cu"
     sources+=("$f.cu") problems+=("$((10#${f%%_*}))")
   done
 else
-  device=cpu world=2 params=(--param M=64 --param N=48)
+  device=cpu world=2 params=(--param M=64 --param N=48) shape='{"M": 64, "N": 48}'  # the same shape twice
   for f in correct wrong_value nan_output compile_error error_code mutate_input missing_run partial_write; do
     # each fixture as one file, fixture.h inlined
     python3 - "$root/tests/fixtures/cpu" "$f" >"$work/src/$f.cpp" <<'PY'
@@ -68,15 +68,14 @@ eval_round() {
 # The same evaluations as one batch through the server; its wall (s). Each done evaluation's overhead (slot time
 # beyond the child's wall, s) is appended to $work/overhead.
 serve_round() {
-  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "$world" "${params[*]}" \
+  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "$world" "$shape" \
     "${items[@]}" <<'PY'
-import sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from pkb_client import Client
 url, token, src, first, count, overhead = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
-world, params, kinds = int(sys.argv[8]), sys.argv[9].split(), [x.split(":", 1) for x in sys.argv[10:]]  # PROBLEM:FILE
+world, shape, kinds = int(sys.argv[8]), json.loads(sys.argv[9]), [x.split(":", 1) for x in sys.argv[10:]]  # PROBLEM:FILE
 c = Client(url, token, timeout=600)
-shape = {params[j + 1].split("=")[0]: int(params[j + 1].split("=")[1]) for j in range(0, len(params), 2)}
 items = []
 for i in range(first, first + count):
     problem, name = kinds[i % len(kinds)]
@@ -136,16 +135,16 @@ mkdir -p "$work/mem"
 token=$("$pkb" serve token add bench --data "$work/mem")
 start_server "$work/mem" --slots 1 --max-queued $((queued + 10))
 python3 - "$root/scripts" "$url" "$token" "$work/src/${sources[0]}" "$queued" "$server_pid" "${problems[0]}" "$world" \
-  "${params[*]}" <<'PY'
-import sys, time
+  "$shape" <<'PY'
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from pkb_client import Client
 url, token, src, queued, pid = sys.argv[2], sys.argv[3], open(sys.argv[4]).read(), int(sys.argv[5]), sys.argv[6]
-problem, world, params = int(sys.argv[7]), int(sys.argv[8]), sys.argv[9].split()
+problem, world, shape = int(sys.argv[7]), int(sys.argv[8]), json.loads(sys.argv[9])
 c = Client(url, token, timeout=600)
 item = {"problem": problem, "world": world, "timing": "quick", "source": src}
-if params:
-    item["params"] = {params[j + 1].split("=")[0]: int(params[j + 1].split("=")[1]) for j in range(0, len(params), 2)}
+if shape:
+    item["params"] = shape
 t0 = time.monotonic()
 for start in range(0, queued, 5000):
     c.submit([item for _ in range(start, min(queued, start + 5000))])

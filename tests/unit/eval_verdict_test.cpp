@@ -146,6 +146,14 @@ TEST(CandidateProcess, TheRecordNamesEachSidesInstrument) {
   cpu.candidate_process = CandidateProcess::in_process;  // CPU ranks: a runner all the same
   EXPECT_EQ(pkb::timing_instruments(cpu, false),
             json({{"candidate", "doorbell"}, {"baseline_libtorch_nccl", "doorbell"}}));
+  // The gate step's measurement (PKB_GATE_IN_PROCESS=1): a GPU candidate in process through the gate's flags on two
+  // streams of its own process; a runner's and CPU ranks' instruments do not change.
+  setenv("PKB_GATE_IN_PROCESS", "1", 1);
+  EXPECT_EQ(pkb::timing_instruments(gpu, false)["candidate"], "call_gate_one_process");
+  gpu.candidate_process = CandidateProcess::runner;
+  EXPECT_EQ(pkb::timing_instruments(gpu, false)["candidate"], "call_gate");
+  EXPECT_EQ(pkb::timing_instruments(cpu, false)["candidate"], "doorbell");
+  unsetenv("PKB_GATE_IN_PROCESS");
 }
 
 // Times that measure contention claim no speedup: ranks that shared a GPU, or a GPU runner whose CUDA context took

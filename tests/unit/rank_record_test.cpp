@@ -57,7 +57,6 @@ RankTiming full_timing() {
   t.repeat_host_chase_probe_us = {300, 305};
   t.input_copies = 12;
   t.doorbell_us = 12.5;
-  t.instrument = "call_gate_one_process";
   t.input_copies_made = 11;
   t.distinct_input_contents = 10;
   t.copies_drawn_in_place = 9;

@@ -546,7 +546,6 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
                                             : "Python torch absent: strict C++ baseline used";
   }
   record_instruments(ev.o, have_py, timing);
-  if (t.candidate && t.candidate->instrument) timing["instruments"]["candidate"] = *t.candidate->instrument;
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   if (repeat.is_null() && repeats_suspect)
     timing["repeats_note"] =

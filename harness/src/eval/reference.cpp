@@ -304,8 +304,7 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   for (size_t r = 0; r < records.size(); ++r)
     if (!records[r])
       throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) +
-                  " left no record though the " + "launch ended with " + pr.summary() + " (files in " + work.string() +
-                  ")");
+                  " left no record though the launch ended with " + pr.summary() + " (files in " + work.string() + ")");
   auto planned = [](const std::optional<protocol::RankRecord>& r) {
     if (!r) return std::string("no record");
     auto n = [](const std::optional<int>& x) { return x ? std::to_string(*x) : std::string("-"); };

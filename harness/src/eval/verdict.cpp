@@ -86,8 +86,9 @@ std::string format_verdict(const json& r) {
 }
 
 nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager) {
-  nlohmann::json inst = {{"candidate", protocol::candidate_instrument(o.device, o.uses_runner())},
-                         {"baseline_libtorch_nccl", protocol::libtorch_baseline_instrument(o.device, o.uses_runner())}};
+  nlohmann::json inst = {
+      {"candidate", protocol::candidate_instrument(o.device, o.uses_runner(), protocol::gate_in_process_requested())},
+      {"baseline_libtorch_nccl", protocol::libtorch_baseline_instrument(o.device, o.uses_runner())}};
   if (have_eager) inst["baseline_pytorch_eager"] = protocol::eager_baseline_instrument();
   return inst;
 }

@@ -2,16 +2,29 @@
 // evaluation's record and in validate's): one place, so that validate and an evaluation name the same instrument alike.
 #pragma once
 
+#include <cstdlib>
+#include <cstring>
+
 #include "core/device_kind.h"
 
 namespace pkb::protocol {
+
+// PKB_GATE_IN_PROCESS=1, a measurement (scripts/gpu_check.sh's gate step; launch/mpirun.cpp passes it to the ranks): a
+// GPU candidate in process is timed through the gate's flags on two streams of its own process, as the libtorch
+// baseline's gated view is, so that the toll of crossing MPS clients (a runner) shows apart from the flags'.
+inline bool gate_in_process_requested() {
+  const char* v = std::getenv("PKB_GATE_IN_PROCESS");
+  return v && std::strcmp(v, "1") == 0;
+}
 
 // `gated`: the side is timed behind pkb's monitor (an evaluation with the candidate in a runner, or pkb validate
 // --through-gate; on CPU ranks validate always times through the doorbell).
 // events: its own events in its own process; call_gate: the monitor's device events across the call gate (GPUs);
 // doorbell: the monitor's host clock around the runner's wake (CPU ranks).
-constexpr const char* candidate_instrument(DeviceKind device, bool gated) {
-  return !gated ? "events" : device == DeviceKind::cuda ? "call_gate" : "doorbell";
+// `in_process_gate`: gate_in_process_requested(), which applies to a GPU candidate in process only.
+constexpr const char* candidate_instrument(DeviceKind device, bool gated, bool in_process_gate = false) {
+  if (!gated) return device == DeviceKind::cuda && in_process_gate ? "call_gate_one_process" : "events";
+  return device == DeviceKind::cuda ? "call_gate" : "doorbell";
 }
 // The libtorch+NCCL baseline: through the gate it plays the runner on a second stream of its own process.
 constexpr const char* libtorch_baseline_instrument(DeviceKind device, bool gated) {

@@ -91,7 +91,6 @@ void timing_optional_fields(T& t, V&& v) {
   v("repeat_host_chase_probe_us", t.repeat_host_chase_probe_us);
   v("input_copies", t.input_copies);
   v("doorbell_us", t.doorbell_us);
-  v("instrument", t.instrument);
   v("input_copies_made", t.input_copies_made);
   v("distinct_input_contents", t.distinct_input_contents);
   v("copies_drawn_in_place", t.copies_drawn_in_place);

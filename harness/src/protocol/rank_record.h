@@ -104,9 +104,6 @@ struct RankTiming {
   // Both passes: the input copies the calls rotated over, and what the runner's protocol alone costs a call.
   std::optional<int> input_copies;
   std::optional<double> doorbell_us;
-  // The candidate pass, where its instrument is not the one its options imply: "call_gate_one_process" for an
-  // in-process candidate timed through the gate's flags on two streams (PKB_GATE_IN_PROCESS, a measurement).
-  std::optional<std::string> instrument;
   // The candidate pass (worker/candidate_pass.cpp): how its copies were made and its captures sent.
   std::optional<int> input_copies_made, distinct_input_contents, copies_drawn_in_place, captures_sent;
   std::optional<std::string> copies_not_drawn;  // why copies were made on the host though drawing was asked

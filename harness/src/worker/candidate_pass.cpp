@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -23,18 +22,13 @@
 #include "core/files.h"
 #include "core/parallel.h"
 #include "io/safetensors_encode.h"
+#include "protocol/instruments.h"
 #include "seal/seal.h"
 #include "worker/candidate_calls.h"
 #include "worker/worker.h"
 
 namespace pkb {
 namespace {
-
-// scripts/gpu_check.sh's gate step asks for it (PKB_GATE_IN_PROCESS=1; launch/mpirun.cpp passes it to the ranks).
-bool gate_in_process_requested() {
-  const char* v = std::getenv("PKB_GATE_IN_PROCESS");
-  return v && std::string(v) == "1";
-}
 
 std::vector<Slot> make_slots(Runtime& rt, const std::vector<const TensorSpec*>& specs, const RunShape& run, int rank) {
   std::vector<Slot> slots;
@@ -549,11 +543,9 @@ class CandidateMonitor {
     // view hands each timed call's timers to the gate, which records them around the call's device work.
     int next_window = -1;
     std::unique_ptr<Runtime> gated = calls_->gated() ? gated_window_view(*rt_, next_window) : nullptr;
-    // PKB_GATE_IN_PROCESS=1, a measurement (scripts/gpu_check.sh's gate step): an in-process candidate timed through
-    // the gate's flags on two streams of this process, as the libtorch baseline's gated view times it, so that the
-    // toll of crossing MPS clients (a runner) shows apart from the toll of the flags.
+    // A measurement (protocol/instruments.h): in process, through the gate's flags on two streams of this process.
     std::unique_ptr<Runtime> gate_stream, one_process_gate;
-    if (!gated && rt_->is_cuda() && gate_in_process_requested()) {
+    if (!gated && rt_->is_cuda() && protocol::gate_in_process_requested()) {
       gate_stream = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
       one_process_gate = gated_baseline_view(*gate_stream, *rt_);
     }
@@ -584,7 +576,7 @@ class CandidateMonitor {
     MPI_Barrier(MPI_COMM_WORLD);  // peers' writes into our outputs are done
     clock.lap("timing_loop");
     send_captures();
-    record_timing(stats, one_process_gate != nullptr);
+    record_timing(stats);
     clock.lap("timing_send_and_input_check");
     return true;
   }
@@ -719,7 +711,7 @@ class CandidateMonitor {
     }
   }
 
-  void record_timing(const TimingStats& stats, bool one_process_gate) {
+  void record_timing(const TimingStats& stats) {
     if (!use_runner_ && draw_in_place_)
       check_drawn_copies_unchanged();
     else if (!use_runner_)
@@ -738,7 +730,6 @@ class CandidateMonitor {
     record_.phase_s["timing_generate_in_loop"] = in_loop_generate_s_;
     if (doorbell_us_ > 0) timing.doorbell_us = doorbell_us_;
     if (calls_->gated()) timing.call_gate = calls_->gate_json();
-    if (one_process_gate) timing.instrument = "call_gate_one_process";
     if (block_wakes_)
       timing.paper_blocks = {
           {"wakes", block_wakes_}, {"calls", block_calls_}, {"max_calls_per_wake", block_capacity()}};
