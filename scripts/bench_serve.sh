@@ -62,7 +62,7 @@ eval_round() {
       --cache "$work/cache" >/dev/null 2>&1 &
   done
   wait || true
-  echo "$(date +%s.%N) - $t0" | bc
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }'
 }
 
 # The same evaluations as one batch through the server; its wall (s). Each done evaluation's overhead (slot time
@@ -110,7 +110,7 @@ for r in $(seq 0 $((rounds - 1))); do
   first=$((r * n / rounds)) count=$(((r + 1) * n / rounds - r * n / rounds))
   e=$(eval_round "$first" "$count") s=$(serve_round "$first" "$count")
   printf 'round %d: %d evaluations: pkb eval %.1f s, pkb serve %.1f s (load %s)\n' "$r" "$count" "$e" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
-  eval_wall=$(echo "$eval_wall + $e" | bc) serve_wall=$(echo "$serve_wall + $s" | bc)
+  eval_wall=$(awk -v a="$eval_wall" -v b="$e" 'BEGIN { print a + b }') serve_wall=$(awk -v a="$serve_wall" -v b="$s" 'BEGIN { print a + b }')
 done
 python3 - "$n" "$eval_wall" "$serve_wall" "$work/overhead" <<'PY'
 import sys
@@ -125,7 +125,7 @@ print(f"server overhead per evaluation (slot time beyond the child's wall): p50 
       f"p99 {1000 * q(0.99):.1f} ms, max {1000 * over[-1]:.1f} ms (goal p99 <= 50 ms)")
 PY
 ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")  # utime + stime, in clock ticks
-echo "the server's own CPU time over the run: $(echo "scale=1; $ticks / $(getconf CLK_TCK)" | bc) s (its children not counted)"
+echo "the server's own CPU time over the run: $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }') s (its children not counted)"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 }
 [ "$n" -gt 0 ] && throughput

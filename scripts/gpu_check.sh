@@ -305,9 +305,10 @@ if want baselines; then
     --trials 1 --out "$out/baselines"
 fi
 # The call gate's own cost (PKB_STEPS=gate): a kernel that does almost nothing (the zeros fixture on problem 13, a
-# memset of its output; PKB_GATE_SOURCE="FILE PROBLEM" another, e.g. "problems/001_allreduce/solution.cu 1") in process,
-# in process through the gate's flags on two streams of its own process (in_process_gated: PKB_GATE_IN_PROCESS=1, as
-# the libtorch baseline's gated view is timed), and in a runner through the gate with each flag mechanism
+# memset of its output; PKB_GATE_SOURCE="FILE PROBLEM[;FILE PROBLEM...]" others, e.g. "problems/001_allreduce/solution.cu
+# 1") in process, in process through the gate's flags on two streams of its own process (in_process_gated:
+# PKB_GATE_IN_PROCESS=1, as the libtorch baseline's gated view is timed; in_process_gated_write_ops with those flags),
+# and in a runner through the gate with each flag mechanism
 # (runtime/call_gate.cuh: kernels; writes as stream memory operations; writes and waits as stream memory operations,
 # the default); candidate and baseline medians side by side. in_process_gated against stream_memory_ops is the toll of
 # crossing MPS clients alone (docs/design/runner-and-gate.md, the gate's toll). PKB_GATE_MODES picks some.
@@ -318,33 +319,41 @@ if want gate; then
   apps_sampler=$!
   gate_modes="in_process in_process_gated kernels write_ops stream_memory_ops stream_memory_ops_hostmps"
   gate_modes+=" stream_memory_ops_unboxed"
-  read -r gate_file gate_problem <<<"${PKB_GATE_SOURCE:-tests/fixtures/cuda/zeros.cu 13}"
-  for mode in ${PKB_GATE_MODES:-$gate_modes}; do
-    flags=$(case $mode in in_process*) echo stream_memory_ops ;; *) echo "${mode%%_[uh][no]*}" ;; esac)
-    where=$([[ "$mode" == in_process* ]] && echo in-process || echo runner)
-    in_process_gate=$([ "$mode" = in_process_gated ] && echo 1 || echo 0)
-    # _unboxed: through the gate without bubblewrap (a trusted fixture), to see what the sandbox costs; _hostmps: the
-    # host's MPS daemon rather than the sandbox's own (launch/sandbox.h own_mps).
-    box=$([[ "$mode" == *_unboxed ]] && echo --no-sandbox || true)
-    place=$([[ "$mode" == *_hostmps ]] && echo host || echo sandbox)
-    TAIL_LINES=6 step "gate_$mode" env PKB="$build/pkb" OUT="$out/gate_$mode" PKB_GATE_FLAGS="$flags" \
-      PKB_GATE_IN_PROCESS="$in_process_gate" PKB_MPS_LOG_DIR="$out/gate_$mode/mps_logs" PKB_MPS_PLACE="$place" \
-      "$root/scripts/bench_eval.sh" "$gate_file" "$gate_problem" 3 -w 1 --candidate-process "$where" $box
+  gate_tags=""
+  IFS=';' read -ra gate_sources <<<"${PKB_GATE_SOURCE:-tests/fixtures/cuda/zeros.cu 13}"
+  for gate_source in "${gate_sources[@]}"; do
+    read -r gate_file gate_problem <<<"$gate_source"
+    tag=p$gate_problem gate_tags+=" $tag"
+    for mode in ${PKB_GATE_MODES:-$gate_modes}; do
+      # in_process_gated_FLAGS: the in-process gated view with those flags (write_ops, kernels).
+      flags=$(case $mode in in_process_gated_*) echo "${mode#in_process_gated_}" ;; in_process*) echo write_ops ;;
+        *) echo "${mode%%_[uh][no]*}" ;; esac)
+      where=$([[ "$mode" == in_process* ]] && echo in-process || echo runner)
+      in_process_gate=$([[ "$mode" == in_process_gated* ]] && echo 1 || echo 0)
+      # _unboxed: through the gate without bubblewrap (a trusted fixture), to see what the sandbox costs; _hostmps: the
+      # host's MPS daemon rather than the sandbox's own (launch/sandbox.h own_mps).
+      box=$([[ "$mode" == *_unboxed ]] && echo --no-sandbox || true)
+      place=$([[ "$mode" == *_hostmps ]] && echo host || echo sandbox)
+      TAIL_LINES=6 step "gate_${tag}_$mode" env PKB="$build/pkb" OUT="$out/gate_${tag}_$mode" PKB_GATE_FLAGS="$flags" \
+        PKB_GATE_IN_PROCESS="$in_process_gate" PKB_MPS_LOG_DIR="$out/gate_${tag}_$mode/mps_logs" PKB_MPS_PLACE="$place" \
+        "$root/scripts/bench_eval.sh" "$gate_file" "$gate_problem" 3 -w 1 --candidate-process "$where" $box
+    done
   done
   kill "$apps_sampler" 2>/dev/null
-  TAIL_LINES=12 step gate_table python3 - "$out" "${PKB_GATE_MODES:-$gate_modes}" <<'PY'
+  TAIL_LINES=30 step gate_table python3 - "$out" "${PKB_GATE_MODES:-$gate_modes}" "$gate_tags" <<'PY'
 import glob, json, statistics, sys
-print("| mode | candidate instrument | candidate median us (runs) | baseline median us (runs) | gate flags | hold mean wait us |")
-print("|---|---|---|---|---|---|")
-for mode in sys.argv[2].split():
-    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{mode}/run*.json"))]
+print("| source | mode | candidate instrument | candidate median us (runs) | libtorch baseline median us (runs) | gate flags "
+      "| hold mean wait us |")
+print("|---|---|---|---|---|---|---|")
+for tag, mode in [(t, m) for t in sys.argv[3].split() for m in sys.argv[2].split()]:
+    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/gate_{tag}_{mode}/run*.json"))]
     t = [r.get("timing", {}) for r in runs]
     cand = [x["candidate"]["median_us"] for x in t if (x.get("candidate") or {}).get("median_us")]
     base = [x["baseline_libtorch_nccl"]["median_us"] for x in t if (x.get("baseline_libtorch_nccl") or {}).get("median_us")]
     gate = [(x.get("candidate") or {}).get("call_gate") or {} for x in t]
     fmt = lambda v: "%.2f (%s)" % (statistics.median(v), ", ".join("%.2f" % y for y in v)) if v else "-"
     inst = (t[-1].get("instruments") or {}).get("candidate", "-") if t else "-"
-    print(f"| {mode} | {inst} | {fmt(cand)} | {fmt(base)} | {gate[-1].get('flags', '-') if gate else '-'} | "
+    print(f"| {tag} | {mode} | {inst} | {fmt(cand)} | {fmt(base)} | {gate[-1].get('flags', '-') if gate else '-'} | "
           f"{gate[-1].get('mean_wait_us', '-') if gate else '-'} |")
 PY
 fi

@@ -85,19 +85,21 @@ inline const MemOps& mem_ops() {
 }
 constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
 
-// How the gate's flags are made. On an H100 under MPS (docs/results/gate-mps-h100-2026-12-05.md) a do-nothing call's
-// window is 10.6 us with stream memory operations and 12.9 us with one-thread kernels, against 4.5 us in process: the
-// default is the memory operations where the driver has them; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops
-// picks one, to measure.
+// How the gate's flags are made. Writes as stream memory operations, waits as one-thread kernels (write_ops) is the
+// default: on an H100 under MPS a do-nothing call's window was 8.8 us through a runner and 8.7 us through the same
+// flags on two streams of one process (the libtorch baseline's gated view), against 10.7 and 9.8 us with waits as memory
+// operations too, and 13 us with kernels for both (docs/results/gate-toll-h100-2026-12-06.md). A wait kernel also
+// knows an abort flag and a deadline, which a stream-op wait does not. Kernels where the driver has no memory
+// operations; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops picks one, to measure.
 // The monitor's choice goes to the runner in its layout (gate_flags), by name.
 struct FlagMechanism {
   bool write_ops = false;  // flags written by cuStreamWriteValue32, not a kernel
   bool wait_ops = false;   // waited for by cuStreamWaitValue32, not a kernel
   const char* name() const { return wait_ops ? "stream_memory_ops" : write_ops ? "write_ops" : "kernels"; }
 };
-// By name; no name (nullptr or ""): the default, stream memory operations.
+// By name; no name (nullptr or ""): the default, write_ops.
 inline FlagMechanism flag_mechanism_named(const char* name) {
-  const std::string_view n = name && *name ? name : "stream_memory_ops";
+  const std::string_view n = name && *name ? name : "write_ops";
   return {n == "write_ops" || n == "stream_memory_ops", n == "stream_memory_ops"};
 }
 

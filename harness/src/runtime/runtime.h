@@ -74,7 +74,7 @@ class Runtime {
   // Waits until *flag or *abort (nullptr: none) reaches seq, or max_us passed.
   virtual void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us);
   // After a gated call ended: makes sure nothing on the stream still waits for *flag to reach value (a stream memory
-  // operation knows no abort). The flags' mechanism: "kernels" or "stream_memory_ops".
+  // operation knows no abort). The flags' mechanism: "kernels", "write_ops" or "stream_memory_ops".
   virtual void flag_release(uint32_t*, uint32_t) {}
   virtual const char* flag_mechanism() const { return "kernels"; }
   struct GateTrace {
