@@ -89,7 +89,9 @@ wall = time.monotonic() - t0
 with open(overhead, "a") as f:
     for r in rows:
         f.write(f"{r['evaluation_s'] - r['child_wall_s']}\n" if r.get("state") == "done" else "failed\n")
-print(wall)
+done = [r for r in rows if r.get("state") == "done"]
+child = sum(r["child_wall_s"] for r in done) / len(done) if done else float("nan")
+print(f"{wall} {child}")
 PY
 }
 
@@ -108,8 +110,11 @@ echo "== $n evaluations, $slots at once, in $rounds rounds: pkb eval, then the s
 eval_wall=0 serve_wall=0
 for r in $(seq 0 $((rounds - 1))); do
   first=$((r * n / rounds)) count=$(((r + 1) * n / rounds - r * n / rounds))
-  e=$(eval_round "$first" "$count") s=$(serve_round "$first" "$count")
-  printf 'round %d: %d evaluations: pkb eval %.1f s, pkb serve %.1f s (load %s)\n' "$r" "$count" "$e" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
+  e=$(eval_round "$first" "$count")
+  read -r s child <<<"$(serve_round "$first" "$count")"
+  # With one slot, the server's children's mean wall beside pkb eval's tells a slower child from the server's own time.
+  printf 'round %d: %d evaluations: pkb eval %.1f s (%.2f s of wall an evaluation), pkb serve %.1f s (its pkb eval children %.2f s each; load %s)\n' \
+    "$r" "$count" "$e" "$(awk -v e="$e" -v n="$count" 'BEGIN { print e / n }')" "$s" "$child" "$(cut -d' ' -f1 /proc/loadavg)"
   eval_wall=$(awk -v a="$eval_wall" -v b="$e" 'BEGIN { print a + b }') serve_wall=$(awk -v a="$serve_wall" -v b="$s" 'BEGIN { print a + b }')
 done
 python3 - "$n" "$eval_wall" "$serve_wall" "$work/overhead" <<'PY'

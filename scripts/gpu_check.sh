@@ -361,11 +361,11 @@ want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$ou
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
 # pkb serve against pkb eval on the GPU (issue 46): the expert kernels of problems 1-8 at W = 1, one slot, full shapes,
-# PKB_SERVE_BENCH_N submissions (default 24) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.
+# PKB_SERVE_BENCH_N submissions (default 16, in 2 rounds) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.
 if want serve_bench; then
   if [ "${serve_flags[0]}" = -DPKB_BUILD_SERVE=ON ]; then
     TAIL_LINES=14 step serve_bench env PKB="$build/pkb" PKB_BENCH_SET=experts "$root/scripts/bench_serve.sh" \
-      "${PKB_SERVE_BENCH_N:-24}" 1 1000 3
+      "${PKB_SERVE_BENCH_N:-16}" 1 1000 2
   else
     echo "serve_bench: skipped (pkb serve not built here)"
   fi
