@@ -357,6 +357,32 @@ for tag, mode in [(t, m) for t in sys.argv[3].split() for m in sys.argv[2].split
           f"{gate[-1].get('mean_wait_us', '-') if gate else '-'} |")
 PY
 fi
+# reference.py through the gate's flags (PKB_EAGER_GATE=1: runtime/eager_gate.cu, run_reference.py --gate-lib) beside
+# its own events, on expert 001 and the zeros fixture's problem 13 (one evaluation each, a cache each), then validate's
+# gated baselines of 1-8 with it: each side's median and the instrument each record names. PKB_STEPS=eager_gate.
+if want eager_gate; then
+  for src in "problems/001_allreduce/solution.cu 1" "tests/fixtures/cuda/zeros.cu 13"; do
+    read -r gate_file gate_problem <<<"$src"
+    for g in 0 1; do
+      TAIL_LINES=4 step "eager_gate_p${gate_problem}_$g" env PKB="$build/pkb" OUT="$out/eager_gate_p${gate_problem}_$g" \
+        PKB_EAGER_GATE=$g "$root/scripts/bench_eval.sh" "$gate_file" "$gate_problem" 1 -w 1
+    done
+  done
+  TAIL_LINES=12 step eager_gate_validate env PKB_EAGER_GATE=1 "$build/pkb" validate 1-8 -w 1 --device cuda --time \
+    --through-gate --trials 1 --out "$out/eager_gate_validate"
+  TAIL_LINES=8 step eager_gate_table python3 - "$out" <<'PY'
+import glob, json, sys
+print("| run | candidate us (instrument) | libtorch us (instrument) | eager us (instrument, flags) |")
+print("|---|---|---|---|")
+for f in sorted(glob.glob(f"{sys.argv[1]}/eager_gate_p*/run1.json")):
+    t = json.load(open(f)).get("timing", {})
+    inst = t.get("instruments", {})
+    med = lambda k: (t.get(k) or {}).get("median_us", float("nan"))
+    print(f"| {f.split('/')[-2]} | {med('candidate'):.2f} ({inst.get('candidate')}) | {med('baseline_libtorch_nccl'):.2f} "
+          f"({inst.get('baseline_libtorch_nccl')}) | {med('baseline_pytorch_eager'):.2f} ({inst.get('baseline_pytorch_eager')}, "
+          f"{(t.get('baseline_pytorch_eager') or {}).get('gate_flags', '-')}) |")
+PY
+fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"

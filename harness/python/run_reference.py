@@ -305,6 +305,7 @@ def main():
     parser.add_argument("--rep-gap-ms", type=float, default=0.0)
     parser.add_argument("--device-iters", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=600, help="collective timeout, seconds")
+    parser.add_argument("--gate-lib", help="time the calls through the call gate's flags (libpkb_eager_gate.so)")
     opts = parser.parse_args()
     if len(opts.problem_dir) != len(opts.io):
         parser.error("--problem-dir and --io come in pairs")
@@ -482,6 +483,51 @@ def host_probe_us():
     return 1e6 * (time.perf_counter() - t0)
 
 
+class EagerGate:
+    """The calls' windows through the call gate's flags on two streams of this process (libpkb_eager_gate.so,
+    harness/src/runtime/eager_gate.cu): the instrument of the libtorch baseline's gated view, so that a candidate in a
+    runner and both baselines pay the same flag operations (docs/design/runner-and-gate.md, the gate's toll)."""
+
+    def __init__(self, path, device, windows):
+        lib = ctypes.CDLL(path)
+        lib.pkb_eager_gate_open.restype = ctypes.c_void_p
+        lib.pkb_eager_gate_open.argtypes = [ctypes.c_int, ctypes.c_int]
+        for f in (lib.pkb_eager_gate_begin, lib.pkb_eager_gate_end):
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        lib.pkb_eager_gate_elapsed_us.restype = ctypes.c_double
+        lib.pkb_eager_gate_elapsed_us.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.pkb_eager_gate_error.restype = ctypes.c_char_p
+        lib.pkb_eager_gate_flags.restype = ctypes.c_char_p
+        lib.pkb_eager_gate_flags.argtypes = [ctypes.c_void_p]
+        self.lib = lib
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        self.gate = lib.pkb_eager_gate_open(index, windows)
+        if not self.gate:
+            raise RuntimeError(f"the eager gate ({path}): {self.error()}")
+        self.flags = lib.pkb_eager_gate_flags(self.gate).decode()
+
+    def error(self):
+        return self.lib.pkb_eager_gate_error().decode(errors="replace")
+
+    def _stream(self):
+        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def begin(self, i):
+        if self.lib.pkb_eager_gate_begin(self.gate, i, self._stream()) != 0:
+            raise RuntimeError(f"the eager gate: {self.error()}")
+
+    def end(self, i):
+        if self.lib.pkb_eager_gate_end(self.gate, i, self._stream()) != 0:
+            raise RuntimeError(f"the eager gate: {self.error()}")
+
+    def elapsed_us(self, i):
+        us = self.lib.pkb_eager_gate_elapsed_us(self.gate, i)
+        if us < 0:
+            raise RuntimeError(f"the eager gate: {self.error()}")
+        return us
+
+
 def time_solution(solution, args, opts, device):
     """Times solution() with both of pkb's methods, as pkb-rank times references and candidates
     (harness/src/worker/timing.h): warm-ups, then repetitions of a pkb block (a cross-rank barrier before each
@@ -528,13 +574,18 @@ def time_solution(solution, args, opts, device):
     if cuda:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
+    gate = EagerGate(opts.gate_lib, device, longest) if cuda and opts.gate_lib else None
 
     def timed_calls(count, base, barrier):
         times = []
         for i in range(count):
             if barrier:
                 dist.all_reduce(token)
-            if cuda:
+            if gate:
+                gate.begin(i)
+                solution(*copies[(base + i) % n])
+                gate.end(i)
+            elif cuda:
                 starts[i].record()
                 solution(*copies[(base + i) % n])
                 ends[i].record()
@@ -543,6 +594,8 @@ def time_solution(solution, args, opts, device):
                 solution(*copies[(base + i) % n])
                 times.append(1e6 * (time.perf_counter() - t0))
         sync()
+        if gate:
+            return [gate.elapsed_us(i) for i in range(count)]
         return [1e3 * starts[i].elapsed_time(ends[i]) for i in range(count)] if cuda else times
 
     pkb_values, paper_values = [], []
@@ -626,7 +679,9 @@ def time_solution(solution, args, opts, device):
     paper.update(reps=len(paper_values), rep_us=paper_values)
     stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
                  paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()),
-                 host_probe_us=probes)
+                 host_probe_us=probes, instrument="call_gate_one_process" if gate else "events")
+    if gate:
+        stats["gate_flags"] = gate.flags
     if device_view:
         device_stats = summarize(device_values) if device_values else {
             "note": f"no call was held on every rank: the GPU started each before the host had issued it (at a "

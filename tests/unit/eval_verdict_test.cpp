@@ -130,29 +130,31 @@ TEST(BelowRoofline, FlagsTimesTheHardwareCannotReach) {
 
 // Each side's instrument, as the record names it: a GPU candidate in a runner crosses the call gate between two
 // processes while the libtorch baseline's gated view is two streams of one; in process both are events; CPU runners
-// ring a doorbell on both sides; reference.py is always its own events, listed only where it was timed.
+// ring a doorbell on both sides; reference.py is listed only where it was timed, by the instrument its timing names.
 TEST(CandidateProcess, TheRecordNamesEachSidesInstrument) {
   using nlohmann::json;
   using pkb::CandidateProcess;
   pkb::EvalOptions gpu;
   gpu.device = pkb::DeviceKind::cuda;
-  EXPECT_EQ(pkb::timing_instruments(gpu, true), json({{"candidate", "call_gate"},
-                                                      {"baseline_libtorch_nccl", "call_gate_one_process"},
-                                                      {"baseline_pytorch_eager", "events"}}));
+  EXPECT_EQ(pkb::timing_instruments(gpu, "events"), json({{"candidate", "call_gate"},
+                                                          {"baseline_libtorch_nccl", "call_gate_one_process"},
+                                                          {"baseline_pytorch_eager", "events"}}));
+  EXPECT_EQ(pkb::timing_instruments(gpu, "call_gate_one_process")["baseline_pytorch_eager"], "call_gate_one_process");
   gpu.candidate_process = CandidateProcess::in_process;
-  EXPECT_EQ(pkb::timing_instruments(gpu, false), json({{"candidate", "events"}, {"baseline_libtorch_nccl", "events"}}));
+  EXPECT_EQ(pkb::timing_instruments(gpu, nullptr),
+            json({{"candidate", "events"}, {"baseline_libtorch_nccl", "events"}}));
   pkb::EvalOptions cpu;
   cpu.device = pkb::DeviceKind::cpu;
   cpu.candidate_process = CandidateProcess::in_process;  // CPU ranks: a runner all the same
-  EXPECT_EQ(pkb::timing_instruments(cpu, false),
+  EXPECT_EQ(pkb::timing_instruments(cpu, nullptr),
             json({{"candidate", "doorbell"}, {"baseline_libtorch_nccl", "doorbell"}}));
   // The gate step's measurement (PKB_GATE_IN_PROCESS=1): a GPU candidate in process through the gate's flags on two
   // streams of its own process; a runner's and CPU ranks' instruments do not change.
   setenv("PKB_GATE_IN_PROCESS", "1", 1);
-  EXPECT_EQ(pkb::timing_instruments(gpu, false)["candidate"], "call_gate_one_process");
+  EXPECT_EQ(pkb::timing_instruments(gpu, nullptr)["candidate"], "call_gate_one_process");
   gpu.candidate_process = CandidateProcess::runner;
-  EXPECT_EQ(pkb::timing_instruments(gpu, false)["candidate"], "call_gate");
-  EXPECT_EQ(pkb::timing_instruments(cpu, false)["candidate"], "doorbell");
+  EXPECT_EQ(pkb::timing_instruments(gpu, nullptr)["candidate"], "call_gate");
+  EXPECT_EQ(pkb::timing_instruments(cpu, nullptr)["candidate"], "doorbell");
   unsetenv("PKB_GATE_IN_PROCESS");
 }
 

@@ -198,10 +198,15 @@ TEST(RankRecord, ReferencePyTimingIsReadLeniently) {
              {"throttled", true},
              {"repeat_device_medians_us", {40.0, nullptr}},
              {"fp32_math", {{"ieee", true}}},
-             {"device", {{"calls", 5}, {"note", "no call was held"}}}};
+             {"device", {{"calls", 5}, {"note", "no call was held"}}},
+             {"instrument", "call_gate_one_process"},
+             {"gate_flags", "write_ops"}};
   std::optional<RankTiming> t = pkb::protocol::reference_py_timing(py);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->pkb.median_us, 50);
+  EXPECT_EQ(t->instrument, "call_gate_one_process");  // what timed it, as it says (run_reference.py EagerGate)
+  EXPECT_EQ(t->gate_flags, "write_ops");
+  EXPECT_FALSE(pkb::protocol::reference_py_timing(json{{"median_us", 1}})->instrument.has_value());
   EXPECT_EQ(t->paper.stats.median_us, 45);
   EXPECT_TRUE(t->throttled);
   ASSERT_TRUE(t->device.has_value());

@@ -29,6 +29,7 @@
 #include "launch/jobs.h"
 #include "launch/mpirun.h"
 #include "launch/sandbox.h"
+#include "protocol/instruments.h"
 #include "protocol/rank_plan.h"
 #include "protocol/rank_record.h"
 #include "seal/seal.h"
@@ -517,13 +518,14 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
 }
 
 // timing.instruments, and where the headline's two sides differ a note that says which way.
-void record_instruments(const EvalOptions& o, bool have_py, json& timing) {
-  timing["instruments"] = timing_instruments(o, have_py);
-  if (have_py && o.device == DeviceKind::cuda && o.uses_runner())
+void record_instruments(const EvalOptions& o, const std::optional<RankTiming>& eager, json& timing) {
+  const std::string eager_instrument = eager ? eager->instrument.value_or(protocol::eager_baseline_instrument()) : "";
+  timing["instruments"] = timing_instruments(o, eager ? eager_instrument.c_str() : nullptr);
+  if (eager && o.device == DeviceKind::cuda && o.uses_runner() && eager_instrument == "events")
     timing["instrument_note"] =
-        "the candidate's window crosses the call gate (two hand-overs between processes under MPS, ~6 us a call on "
-        "an H100); reference.py is timed by its own events, as ParallelKernelBench times it: a short kernel's "
-        "speedup against PyTorch eager reads low by that toll, never high";
+        "the candidate's window crosses the call gate (its flag operations, ~3.8 us a call on an H100, which the "
+        "libtorch baseline's window holds too); reference.py is timed by its own events, as ParallelKernelBench "
+        "times it: a short kernel's speedup against PyTorch eager reads low by that toll, never high";
 }
 
 // 4c. The times, the baseline the speedup is against, and every method's speedups. --timing-method picks the one
@@ -545,7 +547,7 @@ void record_speedups(Evaluation& ev, const Timings& t, TimingMethod method, cons
                               : python_ran  ? "reference.py timing missing"
                                             : "Python torch absent: strict C++ baseline used";
   }
-  record_instruments(ev.o, have_py, timing);
+  record_instruments(ev.o, t.eager, timing);
   if (!repeat.is_null()) timing["repeat_faster"] = repeat;
   if (repeat.is_null() && repeats_suspect)
     timing["repeats_note"] =

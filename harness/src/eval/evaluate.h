@@ -159,9 +159,10 @@ nlohmann::json host_speed_comparison(const std::optional<protocol::RankTiming>& 
 
 // How each side's calls are timed (the record's timing.instruments): through the call gate (`call_gate`: a GPU
 // candidate in a runner, two processes under MPS; `call_gate_one_process`: the libtorch baseline's gated view, two
-// streams of the rank program), the host's doorbell (CPU runners) or events in the timed process (`events`: in
-// process, and reference.py always). The eager baseline is listed where it was timed.
-nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager);
+// streams of the rank program, and reference.py's calls where PKB_EAGER_GATE=1 put them through the same flags), the
+// host's doorbell (CPU runners) or events in the timed process (`events`: in process, and reference.py by default).
+// `eager_instrument`: what reference.py's timing says timed it; nullptr where it was not timed (not listed).
+nlohmann::json timing_instruments(const EvalOptions& o, const char* eager_instrument);
 
 // Why a record's times measure contention rather than the kernel ("" when they do not): its ranks shared a GPU
 // (`gpu_sharing`), or a GPU candidate's runner ran without MPS (`runner_mps` a note), so that its CUDA context and

@@ -163,6 +163,7 @@ void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const 
 PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
   std::vector<std::string> py_args = {"--time"};
   for (const auto& t : o.timing.to_args()) py_args.push_back(t);
+  for (const auto& a : eager_gate_args(o.device == DeviceKind::cuda && o.uses_runner())) py_args.push_back(a);
   PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
   if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return run_python_runner(job);
@@ -252,6 +253,10 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
               {"baseline_protocol", !o.uses_runner()               ? "events"
                                     : o.device == DeviceKind::cuda ? "call_gate"
                                                                    : "doorbell"}};
+  // reference.py through the gate's flags (PKB_EAGER_GATE=1) is another instrument: an entry of its own. Absent
+  // otherwise, so that the entries made without it keep their keys.
+  if (python && !eager_gate_args(o.device == DeviceKind::cuda && o.uses_runner()).empty())
+    key["eager_protocol"] = "call_gate_one_process";
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }

@@ -85,11 +85,11 @@ std::string format_verdict(const json& r) {
   return s.str();
 }
 
-nlohmann::json timing_instruments(const EvalOptions& o, bool have_eager) {
+nlohmann::json timing_instruments(const EvalOptions& o, const char* eager_instrument) {
   nlohmann::json inst = {
       {"candidate", protocol::candidate_instrument(o.device, o.uses_runner(), protocol::gate_in_process_requested())},
       {"baseline_libtorch_nccl", protocol::libtorch_baseline_instrument(o.device, o.uses_runner())}};
-  if (have_eager) inst["baseline_pytorch_eager"] = protocol::eager_baseline_instrument();
+  if (eager_instrument) inst["baseline_pytorch_eager"] = eager_instrument;
   return inst;
 }
 

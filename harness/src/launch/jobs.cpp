@@ -14,6 +14,7 @@
 #include "core/dispatch_pin.h"
 #include "core/error.h"
 #include "launch/mpirun.h"
+#include "protocol/instruments.h"
 #include "spec/catalog.h"
 
 namespace pkb {
@@ -181,6 +182,11 @@ const std::string& python_with_torch() {
     return std::string();
   }();
   return found;
+}
+
+std::vector<std::string> eager_gate_args(bool gated_gpu) {
+  if (!gated_gpu || !protocol::eager_gate_requested()) return {};
+  return {"--gate-lib", (executable_dir() / "libpkb_eager_gate.so").string()};
 }
 
 PythonRunResult run_python_runner(const PythonRunnerJob& job) {

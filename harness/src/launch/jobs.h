@@ -57,6 +57,11 @@ struct PythonRunnerJob {
   std::map<std::string, std::string> env;  // extra variables, e.g. CUDA_VISIBLE_DEVICES
 };
 
+// reference.py's timing through the gate's flags (runtime/eager_gate.cu, libpkb_eager_gate.so beside pkb-rank):
+// {"--gate-lib", PATH} where `gated_gpu` (the libtorch baseline is timed through the gate on a GPU) and
+// PKB_EAGER_GATE=1 asks for it (protocol/instruments.h), else nothing.
+std::vector<std::string> eager_gate_args(bool gated_gpu);
+
 // One problem's result from the W ranks' launch: ok() exactly when the outcome is ok (the problem finished on every
 // rank, even if a later problem of the batch then ended the launch); otherwise stderr_tail and detail say why.
 struct PythonRunResult : ProcessResult {

@@ -30,7 +30,15 @@ constexpr const char* candidate_instrument(DeviceKind device, bool gated, bool i
 constexpr const char* libtorch_baseline_instrument(DeviceKind device, bool gated) {
   return !gated ? "events" : device == DeviceKind::cuda ? "call_gate_one_process" : "doorbell";
 }
-// reference.py times itself by its own events (ParallelKernelBench's instrument), whatever the candidate's.
+// reference.py times itself by its own events (ParallelKernelBench's instrument) unless it is asked to time through the
+// gate's flags (eager_gate_requested()), when its timing names "call_gate_one_process" itself (run_reference.py).
 constexpr const char* eager_baseline_instrument() { return "events"; }
+// PKB_EAGER_GATE=1 (a measurement until it has run on a GPU; scripts/gpu_check.sh's eager_gate step): where the
+// libtorch baseline is timed through the gate (a GPU candidate in a runner, validate --through-gate), reference.py's
+// calls are too, through runtime/eager_gate.cu's one-process gate, so all three sides pay the same flag operations.
+inline bool eager_gate_requested() {
+  const char* v = std::getenv("PKB_EAGER_GATE");
+  return v && std::strcmp(v, "1") == 0;
+}
 
 }  // namespace pkb::protocol

@@ -96,6 +96,8 @@ void timing_optional_fields(T& t, V&& v) {
   v("copies_drawn_in_place", t.copies_drawn_in_place);
   v("captures_sent", t.captures_sent);
   v("copies_not_drawn", t.copies_not_drawn);
+  v("instrument", t.instrument);
+  v("gate_flags", t.gate_flags);
 }
 
 template <class P, class V>  // P: PostWindowProbes

@@ -107,6 +107,9 @@ struct RankTiming {
   // The candidate pass (worker/candidate_pass.cpp): how its copies were made and its captures sent.
   std::optional<int> input_copies_made, distinct_input_contents, copies_drawn_in_place, captures_sent;
   std::optional<std::string> copies_not_drawn;  // why copies were made on the host though drawing was asked
+  // reference.py's (run_reference.py): what timed its calls, as protocol/instruments.h names it ("events", or
+  // "call_gate_one_process" through libpkb_eager_gate.so) and the gate's flags; absent: its own events.
+  std::optional<std::string> instrument, gate_flags;
   std::optional<PostWindowProbes> post_window_probes;
   nlohmann::json call_gate;  // worker/call_gate.h CallGate::to_json, copied through; null: no gate
   // GPU runners' paper-method blocks (worker/candidate_pass.cpp run_block): wakes, calls, max_calls_per_wake, copied

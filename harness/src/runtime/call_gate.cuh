@@ -87,9 +87,9 @@ constexpr unsigned kWaitGeq = 0x0, kWriteDefault = 0x0;
 
 // How the gate's flags are made. Writes as stream memory operations, waits as one-thread kernels (write_ops) is the
 // default: on an H100 under MPS a do-nothing call's window was 8.8 us through a runner and 8.7 us through the same
-// flags on two streams of one process (the libtorch baseline's gated view), against 10.7 and 9.8 us with waits as memory
-// operations too, and 13 us with kernels for both (docs/results/gate-toll-h100-2026-12-06.md). A wait kernel also
-// knows an abort flag and a deadline, which a stream-op wait does not. Kernels where the driver has no memory
+// flags on two streams of one process (the libtorch baseline's gated view), against 10.7 and 9.8 us with waits as
+// memory operations too, and 13 us with kernels for both (docs/results/gate-toll-h100-2026-12-06.md). A wait kernel
+// also knows an abort flag and a deadline, which a stream-op wait does not. Kernels where the driver has no memory
 // operations; PKB_GATE_FLAGS=kernels|write_ops|stream_memory_ops picks one, to measure.
 // The monitor's choice goes to the runner in its layout (gate_flags), by name.
 struct FlagMechanism {

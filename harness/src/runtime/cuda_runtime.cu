@@ -25,8 +25,8 @@ void mem_op_check(int rc, const char* what) {
   if (rc != 0) throw Error(std::string(what) + " failed: CUresult " + std::to_string(rc));
 }
 
-// The gate's flags: PKB_GATE_FLAGS's, else writes as memory operations and waits as kernels; kernels where the driver has no memory
-// operations (call_gate.cuh).
+// The gate's flags: PKB_GATE_FLAGS's, else writes as memory operations and waits as kernels; kernels where the driver
+// has no memory operations (call_gate.cuh).
 gate::FlagMechanism chosen_flag_mechanism() {
   gate::FlagMechanism m = gate::flag_mechanism_named(getenv("PKB_GATE_FLAGS"));
   return gate::mem_ops().available() ? m : gate::FlagMechanism{};

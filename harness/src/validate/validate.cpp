@@ -134,13 +134,14 @@ std::pair<ProcessResult, size_t> run_reference_batch(const std::vector<Planned*>
 
 PythonRunnerJob python_job(const ValidateOptions& o) {
   std::vector<std::string> extra;
-  if (o.time) {
-    extra = {"--time"};
-    for (const auto& t : o.timing.to_args()) extra.push_back(t);
-  }
   // Ranks sharing a GPU cannot use NCCL: reference.py then runs with gloo on CPU tensors of the same input bytes.
   bool shared = o.device == DeviceKind::cuda &&
                 plan_gpu_sharing(o.world, static_cast<int>(visible_gpus().size()), o.ranks_per_gpu).ranks_per_gpu > 1;
+  if (o.time) {
+    extra = {"--time"};
+    for (const auto& t : o.timing.to_args()) extra.push_back(t);
+    for (const auto& a : eager_gate_args(o.device == DeviceKind::cuda && o.through_gate && !shared)) extra.push_back(a);
+  }
   return {o.world, shared ? DeviceKind::cpu : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
 }
 
@@ -194,7 +195,8 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
       {"libtorch_nccl", cpp ? json(*cpp) : json()},
       {"pytorch_eager", py_raw},
       {"instruments",
-       {{"libtorch_nccl", baseline_instrument(o)}, {"pytorch_eager", protocol::eager_baseline_instrument()}}}};
+       {{"libtorch_nccl", baseline_instrument(o)},
+        {"pytorch_eager", py && py->instrument ? *py->instrument : protocol::eager_baseline_instrument()}}}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];
