@@ -97,15 +97,16 @@ void* pkb_eager_gate_open(int device, int windows) {
   return nullptr;
 }
 
-// Before call `window` on `stream` (the caller's current stream): the monitor's start event and `go`, the stream's wait
-// for `go`. 0, or -1 (pkb_eager_gate_error says why).
+// Before call `window` on `stream` (the caller's current stream): the stream's wait for `go` first, then the monitor's
+// start event and `go`, so that launching the wait is not in the window (the libtorch view's hold holds the start
+// until its wait is enqueued: worker/call_gate.cpp). 0, or -1 (pkb_eager_gate_error says why).
 int pkb_eager_gate_begin(void* gate, int window, void* stream) {
   auto& g = *static_cast<EagerGate*>(gate);
   auto s = static_cast<cudaStream_t>(stream);
   if (!in_range(g, window)) return -1;
   ++g.seq;
-  return ok(cudaEventRecord(g.starts[window], g.monitor), "the start event") &&
-                 write_flag(g, g.monitor, &g.flags->go) && wait_flag(g, s, &g.flags->go)
+  return wait_flag(g, s, &g.flags->go) && ok(cudaEventRecord(g.starts[window], g.monitor), "the start event") &&
+                 write_flag(g, g.monitor, &g.flags->go)
              ? 0
              : -1;
 }
