@@ -41,8 +41,8 @@ std::vector<std::string> eval_argv(const Claim& c, const fs::path& source, const
 }
 
 // Sources by content: WORK/src/SHA256/candidate.EXT, shared by the evaluations of one source that run at once and
-// removed when the last of them ends. pkb eval's compile cache keys on the source's folder (its -I), so a source
-// seen before compiles again unless it comes back at the same path.
+// removed when the last of them ends. A folder of its own, with nothing beside the source: pkb eval's compile cache
+// keys on the source and the headers in its folder (compile/compiler.cpp), not on the folder's path.
 class SourceFiles {
  public:
   fs::path acquire(const fs::path& work, const std::string& source, const std::string& name) {
