@@ -31,6 +31,10 @@ got=$(count --root "$src")
   { cat "$prefix/eval.log" "$prefix/eval.json"; echo "the installed pkb cannot evaluate a candidate"; exit 1; }
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["sandbox"]["rank_program"] == "pkb-candidate", r' \
   "$prefix/eval.json" || { echo "the installed pkb did not host the candidate in pkb-candidate"; exit 1; }
+# reference.py's gate library (PKB_EAGER_GATE=1), installed where pkb looks for it, its libraries found from there.
+lib=$prefix/bin/libpkb_eager_gate.so
+[ -f "$lib" ] || { echo "no $lib"; exit 1; }
+! ldd "$lib" | grep -q "not found" || { ldd "$lib"; echo "the installed gate library misses a library"; exit 1; }
 rev=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || true)
 if [ -n "$rev" ]; then
   [ "$(cat "$prefix/share/pkb/REVISION")" = "$rev" ] || { echo "REVISION is not $rev"; exit 1; }
