@@ -6,7 +6,6 @@
 // Python loads it with ctypes. No hold and no device barrier: both come before a gated window's start event.
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -20,7 +19,6 @@ struct Flags {
 };
 
 struct EagerGate {
-  int device = 0;
   cudaStream_t monitor = nullptr;
   Flags* flags = nullptr;
   uint32_t seq = 0;
@@ -82,7 +80,6 @@ const char* pkb_eager_gate_flags(void* gate) { return static_cast<EagerGate*>(ga
 // A gate on `device` with `windows` pairs of events; nullptr on failure.
 void* pkb_eager_gate_open(int device, int windows) {
   auto* g = new EagerGate;
-  g->device = device;
   const pkb::gate::FlagMechanism m = pkb::gate::flag_mechanism_named(std::getenv("PKB_GATE_FLAGS"));
   g->mechanism = pkb::gate::mem_ops().available() ? m : pkb::gate::FlagMechanism{};
   bool good = ok(cudaSetDevice(device), "cudaSetDevice") &&
