@@ -73,6 +73,8 @@ TEST(EagerGate, TheLibraryOpensAGateOrSaysWhyNot) {
   auto error = reinterpret_cast<const char* (*)()>(sym("pkb_eager_gate_error"));
   auto flags = reinterpret_cast<const char* (*)(void*)>(sym("pkb_eager_gate_flags"));
   ASSERT_FALSE(::testing::Test::HasFailure());
+  EXPECT_EQ(open(0, -1), nullptr);
+  EXPECT_NE(std::string(error()).find("windows -1"), std::string::npos) << error();
   void* gate = open(0, 2);
   if (!gate) {
     EXPECT_NE(std::string(error()).find("cudaSetDevice"), std::string::npos) << error();

@@ -79,6 +79,10 @@ const char* pkb_eager_gate_flags(void* gate) { return static_cast<EagerGate*>(ga
 
 // A gate on `device` with `windows` pairs of events; nullptr on failure.
 void* pkb_eager_gate_open(int device, int windows) {
+  if (windows < 1 || windows > (1 << 20)) {
+    last_error = "windows " + std::to_string(windows) + ": expected 1 to 2^20";
+    return nullptr;
+  }
   auto* g = new EagerGate;
   const pkb::gate::FlagMechanism m = pkb::gate::flag_mechanism_named(std::getenv("PKB_GATE_FLAGS"));
   g->mechanism = pkb::gate::mem_ops().available() ? m : pkb::gate::FlagMechanism{};
