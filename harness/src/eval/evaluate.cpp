@@ -519,7 +519,7 @@ void retime_stage(Evaluation& ev, const std::string& bad, const fs::path& retime
 
 // timing.instruments, and where the headline's two sides differ a note that says which way.
 void record_instruments(const EvalOptions& o, const std::optional<RankTiming>& eager, json& timing) {
-  const std::string eager_instrument = eager ? eager->instrument.value_or(protocol::eager_baseline_instrument()) : "";
+  const std::string eager_instrument = eager ? protocol::eager_baseline_instrument(eager->instrument) : "";
   timing["instruments"] = timing_instruments(o, eager ? eager_instrument.c_str() : nullptr);
   if (eager && o.device == DeviceKind::cuda && o.uses_runner() && eager_instrument == "events")
     timing["instrument_note"] =

@@ -160,10 +160,16 @@ void write_expected_outputs(const ProblemSpec& spec, const RunShape& run, const 
 
 // The PyTorch-eager baseline: reference.py --time in W Python processes on trial 0's inputs saved in io_dir (its
 // timing lands in io_dir/timing.py.json).
+// reference.py's gate arguments: where the libtorch baseline is timed through the call gate (a GPU candidate in a
+// runner) and PKB_EAGER_GATE=1 asks for it.
+std::vector<std::string> eager_gate_args_for(const EvalOptions& o) {
+  return eager_gate_args(o.device == DeviceKind::cuda && o.uses_runner());
+}
+
 PythonRunResult time_eager_baseline(const ProblemSpec& spec, const EvalOptions& o, const fs::path& io_dir) {
   std::vector<std::string> py_args = {"--time"};
   for (const auto& t : o.timing.to_args()) py_args.push_back(t);
-  for (const auto& a : eager_gate_args(o.device == DeviceKind::cuda && o.uses_runner())) py_args.push_back(a);
+  for (const auto& a : eager_gate_args_for(o)) py_args.push_back(a);
   PythonRunnerJob job{o.world, o.device, spec.dir, io_dir, "0", py_args, reference_deadline_s(o), {}};
   if (!o.visible_devices.empty()) job.env["CUDA_VISIBLE_DEVICES"] = o.visible_devices;
   return run_python_runner(job);
@@ -255,8 +261,7 @@ fs::path reference_dir(const ProblemSpec& spec, const RunShape& run, const EvalO
                                                                    : "doorbell"}};
   // reference.py through the gate's flags (PKB_EAGER_GATE=1) is another instrument: an entry of its own. Absent
   // otherwise, so that the entries made without it keep their keys.
-  if (python && !eager_gate_args(o.device == DeviceKind::cuda && o.uses_runner()).empty())
-    key["eager_protocol"] = "call_gate_one_process";
+  if (python && !eager_gate_args_for(o).empty()) key["eager_protocol"] = "call_gate_one_process";
   std::string material = key.dump(-1, ' ', false, json::error_handler_t::replace);
   return o.cache_dir / "reference" / (spec.folder() + "-" + sha256_hex(material).substr(0, 16));
 }

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <string>
 #include <string_view>
 
 #include "../../include/pkb/device.cuh"
@@ -115,6 +116,28 @@ static __global__ void flag_wait_kernel(const uint32_t* flag, const uint32_t* ab
   const unsigned long long t0 = now_ns();
   for (unsigned i = 0; !reached(pkb_load_acquire_sys(flag), seq); ++i)
     if ((i & 31) == 0 && ((abort && reached(pkb_load_acquire_sys(abort), seq)) || now_ns() - t0 > max_ns)) break;
+}
+
+// A flag's write and a wait for it, enqueued on `s` by mechanism `m`: the one definition the monitor's runtime, the
+// runner and the eager gate share. "" or which memory operation failed; a kernel's launch error is left for the
+// caller to read (cudaGetLastError), as it reads its other launches'. `abort` and `max_ns` bind kernels only: a
+// stream-op wait knows neither.
+static inline std::string enqueue_flag_write(const FlagMechanism& m, cudaStream_t s, uint32_t* flag, uint32_t value) {
+  if (!m.write_ops) {
+    flag_write_kernel<<<1, 1, 0, s>>>(flag, value);
+    return "";
+  }
+  const int rc = mem_ops().write(s, reinterpret_cast<uintptr_t>(flag), value, kWriteDefault);
+  return rc == 0 ? "" : "cuStreamWriteValue32 failed: CUresult " + std::to_string(rc);
+}
+static inline std::string enqueue_flag_wait(const FlagMechanism& m, cudaStream_t s, const uint32_t* flag,
+                                            const uint32_t* abort, uint32_t seq, unsigned long long max_ns) {
+  if (!m.wait_ops) {
+    flag_wait_kernel<<<1, 1, 0, s>>>(flag, abort, seq, max_ns);
+    return "";
+  }
+  const int rc = mem_ops().wait(s, reinterpret_cast<uintptr_t>(flag), seq, kWaitGeq);
+  return rc == 0 ? "" : "cuStreamWaitValue32 failed: CUresult " + std::to_string(rc);
 }
 
 }  // namespace pkb::gate

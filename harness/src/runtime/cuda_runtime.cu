@@ -260,24 +260,18 @@ class CudaRuntime final : public Runtime {
     cuda_check(cudaGetLastError(), "gate hold launch");
   }
   void flag_write(uint32_t* flag, uint32_t value) override {
-    if (flags_.write_ops) {
-      mem_op_check(gate::mem_ops().write(stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
-                   "cuStreamWriteValue32");
-      return;
-    }
-    gate::flag_write_kernel<<<1, 1, 0, stream_>>>(flag, value);
+    if (std::string err = gate::enqueue_flag_write(flags_, stream_, flag, value); !err.empty()) throw Error(err);
     cuda_check(cudaGetLastError(), "flag write launch");
   }
   void flag_wait(const uint32_t* flag, const uint32_t* abort, uint32_t seq, double max_us) override {
-    if (flags_.wait_ops) {
-      mem_op_check(gate::mem_ops().wait(stream_, reinterpret_cast<uintptr_t>(flag), seq, gate::kWaitGeq),
-                   "cuStreamWaitValue32");
-      if (!waited_) cuda_check(cudaEventCreateWithFlags(&waited_, cudaEventDisableTiming), "cudaEventCreate");
-      cuda_check(cudaEventRecord(waited_, stream_), "cudaEventRecord");
-      return;
-    }
-    gate::flag_wait_kernel<<<1, 1, 0, stream_>>>(flag, abort, seq, static_cast<unsigned long long>(max_us * 1e3));
+    const auto max_ns = static_cast<unsigned long long>(max_us * 1e3);
+    if (std::string err = gate::enqueue_flag_wait(flags_, stream_, flag, abort, seq, max_ns); !err.empty())
+      throw Error(err);
     cuda_check(cudaGetLastError(), "flag wait launch");
+    if (!flags_.wait_ops) return;
+    // What flag_release looks at: whether the stream has passed this wait.
+    if (!waited_) cuda_check(cudaEventCreateWithFlags(&waited_, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventRecord(waited_, stream_), "cudaEventRecord");
   }
   // A stream-op wait knows no abort: if the stream is still held by the last wait 2 ms after the call ended (its
   // process died, or never wrote the flag), the flag is written from a stream of its own. An honest runner's flag was

@@ -34,31 +34,17 @@ bool ok(cudaError_t rc, const char* what) {
   return false;
 }
 
-bool mem_op_ok(int rc, const char* what) {
-  if (rc == 0) return true;
-  last_error = std::string(what) + " failed: CUresult " + std::to_string(rc);
-  return false;
-}
-
 // The wait kernels' deadline: a flag never written (a call that failed in Python) releases its stream after this.
 constexpr unsigned long long kWaitMaxNs = 2'000'000'000ull;
 
 bool write_flag(EagerGate& g, cudaStream_t s, uint32_t* flag) {
-  if (g.mechanism.write_ops)
-    return mem_op_ok(
-        pkb::gate::mem_ops().write(s, reinterpret_cast<unsigned long long>(flag), g.seq, pkb::gate::kWriteDefault),
-        "cuStreamWriteValue32");
-  pkb::gate::flag_write_kernel<<<1, 1, 0, s>>>(flag, g.seq);
-  return ok(cudaGetLastError(), "the flag's write kernel");
+  last_error = pkb::gate::enqueue_flag_write(g.mechanism, s, flag, g.seq);
+  return last_error.empty() && ok(cudaGetLastError(), "the flag's write kernel");
 }
 
 bool wait_flag(EagerGate& g, cudaStream_t s, const uint32_t* flag) {
-  if (g.mechanism.wait_ops)
-    return mem_op_ok(
-        pkb::gate::mem_ops().wait(s, reinterpret_cast<unsigned long long>(flag), g.seq, pkb::gate::kWaitGeq),
-        "cuStreamWaitValue32");
-  pkb::gate::flag_wait_kernel<<<1, 1, 0, s>>>(flag, nullptr, g.seq, kWaitMaxNs);
-  return ok(cudaGetLastError(), "the flag's wait kernel");
+  last_error = pkb::gate::enqueue_flag_wait(g.mechanism, s, flag, nullptr, g.seq, kWaitMaxNs);
+  return last_error.empty() && ok(cudaGetLastError(), "the flag's wait kernel");
 }
 
 bool in_range(const EagerGate& g, int window) {

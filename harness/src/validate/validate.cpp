@@ -191,12 +191,11 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
   json roof = roofline_floor(spec, run, o.topology);
   roof["sol_libtorch_nccl"] = speed_of_light(roof, median_us(cpp));
   roof["sol_pytorch_eager"] = speed_of_light(roof, median_us(py));
-  record["timing"] = {
-      {"libtorch_nccl", cpp ? json(*cpp) : json()},
-      {"pytorch_eager", py_raw},
-      {"instruments",
-       {{"libtorch_nccl", baseline_instrument(o)},
-        {"pytorch_eager", py && py->instrument ? *py->instrument : protocol::eager_baseline_instrument()}}}};
+  record["timing"] = {{"libtorch_nccl", cpp ? json(*cpp) : json()},
+                      {"pytorch_eager", py_raw},
+                      {"instruments",
+                       {{"libtorch_nccl", baseline_instrument(o)},
+                        {"pytorch_eager", protocol::eager_baseline_instrument(py ? py->instrument : std::nullopt)}}}};
   record["roofline"] = roof;
   if (median_us(cpp) <= 0) return "no libtorch+NCCL timing recorded";
   char buf[384];

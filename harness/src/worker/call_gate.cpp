@@ -104,7 +104,9 @@ class CandidateWindowView final : public GatedView {
 // monitor's part, and the baseline's stream plays the runner's.
 class BaselineWindowView final : public GatedView {
  public:
-  BaselineWindowView(Runtime& monitor, Runtime& baseline) : GatedView(monitor), baseline_(baseline) {
+  // `owned`: the monitor's runtime where the view made it (gated_baseline_view(baseline)), else null.
+  BaselineWindowView(Runtime& monitor, Runtime& baseline, std::unique_ptr<Runtime> owned = nullptr)
+      : GatedView(monitor), owned_(std::move(owned)), baseline_(baseline) {
     // A page of its own, registered with the runtime until the runtime goes (so never freed here: a page a timing).
     constexpr size_t kPage = 4096;
     page_ = new (new (std::align_val_t{kPage}) char[kPage]) runner::GateHostFlags{};
@@ -126,6 +128,7 @@ class BaselineWindowView final : public GatedView {
   }
 
  private:
+  std::unique_ptr<Runtime> owned_;
   Runtime& baseline_;
   runner::GateHostFlags* page_ = nullptr;
   runner::GateDeviceFlags* flags_ = nullptr;
@@ -141,6 +144,12 @@ std::unique_ptr<Runtime> gated_window_view(Runtime& inner, int& next_window) {
 
 std::unique_ptr<Runtime> gated_baseline_view(Runtime& monitor, Runtime& baseline) {
   return std::make_unique<BaselineWindowView>(monitor, baseline);
+}
+
+std::unique_ptr<Runtime> gated_baseline_view(Runtime& baseline) {
+  std::unique_ptr<Runtime> monitor = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
+  Runtime& m = *monitor;
+  return std::make_unique<BaselineWindowView>(m, baseline, std::move(monitor));
 }
 
 }  // namespace pkb

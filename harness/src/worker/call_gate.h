@@ -94,5 +94,7 @@ std::unique_ptr<Runtime> gated_window_view(Runtime& inner, int& next_window);
 // runner's (the wait for go before the call's work, done after it), so a baseline's window holds the same flag
 // operations, on two streams, as a candidate's. Barriers are the monitor stream's.
 std::unique_ptr<Runtime> gated_baseline_view(Runtime& monitor, Runtime& baseline);
+// The same on a GPU, with a CUDA runtime of its own as the monitor (the view keeps it).
+std::unique_ptr<Runtime> gated_baseline_view(Runtime& baseline);
 
 }  // namespace pkb

@@ -544,11 +544,8 @@ class CandidateMonitor {
     int next_window = -1;
     std::unique_ptr<Runtime> gated = calls_->gated() ? gated_window_view(*rt_, next_window) : nullptr;
     // A measurement (protocol/instruments.h): in process, through the gate's flags on two streams of this process.
-    std::unique_ptr<Runtime> gate_stream, one_process_gate;
-    if (!gated && rt_->is_cuda() && protocol::gate_in_process_requested()) {
-      gate_stream = make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20);
-      one_process_gate = gated_baseline_view(*gate_stream, *rt_);
-    }
+    std::unique_ptr<Runtime> one_process_gate =
+        !gated && rt_->is_cuda() && protocol::gate_in_process_requested() ? gated_baseline_view(*rt_) : nullptr;
     Runtime& timing_rt = gated ? *gated : one_process_gate ? *one_process_gate : *rt_;
     TimingStats stats;
     try {

@@ -187,9 +187,7 @@ void time_baseline(const WorkerOptions& o, WorkerEnv& env, const ReferenceRank& 
     doorbell = RunnerProcess::ping_only(runner_program(),
                                         std::filesystem::path(o.out_dir) / ("doorbell" + std::to_string(env.rank)));
   const double doorbell_us = doorbell ? doorbell->doorbell_us() : 0;
-  std::unique_ptr<Runtime> gate_stream =
-      env.cuda && runner_protocol ? make_cuda_runtime(MPI_COMM_WORLD, size_t{1} << 20) : nullptr;
-  std::unique_ptr<Runtime> gated = gate_stream ? gated_baseline_view(*gate_stream, *rt) : nullptr;
+  std::unique_ptr<Runtime> gated = env.cuda && runner_protocol ? gated_baseline_view(*rt) : nullptr;
   auto call = [&](int k) {
     if (doorbell) doorbell->call(runner::kPing, 0);
     ref.impl->reference(ref.ctx, rotated[k]);

@@ -63,24 +63,18 @@ void Device::zero(void* p, size_t bytes) {
 }
 
 void Device::wait_flag(const uint32_t* flag, uint32_t seq, double max_us) {
-  if (wait_ops_) {
-    if (gate::mem_ops().wait(static_cast<cudaStream_t>(stream_), reinterpret_cast<uintptr_t>(flag), seq,
-                             gate::kWaitGeq) != 0)
-      throw Error("cuStreamWaitValue32 failed");
-    return;
-  }
-  gate::flag_wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream_)>>>(
-      flag, nullptr, seq, static_cast<unsigned long long>(max_us * 1e3));
+  const auto max_ns = static_cast<unsigned long long>(max_us * 1e3);
+  if (std::string err = gate::enqueue_flag_wait({write_ops_, wait_ops_}, static_cast<cudaStream_t>(stream_), flag,
+                                                nullptr, seq, max_ns);
+      !err.empty())
+    throw Error(err);
 }
 
 void Device::write_flag(uint32_t* flag, uint32_t value) {
-  if (write_ops_) {
-    if (gate::mem_ops().write(static_cast<cudaStream_t>(stream_), reinterpret_cast<uintptr_t>(flag), value,
-                              gate::kWriteDefault) != 0)
-      throw Error("cuStreamWriteValue32 failed");
-    return;
-  }
-  gate::flag_write_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream_)>>>(flag, value);
+  if (std::string err =
+          gate::enqueue_flag_write({write_ops_, wait_ops_}, static_cast<cudaStream_t>(stream_), flag, value);
+      !err.empty())
+    throw Error(err);
 }
 
 std::string Device::synchronize() {
