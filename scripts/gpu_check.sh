@@ -116,11 +116,12 @@ if want validate; then
 fi
 # fp32 is IEEE fp32 in every reference and baseline (no TF32: cuDNN convolutions default to it, and 087 failed its oracle
 # by 0.19 with it): every problem at W = 1 and W = 2 in fp32, reference.py cross-checked where torch imports. Not a
-# default step (full shapes, ~2 x the bf16 validation): PKB_STEPS=fp32.
+# default step (full shapes, ~2 x the bf16 validation): PKB_STEPS=fp32. Each launch may take PKB_FP32_TIMEOUT seconds
+# (default 600): 077's fp32 attention (no TF32) ran past validate's 180 s in reference.py at W = 2 sharing the GPU.
 if want fp32; then
   for vw in 1 2; do
     TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "fp32_validate_w$vw" "$build/pkb" validate "$selection" -w "$vw" \
-      --device cuda --dtype fp32 "${trials[@]}" --out "$out/fp32_validate"
+      --device cuda --dtype fp32 --timeout "${PKB_FP32_TIMEOUT:-600}" "${trials[@]}" --out "$out/fp32_validate"
   done
 fi
 # Candidate evaluation on the GPUs: each CUDA fixture must land in its status. The stream-escape fixture's work

@@ -41,9 +41,11 @@ constexpr const char* libtorch_baseline_instrument(DeviceKind device, bool gated
 inline std::string eager_baseline_instrument(const std::optional<std::string>& timing_names) {
   return timing_names.value_or("events");
 }
-// PKB_EAGER_GATE=1 (a measurement until it has run on a GPU; scripts/gpu_check.sh's eager_gate step): where the
-// libtorch baseline is timed through the gate (a GPU candidate in a runner, validate --through-gate), reference.py's
-// calls are too, through runtime/eager_gate.cu's one-process gate, so all three sides pay the same flag operations.
+// PKB_EAGER_GATE=1, a measurement (scripts/gpu_check.sh's eager_gate step): where the libtorch baseline is timed
+// through the gate (a GPU candidate in a runner, validate --through-gate), reference.py's calls are too, through
+// runtime/eager_gate.cu's one-process gate. Not the default: host-bound eager pays the flags' issue inside its window,
+// ~10 us a call on an H100 against a candidate's 3.8 us, which would bias speedups upward
+// (docs/design/runner-and-gate.md, the gate's toll).
 inline bool eager_gate_requested() { return switched_on("PKB_EAGER_GATE"); }
 
 }  // namespace pkb::protocol
