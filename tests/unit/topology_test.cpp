@@ -64,3 +64,17 @@ TEST(Topology, RoundTripsThroughJson) {
   pkb::Topology back = pkb::Topology::from_json(t.to_json(), "roundtrip");
   EXPECT_EQ(back.to_json(), t.to_json());
 }
+
+// Rooflines default to this machine's GPU: an H100's SOL% against H200 rates would read ~30% low.
+TEST(Topology, RooflinesDefaultToThisMachinesGpu) {
+  EXPECT_EQ(pkb::default_roofline_topology("NVIDIA H100 80GB HBM3"), "h100_8");
+  EXPECT_EQ(pkb::default_roofline_topology("NVIDIA H200"), "h200_2");
+  EXPECT_EQ(pkb::default_roofline_topology("Tesla V100-SXM2-16GB"), "h200_2");  // no file of its own
+  EXPECT_EQ(pkb::default_roofline_topology(""), "h200_2");                      // no NVIDIA driver
+  EXPECT_EQ(pkb::roofline_topology("b200_72"), "b200_72");                      // a name given stands
+  pkb::Catalog c = pkb::load_catalog(pkb::repo_root() / "problems");
+  const pkb::ProblemSpec& allreduce = c.problems.front();
+  const auto run = pkb::resolve_run(allreduce, 2, pkb::DType::bf16);
+  EXPECT_EQ(pkb::roofline_floor(allreduce, run, "h100_8")["topology"], "h100_8");
+  EXPECT_EQ(pkb::roofline_floor(allreduce, run, "")["topology"], pkb::default_roofline_topology());
+}

@@ -87,7 +87,9 @@ void add_eval_command(CLI::App& app, Action& action) {
   add_enum_option(*cmd, "--device", o->e.device, "cuda or cpu");
   cmd->add_option("--dtype", o->e.dtype, "Float dtype")->check(CLI::IsMember({"bf16", "fp32"}));
   cmd->add_option("--param", o->params, "NAME=VALUE parameter override (repeatable)");
-  cmd->add_option("--topology", o->e.topology, "Topology for the roofline fields (topologies/NAME.json)");
+  cmd->add_option(
+      "--topology", o->e.topology,
+      "Topology for the roofline fields (topologies/NAME.json; default: this machine's GPU's, else h200_2)");
   cmd->option_defaults()->group("Evaluation");
   cmd->add_option("--trials", o->e.trials, "Checked trials with fresh inputs (one more follows timing)")
       ->check(kPositive);

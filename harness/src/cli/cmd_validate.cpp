@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "spec/catalog.h"
+#include "spec/topology.h"
 #include "validate/validate.h"
 #include "worker/timing_cli.h"
 
@@ -67,6 +68,7 @@ int run_validate(ValidateCliOptions& o) {
   o.v.params = parse_param_overrides(o.params);
   o.v.python = o.python == "on" ? PythonCheck::on : o.python == "off" ? PythonCheck::off : PythonCheck::auto_detect;
   o.v.out_dir = std::filesystem::absolute(o.out);
+  o.v.topology = roofline_topology(o.v.topology);
   Catalog c = load_catalog(repo_root() / "problems");
   for (const auto& e : c.errors) std::cerr << "pkb: error: " << e << "\n";
   auto selected = c.select(o.selection);
@@ -128,7 +130,8 @@ void add_validate_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1, 64));
   CLI::Option* time = cmd->add_flag("--time", o->v.time, "Also time the baselines and relate them to the roofline");
   add_timing_flags(cmd, o->v.timing, " (--time)");
-  cmd->add_option("--topology", o->v.topology, "Topology of the roofline (--time)");
+  cmd->add_option("--topology", o->v.topology,
+                  "Topology of the roofline (--time; default: this machine's GPU's, else h200_2)");
   cmd->add_flag("--through-gate", o->v.through_gate,
                 "On GPUs, time the libtorch baseline through the call gate, as an evaluation with its candidate in a "
                 "runner does (default: by its own events)")

@@ -50,9 +50,9 @@ struct EvalOptions {
   double compile_timeout_s = 180;
   std::string arch = "sm_90a";
   bool allow_nccl = false;
-  std::string baseline = "auto";    // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
-  size_t heap_mib = 0;              // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
-  std::string topology = "h200_2";  // for the roofline (SOL%) fields
+  std::string baseline = "auto";  // auto: PyTorch eager where Python torch exists, else libtorch+NCCL; or "cpp"
+  size_t heap_mib = 0;            // candidate's symm_alloc arena (0: 256 MiB on GPUs, 16 MiB on CPUs)
+  std::string topology;           // for the roofline (SOL%) fields; "": this machine's GPU's (spec/topology.h)
   std::filesystem::path out_dir = "results/eval";
   std::filesystem::path cache_dir = "results/cache";
   int ranks_per_gpu = 0;             // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)

@@ -7,7 +7,7 @@
 namespace pkb {
 
 nlohmann::json roofline_floor(const ProblemSpec& spec, const RunShape& run, const std::string& topology_name) {
-  Topology topo = find_topology(topology_name);
+  Topology topo = find_topology(roofline_topology(topology_name));
   Variables v = run.vars();
   double link = static_cast<double>(spec.roofline.at("link_bytes").eval(v));
   double hbm = static_cast<double>(spec.roofline.at("hbm_bytes").eval(v));

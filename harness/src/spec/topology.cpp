@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -134,6 +135,16 @@ Topology find_topology(const std::string& name) {
   std::string known;
   for (const auto& p : list_topologies(dir)) known += (known.empty() ? "" : ", ") + p.stem().string();
   throw Error("no topology '" + name + "' in " + dir.string() + " (known: " + known + ")");
+}
+
+std::string default_roofline_topology(const std::string& gpu_model) {
+  std::optional<Topology> best;
+  if (!gpu_model.empty())
+    for (const auto& path : list_topologies(repo_root() / "topologies")) {  // sorted: ties go to the first name
+      Topology t = load_topology(path);
+      if (gpu_model.rfind(t.gpu_name, 0) == 0 && (!best || t.gpu_count < best->gpu_count)) best = std::move(t);
+    }
+  return best ? best->name : "h200_2";
 }
 
 std::string local_gpu_model() {

@@ -52,4 +52,13 @@ Topology find_topology(const std::string& name);
 // /proc/driver/nvidia/gpus without initializing CUDA; "" without an NVIDIA driver.
 std::string local_gpu_model();
 
+// The topology rooflines use where none is named: the one of `gpu_model`'s GPU (a topology's gpu.name is a prefix of
+// the driver's model name; the fewest GPUs first, then by name), else h200_2. A roofline takes only per-GPU and
+// per-link rates from it, so its GPU count does not matter here.
+std::string default_roofline_topology(const std::string& gpu_model = local_gpu_model());
+// `name`, or default_roofline_topology() where it is empty.
+inline std::string roofline_topology(const std::string& name) {
+  return name.empty() ? default_roofline_topology() : name;
+}
+
 }  // namespace pkb

@@ -39,7 +39,7 @@ struct ValidateOptions {
   // through the call gate's flag operations, worker/call_gate.h), not by its own events alone. CPU ranks always
   // ring the runner's doorbell.
   bool through_gate = false;
-  std::string topology = "h200_2";
+  std::string topology;   // "": this machine's GPU's (spec/topology.h roofline_topology)
   int ranks_per_gpu = 0;  // > 1: ranks share GPUs even where there are enough (--ranks-per-gpu)
 };
 
