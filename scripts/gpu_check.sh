@@ -117,7 +117,7 @@ fi
 # fp32 is IEEE fp32 in every reference and baseline (no TF32: cuDNN convolutions default to it, and 087 failed its oracle
 # by 0.19 with it): every problem at W = 1 and W = 2 in fp32, reference.py cross-checked where torch imports. Not a
 # default step (full shapes, ~2 x the bf16 validation): PKB_STEPS=fp32. Each launch may take PKB_FP32_TIMEOUT seconds
-# (default 600): 077's fp32 attention (no TF32) ran past validate's 180 s in reference.py at W = 2 sharing the GPU.
+# (default 600): at W = 2 sharing the GPU reference.py runs on CPU (gloo), and 077's fp32 attention ran past 180 s.
 if want fp32; then
   for vw in 1 2; do
     TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "fp32_validate_w$vw" "$build/pkb" validate "$selection" -w "$vw" \
