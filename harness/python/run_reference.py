@@ -322,7 +322,7 @@ def main():
             if device is None:
                 device = init_process_group(opts, rank)
             run_problem(opts, rank, device, problem_dir, io)
-            record, code = {"status": "ok", "fp32_math": fp32_math()}, 0
+            record, code = {"status": "ok", "fp32_math": fp32_math(), "host_threads": torch.get_num_threads()}, 0
         except CannotRunHere as e:
             record, code = {"status": "skip", "reason": str(e)}, SKIP_EXIT
             if TORCH_MISSING:

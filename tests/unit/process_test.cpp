@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -302,4 +303,19 @@ TEST(PythonRunner, FinishedRanksAreOkByEitherTest) {
   EXPECT_EQ(e.outcome, pkb::PythonRunResult::Outcome::error);
   EXPECT_FALSE(e.ok());
   EXPECT_NE(e.detail.find("no such n"), std::string::npos) << e.detail;
+}
+
+// torch in each rank takes the job's host threads (OMP_NUM_THREADS): one by default; more where reference.py does a
+// GPU's work on CPU (validate's shared-GPU fallback), else a large fp32 problem ran past its deadline on one thread.
+TEST(PythonRunner, RanksUseTheJobsHostThreads) {
+  ASSERT_FALSE(pkb::python_with_torch().empty()) << "no python3 with torch (scripts/setup.sh installs it)";
+  for (int threads : {1, 3}) {
+    pkb::test::TempDir tmp;
+    pkb::PythonRunnerJob job = tiny_python_job(tmp.path(), "    return torch.full((2,), float(n))\n");
+    job.host_threads = threads;
+    pkb::PythonRunResult r = pkb::run_python_runner(job);
+    ASSERT_TRUE(r.ok()) << r.summary();
+    auto record = nlohmann::json::parse(pkb::read_text_file(tmp.path() / "io/py.rank0.json"));
+    EXPECT_EQ(record.value("host_threads", 0), threads) << record.dump();
+  }
 }

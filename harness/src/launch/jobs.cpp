@@ -225,7 +225,7 @@ std::vector<PythonRunResult> run_python_batch(const PythonRunnerJob& job,
       po.stderr_path = log_dir / ("python.rank" + std::to_string(r) + ".stderr");
       po.env = {{"NCCL_NVLS_ENABLE", "0"},
                 {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
-                {"OMP_NUM_THREADS", "1"},
+                {"OMP_NUM_THREADS", std::to_string(std::max(1, job.host_threads))},
                 {"MASTER_ADDR", "127.0.0.1"},
                 {"MASTER_PORT", port},
                 {"RANK", std::to_string(r)},

@@ -55,6 +55,9 @@ struct PythonRunnerJob {
   std::vector<std::string> extra_args;  // e.g. --time --warmup N --iters N
   double timeout_s = 120;
   std::map<std::string, std::string> env;  // extra variables, e.g. CUDA_VISIBLE_DEVICES
+  // torch's CPU threads in each rank (OMP_NUM_THREADS): 1 where the work is on a GPU or CPU ranks share the cores;
+  // more where reference.py does a GPU's work on CPU (ranks sharing a GPU: gloo on CPU tensors).
+  int host_threads = 1;
 };
 
 // reference.py's timing through the gate's flags (runtime/eager_gate.cu, libpkb_eager_gate.so beside pkb-rank):

@@ -9,6 +9,7 @@
 #include "check/compare.h"
 #include "check/expected.h"
 #include "check/outputs.h"
+#include "core/cores.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "inputs/inputs.h"
@@ -142,7 +143,12 @@ PythonRunnerJob python_job(const ValidateOptions& o) {
     for (const auto& t : o.timing.to_args()) extra.push_back(t);
     for (const auto& a : eager_gate_args(o.device == DeviceKind::cuda && o.through_gate && !shared)) extra.push_back(a);
   }
-  return {o.world, shared ? DeviceKind::cpu : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
+  PythonRunnerJob job{
+      o.world, shared ? DeviceKind::cpu : o.device, {}, {}, trial_list(0, o.trials - 1), extra, o.timeout_s, {}};
+  // A GPU's work on the host's cores: one torch thread a rank made 077's fp32 attention (~7 TFLOP a trial at W = 2)
+  // run past the 180 s deadline; the ranks split the cores instead, as pkb-rank's do.
+  if (shared) job.host_threads = std::max(1, usable_cores() / o.world);
+  return job;
 }
 
 std::vector<Tensors> read_outputs(const ProblemSpec& spec, const RunShape& run, const fs::path& dir, int trial,
