@@ -88,8 +88,7 @@ Topology choose_topology(const std::string& name, int world, const std::string& 
     return t;
   }
   std::optional<Topology> best;
-  // The driver may add a memory size ("NVIDIA H100 80GB HBM3" vs a topology's "NVIDIA H100"): a prefix matches.
-  auto local = [&](const Topology& t) { return !gpu_model.empty() && gpu_model.rfind(t.gpu_name, 0) == 0; };
+  auto local = [&](const Topology& t) { return describes_gpu(t, gpu_model); };
   for (const auto& path : list_topologies(repo_root() / "topologies")) {  // sorted: ties go to the first name
     Topology t = load_topology(path);
     if (t.gpu_count < world) continue;

@@ -142,7 +142,7 @@ std::string default_roofline_topology(const std::string& gpu_model) {
   if (!gpu_model.empty())
     for (const auto& path : list_topologies(repo_root() / "topologies")) {  // sorted: ties go to the first name
       Topology t = load_topology(path);
-      if (gpu_model.rfind(t.gpu_name, 0) == 0 && (!best || t.gpu_count < best->gpu_count)) best = std::move(t);
+      if (describes_gpu(t, gpu_model) && (!best || t.gpu_count < best->gpu_count)) best = std::move(t);
     }
   return best ? best->name : "h200_2";
 }

@@ -52,6 +52,11 @@ Topology find_topology(const std::string& name);
 // /proc/driver/nvidia/gpus without initializing CUDA; "" without an NVIDIA driver.
 std::string local_gpu_model();
 
+// Whether `t` describes the GPU the driver calls `gpu_model`: the driver may add a memory size ("NVIDIA H100 80GB
+// HBM3" against a topology's "NVIDIA H100"), so a topology's gpu.name that begins the model's name matches.
+inline bool describes_gpu(const Topology& t, const std::string& gpu_model) {
+  return !gpu_model.empty() && gpu_model.rfind(t.gpu_name, 0) == 0;
+}
 // The topology rooflines use where none is named: the one of `gpu_model`'s GPU (a topology's gpu.name is a prefix of
 // the driver's model name; the fewest GPUs first, then by name), else h200_2. A roofline takes only per-GPU and
 // per-link rates from it, so its GPU count does not matter here.
