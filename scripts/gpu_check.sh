@@ -118,9 +118,10 @@ fi
 # by 0.19 with it): every problem at W = 1 and W = 2 in fp32, reference.py cross-checked where torch imports. Not a
 # default step (full shapes, ~2 x the bf16 validation): PKB_STEPS=fp32. Each launch may take PKB_FP32_TIMEOUT seconds
 # (default 600): at W = 2 sharing the GPU reference.py runs on CPU (gloo), and 077's fp32 attention ran past 180 s.
+# PKB_FP32_VALIDATE picks its problems apart from PKB_VALIDATE's (e.g. PKB_VALIDATE=73-87 PKB_FP32_VALIDATE=77).
 if want fp32; then
   for vw in 1 2; do
-    TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "fp32_validate_w$vw" "$build/pkb" validate "$selection" -w "$vw" \
+    TAIL_LINES=$((${TAIL_LINES:-25} + 40)) step "fp32_validate_w$vw" "$build/pkb" validate "${PKB_FP32_VALIDATE:-$selection}" -w "$vw" \
       --device cuda --dtype fp32 --timeout "${PKB_FP32_TIMEOUT:-600}" "${trials[@]}" --out "$out/fp32_validate"
   done
 fi
