@@ -21,15 +21,6 @@ struct State {
       static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
 }
 
-size_t bytes_of(const pkb_tensor& t) {
-  size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
-                                                                             : 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
-  return n;
-}
-
 template <typename T>
 struct Vec;
 template <>
@@ -114,11 +105,11 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
   if (in[0].dtype == PKB_BF16)
     reduce_to_root<__nv_bfloat16><<<kBlocks, kThreads, 0, stream>>>(
         in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
-        bytes_of(in[0]) / (in[0].dtype == PKB_BF16 ? 2 : 4), bytes_of(in[0]), static_cast<int>(ctx->param(ctx, "dst")));
+        pkb_numel(&in[0]), pkb_tensor_bytes(&in[0]), static_cast<int>(ctx->param(ctx, "dst")));
   else if (in[0].dtype == PKB_F32)
     reduce_to_root<float><<<kBlocks, kThreads, 0, stream>>>(
         in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
-        bytes_of(in[0]) / (in[0].dtype == PKB_BF16 ? 2 : 4), bytes_of(in[0]), static_cast<int>(ctx->param(ctx, "dst")));
+        pkb_numel(&in[0]), pkb_tensor_bytes(&in[0]), static_cast<int>(ctx->param(ctx, "dst")));
   else
     return 2;
   s->epoch += 2;

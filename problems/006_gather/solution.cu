@@ -21,15 +21,6 @@ struct State {
       static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
 }
 
-size_t bytes_of(const pkb_tensor& t) {
-  size_t n = t.dtype == PKB_BF16 || t.dtype == PKB_F16 || t.dtype == PKB_I16 ? 2
-             : t.dtype == PKB_F64 || t.dtype == PKB_I64                      ? 8
-             : t.dtype == PKB_F32 || t.dtype == PKB_I32                      ? 4
-                                                                             : 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
-  return n;
-}
-
 __global__ void __launch_bounds__(kThreads) gather_push(const void* in, void* out, void* const* bases, uint32_t* flags,
                                                         int rank, int world, uint32_t epoch, size_t bytes) {
   pkb_barrier(flags, bases, rank, world, epoch);
@@ -52,7 +43,7 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
   auto* s = static_cast<State*>(ctx->user);
   gather_push<<<kBlocks, kThreads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(
       in[0].data, out[0].data, ctx->heap_bases_device, s->flags, ctx->rank, ctx->world_size, s->epoch + 1,
-      bytes_of(in[0]));
+      pkb_tensor_bytes(&in[0]));
   s->epoch += 2;
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

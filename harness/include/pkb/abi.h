@@ -56,6 +56,30 @@ typedef struct {
   const char* name;              /* the problem's name for this input/output */
 } pkb_tensor;
 
+/* Bytes of one element of `dtype`, of a tensor's elements. Host code (pkb_run, pkb_setup). */
+static inline size_t pkb_dtype_size(pkb_dtype dtype) {
+  switch (dtype) {
+    case PKB_BF16:
+    case PKB_F16:
+    case PKB_I16:
+      return 2;
+    case PKB_F32:
+    case PKB_I32:
+      return 4;
+    case PKB_F64:
+    case PKB_I64:
+      return 8;
+    default:
+      return 1; /* PKB_I8, PKB_U8, PKB_BOOL */
+  }
+}
+static inline int64_t pkb_numel(const pkb_tensor* t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; ++d) n *= t->shape[d];
+  return n;
+}
+static inline size_t pkb_tensor_bytes(const pkb_tensor* t) { return (size_t)pkb_numel(t) * pkb_dtype_size(t->dtype); }
+
 typedef struct {
   const char* name;   /* as in the problem ("tp", "cp", ...) */
   int size;           /* ranks in this rank's group */
