@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -102,6 +103,12 @@ struct FlagMechanism {
 inline FlagMechanism flag_mechanism_named(const char* name) {
   const std::string_view n = name && *name ? name : "write_ops";
   return {n == "write_ops" || n == "stream_memory_ops", n == "stream_memory_ops"};
+}
+// The flags a gate of this process uses: PKB_GATE_FLAGS's, else the default; kernels where the driver has no memory
+// operations.
+inline FlagMechanism chosen_flag_mechanism() {
+  const FlagMechanism m = flag_mechanism_named(std::getenv("PKB_GATE_FLAGS"));
+  return mem_ops().available() ? m : FlagMechanism{};
 }
 
 static __global__ void flag_write_kernel(uint32_t* flag, uint32_t value) {

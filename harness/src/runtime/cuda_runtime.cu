@@ -21,17 +21,6 @@ void cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(rc));
 }
 
-void mem_op_check(int rc, const char* what) {
-  if (rc != 0) throw Error(std::string(what) + " failed: CUresult " + std::to_string(rc));
-}
-
-// The gate's flags: PKB_GATE_FLAGS's, else writes as memory operations and waits as kernels; kernels where the driver
-// has no memory operations (call_gate.cuh).
-gate::FlagMechanism chosen_flag_mechanism() {
-  gate::FlagMechanism m = gate::flag_mechanism_named(getenv("PKB_GATE_FLAGS"));
-  return gate::mem_ops().available() ? m : gate::FlagMechanism{};
-}
-
 __global__ void barrier_kernel(uint32_t* flags, void* const* bases, int rank, int world, uint32_t epoch) {
   pkb_barrier(flags, bases, rank, world, epoch);
 }
@@ -283,8 +272,9 @@ class CudaRuntime final : public Runtime {
     if (cudaEventQuery(waited_) != cudaErrorNotReady) return;
     if (!release_stream_)
       cuda_check(cudaStreamCreateWithFlags(&release_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    mem_op_check(gate::mem_ops().write(release_stream_, reinterpret_cast<uintptr_t>(flag), value, gate::kWriteDefault),
-                 "cuStreamWriteValue32 (release)");
+    // wait_ops comes with write_ops (stream_memory_ops): a memory operation, which no held SM can delay.
+    if (std::string err = gate::enqueue_flag_write(flags_, release_stream_, flag, value); !err.empty())
+      throw Error(err + " (release)");
   }
   const char* flag_mechanism() const override { return flags_.name(); }
   GateTrace gate_trace() override {
@@ -308,7 +298,7 @@ class CudaRuntime final : public Runtime {
 
  private:
   std::vector<void*> private_;
-  const gate::FlagMechanism flags_ = chosen_flag_mechanism();
+  const gate::FlagMechanism flags_ = gate::chosen_flag_mechanism();
   cudaEvent_t waited_ = nullptr;           // after the last stream-op wait
   cudaStream_t release_stream_ = nullptr;  // where flag_release writes
   int device_ = 0;

@@ -6,7 +6,6 @@
 // Python loads it with ctypes. No hold and no device barrier: both come before a gated window's start event.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -70,8 +69,7 @@ void* pkb_eager_gate_open(int device, int windows) {
     return nullptr;
   }
   auto* g = new EagerGate;
-  const pkb::gate::FlagMechanism m = pkb::gate::flag_mechanism_named(std::getenv("PKB_GATE_FLAGS"));
-  g->mechanism = pkb::gate::mem_ops().available() ? m : pkb::gate::FlagMechanism{};
+  g->mechanism = pkb::gate::chosen_flag_mechanism();
   bool good = ok(cudaSetDevice(device), "cudaSetDevice") &&
               ok(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking), "the monitor's stream") &&
               ok(cudaMalloc(&g->flags, sizeof(Flags)), "the flags' memory") &&
