@@ -59,16 +59,16 @@ eval_round() {
     k=$((i % ${#sources[@]}))
     while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; done
     "$pkb" eval "$work/src/${sources[$k]}" --problem "${problems[$k]}" "${flags[@]}" --out "$work/eval" \
-      --cache "$work/cache" >/dev/null 2>&1 &
+      --cache "$work/cache" --json >"$work/walls/eval.$i.json" 2>/dev/null &
   done
   wait || true
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }'
 }
 
 # The same evaluations as one batch through the server; its wall (s). Each done evaluation's overhead (slot time
-# beyond the child's wall, s) is appended to $work/overhead.
+# beyond the child's wall, s) is appended to $work/walls/o, each child's record written beside it.
 serve_round() {
-  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/overhead" "$world" "$shape" \
+  python3 - "$root/scripts" "$url" "$token" "$work/src" "$1" "$2" "$work/walls/o" "$world" "$shape" \
     "${items[@]}" <<'PY'
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -90,8 +90,45 @@ with open(overhead, "a") as f:
     for r in rows:
         f.write(f"{r['evaluation_s'] - r['child_wall_s']}\n" if r.get("state") == "done" else "failed\n")
 done = [r for r in rows if r.get("state") == "done"]
+for i, r in zip(range(first, first + count), rows):  # each child's record, for the stage breakdown
+    json.dump(r.get("record") or {}, open(f"{overhead}.serve.{i}.json", "w"))
 child = sum(r["child_wall_s"] for r in done) / len(done) if done else float("nan")
 print(f"{wall} {child}")
+PY
+}
+
+# Where a round's time went on each side: the mean of each stage's wall (at least 50 ms) in the records (record.wall) of pkb
+# eval and of the server's children, and which of each re-timed their baselines (the host probes' ratio that did it).
+stage_breakdown() {
+  python3 - "$work/walls" "$1" "$2" <<'PY'
+import json, sys
+from collections import defaultdict
+walls, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def load(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+sides = {"eval": [load(f"{walls}/eval.{i}.json") for i in range(first, first + count)],
+         "serve": [load(f"{walls}/o.serve.{i}.json") for i in range(first, first + count)]}
+means, retimed = {}, {}
+for side, recs in sides.items():
+    sums = defaultdict(float)
+    for r in recs:
+        for k, v in (r.get("wall") or {}).items():
+            for name, x in (v.items() if isinstance(v, dict) else [("", v)]):  # candidate_phases: one level down
+                if isinstance(x, (int, float)):
+                    sums[f"{k}.{name}" if name else k] += x / len(recs)
+    means[side] = sums
+    retimed[side] = [(r.get("timing") or {}).get("baseline_retimed") for r in recs]
+    retimed[side] = [x.get("host_speed_ratio", 0) for x in retimed[side] if x]  # what triggered each re-time
+keys = sorted(k for k in set(means["eval"]) | set(means["serve"])  # the stages that took time
+              if k.endswith("_s") or k.startswith("candidate_phases.")
+              if max(means["eval"].get(k, 0), means["serve"].get(k, 0)) >= 0.05)
+print("  stages, s an evaluation (pkb eval / serve's children): " +
+      ", ".join(f"{k} {means['eval'].get(k, 0):.2f}/{means['serve'].get(k, 0):.2f}" for k in keys) +
+      f"; baselines re-timed {len(retimed['eval'])}/{len(retimed['serve'])}" +
+      "".join(f" ({side}: host probe ratios {' '.join(f'{x:.2f}' for x in v)})" for side, v in retimed.items() if v))
 PY
 }
 
@@ -103,7 +140,7 @@ for k in "${!sources[@]}"; do
   "$pkb" eval "$work/src/${sources[$k]}" --problem "${problems[$k]}" "${flags[@]}" --out "$work/warm" \
     --cache "$work/cache" >/dev/null || true
 done
-mkdir -p "$work/data"
+mkdir -p "$work/data" "$work/walls"
 token=$("$pkb" serve token add bench --data "$work/data")
 start_server "$work/data" --slots "$slots"
 echo "== $n evaluations, $slots at once, in $rounds rounds: pkb eval, then the same through pkb serve --slots $slots"
@@ -115,9 +152,10 @@ for r in $(seq 0 $((rounds - 1))); do
   # With one slot, the server's children's mean wall beside pkb eval's tells a slower child from the server's own time.
   printf 'round %d: %d evaluations: pkb eval %.1f s (%.2f s of wall an evaluation), pkb serve %.1f s (its pkb eval children %.2f s each; load %s)\n' \
     "$r" "$count" "$e" "$(awk -v e="$e" -v n="$count" 'BEGIN { print e / n }')" "$s" "$child" "$(cut -d' ' -f1 /proc/loadavg)"
+  stage_breakdown "$first" "$count"
   eval_wall=$(awk -v a="$eval_wall" -v b="$e" 'BEGIN { print a + b }') serve_wall=$(awk -v a="$serve_wall" -v b="$s" 'BEGIN { print a + b }')
 done
-python3 - "$n" "$eval_wall" "$serve_wall" "$work/overhead" <<'PY'
+python3 - "$n" "$eval_wall" "$serve_wall" "$work/walls/o" <<'PY'
 import sys
 n, eval_wall, serve_wall = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 lines = open(sys.argv[4]).read().split()
