@@ -66,10 +66,12 @@ std::string fingerprint(json prov) {
 }
 
 // Bumped whenever what a reference entry holds, or how its inputs and timing are made, changes.
-constexpr int kReferenceCacheVersion = 8;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
+constexpr int kReferenceCacheVersion = 9;  // 4: expected outputs from the oracle; 5: timed checks per repetition;
                                            // 6: the device view's calls are timed ordinals (checked alike);
                                            // 7: fp32 references and baselines in IEEE fp32, never TF32;
-                                           // 8: the record says whether a prepare step finishes the inputs
+                                           // 8: the record says whether a prepare step finishes the inputs;
+                                           // 9: the chase probe's new scale (host_probes.h), which host drift
+                                           //    compares with a candidate's
 // Timed calls whose outputs are checked (drawn per reference entry, kept from candidates): one in each
 // repetition that may run, and three more in the first, which always runs (CopyPlan::checked_copy).
 int timed_check_count(const TimingOptions& t) { return t.max_reps + 3; }

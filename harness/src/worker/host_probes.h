@@ -16,10 +16,10 @@ constexpr double kProbeWakeUs = 2000;
 // the host's speed as the dispatching thread sees it, sampled before every repetition.
 double host_probe_us();
 
-// Microseconds this thread takes for a fixed walk of dependent loads through one random cycle of an L2-sized table
-// (1 MiB, brought into the cache first, untimed), branching on each loaded value: the host's speed for branchy,
-// cache-bound code, which an SMT sibling or a tenant sharing the core's caches slows (~10x the multiply chain's
-// time). Sampled before every repetition beside host_probe_us().
+// Microseconds this thread takes for a fixed walk of dependent loads through one random cycle of a table half an L2
+// (512 KiB, brought into the cache first, untimed), branching on each loaded value, the fastest of three walks: the
+// host's speed for branchy, cache-bound code, which an SMT sibling or a tenant sharing the core's caches slows
+// (~1.5x the multiply chain's time on an idle core). Sampled before every repetition beside host_probe_us().
 double host_chase_probe_us();
 
 // A single cycle through 0..n-1 (Sattolo's shuffle, seeded): following it from any entry visits all n entries
