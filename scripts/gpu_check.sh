@@ -8,7 +8,8 @@
 # sandbox run replay shards regress topology; also fp32: `pkb validate all` in fp32 at W = 1 and 2, IEEE fp32 checked;
 # runner: GPU candidates in pkb-runner, --candidate-process runner; drawn: timing copies drawn on the device,
 # --draw-copies on, with bench_eval.sh's breakdowns; baselines: both baselines of every problem through an evaluation's
-# instruments; runbench: `pkb run` of the experts at the step's W, in the
+# instruments; host_probe: scripts/bench_host_probe.sh's spread of the host probes between processes; runbench: `pkb
+# run` of the experts at the step's W, in the
 # rank program and in a runner with drawn copies, timed whole by scripts/bench_run.sh);
 # PKB_VALIDATE=SELECTION (default all) picks the problems validated; PKB_VALIDATE_FP32=1 adds fp32;
 # PKB_VALIDATE_TRIALS=N sets validate's trials (default 3; each trial's oracle runs in double on the CPU, minutes
@@ -77,6 +78,7 @@ targets="pkb pkb-rank pkb-candidate"
 want comm && targets+=" comm_test"
 want unit && targets+=" pkb_unit_tests pkb_spec_launch_tests timing_mpi_test"
 { want drawn || want drawn_checks; } && ! want unit && targets+=" timing_mpi_test"
+want host_probe && targets+=" pkb_bench_host_probe"
 # pkb serve needs cpp-httplib and SQLite's headers, which GPU images rarely have: Debian's may travel with the checkout
 # (.gpu/serve, made by scripts/gpu_carry.sh); without either, pkb without it.
 serve_flags=(-DPKB_BUILD_SERVE=ON)
@@ -388,6 +390,13 @@ fi
 want adversarial && TAIL_LINES=20 step adversarial env PKB="$build/pkb" OUT="$out/adversarial" \
   "$root/scripts/gpu_adversarial.sh" -w "$world"
 want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scripts/eval_experts.sh" -w "$world"
+# How far apart two processes' host chase probes fall on this host, the old probe shape against today's, at the quick
+# preset's 1 and 2 repetitions and the standard's 5 (host drift re-times baselines beyond 1.2x). Not a default step:
+# PKB_STEPS=host_probe.
+if want host_probe; then
+  TAIL_LINES=6 step host_probe bash -c 'for r in 1 2 5; do PKB_BUILD_DIR="$1" "$2/scripts/bench_host_probe.sh" 16 "$r"; done' \
+    _ "$build" "$root"
+fi
 # pkb serve against pkb eval on the GPU (issue 46): the expert kernels of problems 1-8 at W = 1, one slot, full shapes,
 # PKB_SERVE_BENCH_N submissions (default 16, in 2 rounds) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.
 if want serve_bench; then

@@ -209,21 +209,18 @@ static double chase_walk_us(const std::vector<uint32_t>& next, int steps) {
   return t;
 }
 
-double host_chase_probe_us() {
-  // Half a typical L2 (512 KiB; 1 MiB filled this CPU's L2 exactly, and which of its lines conflicted then depended
-  // on each process's physical pages: 1.3x between processes on one idle host).
-  constexpr uint32_t kEntries = (1u << 19) / sizeof(uint32_t);
-  constexpr int kSteps = 1 << 13, kWalks = 3;
-  static const std::vector<uint32_t> next = single_cycle_permutation(kEntries, 0x5eed);
+double chase_probe_us(const std::vector<uint32_t>& table, int walks) {
   uint64_t warm = 0;
-  for (uint32_t v : next) warm += v;  // the table into the cache: the walk measures the core, not what evicted it
+  for (uint32_t v : table) warm += v;  // the table into the cache: the walk measures the core, not what evicted it
   asm volatile("" : : "r"(warm));
-  // The fastest of three walks: the first after a repetition's copies still pays for TLB and predictor state those
-  // left (single walks spread 2.3x between processes, the best of three 1.1x); a contended phase (~0.3-1 s) slows
-  // all three.
-  double best = chase_walk_us(next, kSteps);
-  for (int w = 1; w < kWalks; ++w) best = std::min(best, chase_walk_us(next, kSteps));
+  double best = chase_walk_us(table, kChaseSteps);
+  for (int w = 1; w < walks; ++w) best = std::min(best, chase_walk_us(table, kChaseSteps));
   return best;
+}
+
+double host_chase_probe_us() {
+  static const std::vector<uint32_t> table = single_cycle_permutation(kChaseTableBytes / sizeof(uint32_t), 0x5eed);
+  return chase_probe_us(table, kChaseWalks);
 }
 
 protocol::RankTiming TimingStats::to_record() const {
