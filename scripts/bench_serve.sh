@@ -97,8 +97,9 @@ print(f"{wall} {child}")
 PY
 }
 
-# Where a round's time went on each side: the mean of each stage's wall (at least 50 ms) in the records (record.wall) of pkb
-# eval and of the server's children, and which of each re-timed their baselines (the host probes' ratio that did it).
+# Where a round's time went on each side: the mean of each stage's wall (at least 50 ms) in the records (record.wall)
+# of pkb eval and of the server's children, and which of each re-timed their baselines (the host probes' ratio that
+# did it).
 stage_breakdown() {
   python3 - "$work/walls" "$1" "$2" <<'PY'
 import json, sys

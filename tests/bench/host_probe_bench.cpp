@@ -24,33 +24,33 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t table_kib = pkb::kChaseTableBytes >> 10, evict_mib = 64;
-  int walks = pkb::kChaseWalks, reps = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  long table_kib = static_cast<long>(pkb::kChaseTableBytes >> 10), evict_mib = 64, walks = pkb::kChaseWalks, reps = 5;
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
-    const long v = std::atol(argv[i + 1]);
-    if (a == "--table-kib") table_kib = v;
-    else if (a == "--walks") walks = static_cast<int>(v);
-    else if (a == "--reps") reps = static_cast<int>(v);
-    else if (a == "--evict-mib") evict_mib = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+    long* value = a == "--table-kib"   ? &table_kib
+                  : a == "--walks"     ? &walks
+                  : a == "--reps"      ? &reps
+                  : a == "--evict-mib" ? &evict_mib
+                                       : nullptr;
+    if (!value || i + 1 >= argc) {
+      std::fprintf(stderr, "%s: %s\n", a.c_str(), value ? "needs a value" : "unknown option");
       return 2;
     }
+    *value = std::atol(argv[i + 1]);
   }
-  if (table_kib == 0 || walks < 1 || reps < 1) {
-    std::fprintf(stderr, "--table-kib, --walks and --reps must be positive\n");
+  if (table_kib <= 0 || walks < 1 || reps < 1 || evict_mib < 0) {
+    std::fprintf(stderr, "--table-kib, --walks and --reps must be positive, --evict-mib not negative\n");
     return 2;
   }
-  const std::vector<uint32_t> table =
-      pkb::single_cycle_permutation(static_cast<uint32_t>((table_kib << 10) / sizeof(uint32_t)), 0x5eed);
-  std::vector<char> copies(evict_mib << 20);
+  const std::vector<uint32_t> table = pkb::single_cycle_permutation(
+      static_cast<uint32_t>((static_cast<size_t>(table_kib) << 10) / sizeof(uint32_t)), 0x5eed);
+  std::vector<char> copies(static_cast<size_t>(evict_mib) << 20);
   std::vector<double> chase, chain;
   for (int r = 0; r < reps; ++r) {
     std::memset(copies.data(), r + 1, copies.size());  // what a repetition's input copies leave in the caches
     pkb::wake_host_core(pkb::kProbeWakeUs);
     chain.push_back(pkb::host_probe_us());
-    chase.push_back(pkb::chase_probe_us(table, walks));
+    chase.push_back(pkb::chase_probe_us(table, static_cast<int>(walks)));
   }
   std::printf("%.2f %.2f\n", median(chase), median(chain));
   return 0;
