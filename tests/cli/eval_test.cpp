@@ -423,6 +423,12 @@ TEST(Eval, TimingMethodPicksTheSpeedup) {
   pkb::test::CliRun b = pkb::test::run_cli(PKB_BINARY, bad);
   EXPECT_EQ(b.exit_code, 2);
   EXPECT_NE(b.err.find("--timing-method"), std::string::npos) << b.err;
+  // CPU ranks make no device view: the device method is refused, saying why, not scored as an empty speedup.
+  auto device = args;
+  device.insert(device.end(), {"--timing-method", "device"});
+  pkb::test::CliRun d = pkb::test::run_cli(PKB_BINARY, device);
+  EXPECT_EQ(d.exit_code, 2) << d.out;
+  EXPECT_NE(d.err.find("CPU ranks make no device view"), std::string::npos) << d.err;
   auto reps = args;
   reps.insert(reps.end(), {"--min-reps", "3", "--max-reps", "2"});
   pkb::test::CliRun m = pkb::test::run_cli(PKB_BINARY, reps);

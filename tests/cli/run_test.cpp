@@ -321,6 +321,20 @@ TEST(Run, RefusesToResumeWithAnotherPromptVariant) {
   EXPECT_EQ(settings["arch"], "sm_90a");  // from the chosen topology's GPU
 }
 
+// A timing method no evaluation of the run can score is a usage error before anything runs, not a harness_error in
+// every sample: CPU ranks make no device view.
+TEST(Run, RefusesTheDeviceTimingMethodOnCpuRanksBeforeAnySample) {
+  TempDir tmp;
+  fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";
+  write_file(replay / "001_allreduce.cu", cpu_fixture("correct"));
+  auto args = cpu_run_args("replay:" + replay.string(), run, 1);
+  args.insert(args.end(), {"--timing-method", "device"});
+  CliRun r = pkb_cli(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("CPU ranks make no device view"), std::string::npos) << r.err;
+  EXPECT_TRUE(result_lines(run).empty());
+}
+
 TEST(Run, RefusesARunDirectoryMadeWithOtherSettings) {
   TempDir tmp;
   fs::path replay = tmp.path() / "replay", run = tmp.path() / "run";

@@ -745,6 +745,26 @@ CompileOptions eval_compile_options(const EvalOptions& o) {
   return co;
 }
 
+void check_timing_method(const EvalOptions& o) {
+  if (!timing_method_from_name(o.timing_method))
+    throw Error("--timing-method must be pkb, paper or device, got '" + o.timing_method + "'");
+  // The device view times a stream of the timing process's own; a runner's calls run in another process's context,
+  // where only the call gate's windows (the pkb and paper methods) see them. CPU ranks and --device-iters 0 make
+  // none at all: without these refusals the headline would be an empty speedup with no reason.
+  const bool device_method = *timing_method_from_name(o.timing_method) == TimingMethod::device;
+  if (device_method && o.device == DeviceKind::cpu)
+    throw Error(
+        "--timing-method device needs GPUs: CPU ranks make no device view (their calls are host code, which "
+        "the pkb and paper methods time)");
+  if (device_method && o.timing.device_iters == 0)
+    throw Error("--timing-method device needs the device view, which --device-iters 0 turns off");
+  if (o.device == DeviceKind::cuda && o.uses_runner() && device_method)
+    throw Error(
+        "--timing-method device cannot time a candidate in a runner: its kernels run in the runner's CUDA "
+        "context, out of the monitor's device view; the call gate times them for the pkb and paper methods "
+        "(or pass --candidate-process in-process, which the candidate can forge)");
+}
+
 namespace {
 
 // The options as every pass sees them, after the checks that make a bad one a usage error (pkb::Error).
@@ -757,16 +777,7 @@ EvalOptions checked_options(const fs::path& source, const EvalOptions& options) 
   if (!fs::exists(source)) throw Error(source.string() + ": no such candidate file");
   // A directory opens and reads as empty text, which compiles to a library without pkb_run: a usage error instead.
   if (fs::is_directory(source)) throw Error(source.string() + ": is a directory, not a candidate source file");
-  if (!timing_method_from_name(o.timing_method))
-    throw Error("--timing-method must be pkb, paper or device, got '" + o.timing_method + "'");
-  // The device view times a stream of the timing process's own; a runner's calls run in another process's context,
-  // where only the call gate's windows (the pkb and paper methods) see them.
-  if (o.device == DeviceKind::cuda && o.uses_runner() &&
-      *timing_method_from_name(o.timing_method) == TimingMethod::device)
-    throw Error(
-        "--timing-method device cannot time a candidate in a runner: its kernels run in the runner's CUDA "
-        "context, out of the monitor's device view; the call gate times them for the pkb and paper methods "
-        "(or pass --candidate-process in-process, which the candidate can forge)");
+  check_timing_method(o);
   o.timing.validate();
   if (o.sandbox && !sandbox_unavailable().empty())
     throw Error("refusing to compile or run untrusted code without a sandbox: " + sandbox_unavailable() +

@@ -74,6 +74,11 @@ struct EvalResult {
   nlohmann::json record;
 };
 
+// Throws pkb::Error, saying why, where --timing-method cannot be scored as asked: an unknown name, or the device
+// method where no device view exists (CPU ranks, --device-iters 0, a GPU candidate in a runner). evaluate_candidate
+// checks it; `pkb run` checks it once before any sample.
+void check_timing_method(const EvalOptions& o);
+
 // Throws pkb::Error only for bad options; everything the candidate does wrong is a status in the record, and a
 // reference pass that fails or runs past its deadline is one too (harness_error).
 EvalResult evaluate_candidate(const ProblemSpec& spec, const std::filesystem::path& source, const EvalOptions& o);

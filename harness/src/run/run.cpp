@@ -568,6 +568,7 @@ std::string resolve_settings(const Catalog& catalog, RunOptions& o, const std::v
   o.eval.device = o.device == "cpu" ? DeviceKind::cpu : DeviceKind::cuda;
   if (o.world <= 0) o.world = o.eval.device == DeviceKind::cuda && gpus.size() >= 2 ? static_cast<int>(gpus.size()) : 2;
   o.eval.world = o.world;
+  check_timing_method(o.eval);  // a usage error now, not a harness_error in every sample
   Topology topo = prompt::choose_topology(o.topology, o.world);
   o.topology = topo.name;
   o.eval.topology = topo.name;
