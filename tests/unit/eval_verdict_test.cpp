@@ -266,6 +266,15 @@ TEST(Verdict, TheFormattedVerdictShowsWhatTheRecordSays) {
         "speedup: 1.66x vs pytorch_eager (pkb timing) [stream escape flagged]", "host probe ran 1.31x",
         "paper method: candidate 20.0 us, speedup 1.60x", "note: the candidate's window crosses the call gate"})
     EXPECT_NE(v.find(part), std::string::npos) << "missing '" << part << "' in:\n" << v;
+  // A speedup the record leaves null (no device view measured) reads "none", not a 0.00x slowdown.
+  json unmeasured = r;
+  unmeasured["timing"]["method"] = "device";
+  unmeasured["timing"]["speedup"] = nullptr;
+  unmeasured["timing"]["by_method"]["device"] = {{"candidate_us", 0.0}, {"speedup", nullptr}};
+  const std::string u = pkb::format_verdict(unmeasured);
+  EXPECT_NE(u.find("speedup: none vs pytorch_eager (device timing)"), std::string::npos) << u;
+  EXPECT_NE(u.find("device method: candidate 0.0 us, speedup none"), std::string::npos) << u;
+  EXPECT_EQ(u.find("0.00x"), std::string::npos) << u;
   // A failure with no timing: the message and the stderr's tail, no times.
   json failed = {{"problem", {{"folder", "013_gemm"}}},
                  {"world", 1},

@@ -61,8 +61,16 @@ std::string format_verdict(const json& r) {
       std::snprintf(buf, sizeof buf, ", PyTorch eager %.1f us", us(t["baseline_pytorch_eager"]));
       s << buf;
     }
-    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %.2fx vs %s (%s timing)%s%s\n",
-                  us(t["baseline_libtorch_nccl"]), t.value("speedup", 0.0), t.value("baseline", "").c_str(),
+    // A speedup the record leaves null (a method that measured nothing, or a time below the roofline) is "none",
+    // never a 0.00x that reads as a measured slowdown.
+    auto speedup = [](const json& x) {
+      char text[32] = "none";
+      if (x.is_object() && x.contains("speedup") && x["speedup"].is_number())
+        std::snprintf(text, sizeof text, "%.2fx", x["speedup"].get<double>());
+      return std::string(text);
+    };
+    std::snprintf(buf, sizeof buf, ", libtorch reference %.1f us\n  speedup: %s vs %s (%s timing)%s%s\n",
+                  us(t["baseline_libtorch_nccl"]), speedup(t).c_str(), t.value("baseline", "").c_str(),
                   t.value("method", "pkb").c_str(), t.value("stream_escape", false) ? " [stream escape flagged]" : "",
                   t.value("throttled", false) ? " [GPU throttled]" : "");
     s << buf;
@@ -77,8 +85,8 @@ std::string format_verdict(const json& r) {
       s << "  note: " << t["instrument_note"].get<std::string>() << "\n";
     if (t.contains("by_method") && t["by_method"].is_object())
       for (const auto& [m, x] : t["by_method"].items()) {
-        std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %.2fx\n", m.c_str(),
-                      x.value("candidate_us", 0.0), x.value("speedup", 0.0));
+        std::snprintf(buf, sizeof buf, "  %-5s method: candidate %.1f us, speedup %s\n", m.c_str(),
+                      x.value("candidate_us", 0.0), speedup(x).c_str());
         s << buf;
       }
   }
