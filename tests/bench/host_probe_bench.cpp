@@ -5,7 +5,6 @@
 // Usage: pkb_bench_host_probe [--table-kib K] [--walks N] [--reps R] [--evict-mib M]
 //   (defaults: the probe's own shape, 5 repetitions, 64 MiB written before each like a repetition's input copies).
 // Prints: the median chase probe, the median multiply chain (us).
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,15 +12,7 @@
 #include <vector>
 
 #include "worker/host_probes.h"
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-}  // namespace
+#include "worker/sample_stats.h"
 
 int main(int argc, char** argv) {
   long table_kib = static_cast<long>(pkb::kChaseTableBytes >> 10), evict_mib = 64, walks = pkb::kChaseWalks, reps = 5;
@@ -52,6 +43,7 @@ int main(int argc, char** argv) {
     chain.push_back(pkb::host_probe_us());
     chase.push_back(pkb::chase_probe_us(table, static_cast<int>(walks)));
   }
-  std::printf("%.2f %.2f\n", median(chase), median(chain));
+  // The median as host drift takes it (eval/evaluate.cpp host_speed): summarize's.
+  std::printf("%.2f %.2f\n", pkb::summarize(chase).median, pkb::summarize(chain).median);
   return 0;
 }

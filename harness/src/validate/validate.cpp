@@ -214,7 +214,7 @@ std::string baseline_timing(const ProblemSpec& spec, const RunShape& run, const 
     n += std::snprintf(buf + n, sizeof buf - n, ", PyTorch eager %.1f us (SOL %.0f%%; paper %.1f us%s)", median_us(py),
                        100 * floor / median_us(py), paper_us(py), device_part(py).c_str());
   std::snprintf(buf + n, sizeof buf - n, "; roofline floor %.3g us (%s-bound, %s)", floor,
-                roof["bound"].get<std::string>().c_str(), o.topology.c_str());
+                roof["bound"].get<std::string>().c_str(), roof["topology"].get<std::string>().c_str());
   return buf;
 }
 
