@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/fact_memo.h"
 #include "core/files.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
@@ -159,7 +160,15 @@ const std::string& compiler_version(bool cuda) {
   static std::once_flag once[2];
   static std::string versions[2];
   std::call_once(once[cuda], [cuda] {
-    versions[cuda] = capture_stdout({cuda ? "nvcc" : "c++", "--version"}, 60);
+    // Kept between pkb's processes under the compiler binary's identity (core/fact_memo.h).
+    const std::string name = cuda ? "nvcc" : "c++";
+    const std::filesystem::path program = find_program(name);
+    const nlohmann::json inputs = {{"program", program.string()}, {"stamp", file_stamp(program)}};
+    const nlohmann::json kept = memoized_fact("compiler_version", inputs, [&] {
+      std::string v = capture_stdout({name, "--version"}, 60);
+      return LearnedFact{v.empty() ? "unknown" : v, {program}, !v.empty()};
+    });
+    versions[cuda] = kept.is_string() ? kept.get<std::string>() : capture_stdout({name, "--version"}, 60);
     if (versions[cuda].empty()) versions[cuda] = "unknown";
   });
   return versions[cuda];

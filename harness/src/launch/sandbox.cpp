@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/fact_memo.h"
 
 namespace pkb {
 namespace {
@@ -198,11 +199,10 @@ const std::string& sandbox_unavailable() {
   return why;
 }
 
-std::vector<fs::path> shared_libraries(const fs::path& binary) {
-  static std::mutex m;
-  static std::map<fs::path, std::vector<fs::path>> cache;
-  std::lock_guard<std::mutex> lock(m);
-  if (auto it = cache.find(binary); it != cache.end()) return it->second;
+namespace {
+
+// ldd's answer: every library's path, as the loader resolves it now.
+std::vector<fs::path> ldd(const fs::path& binary) {
   std::vector<fs::path> paths;
   std::istringstream lines(capture_stdout({"ldd", binary.string()}, 60));
   for (std::string line; std::getline(lines, line);) {
@@ -211,6 +211,43 @@ std::vector<fs::path> shared_libraries(const fs::path& binary) {
     std::string path = arrow != std::string::npos ? line.substr(arrow + 3) : line.substr(start);
     path = path.substr(0, path.find(" ("));
     if (!path.empty() && path[0] == '/') paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::vector<fs::path> shared_libraries(const fs::path& binary) {
+  static std::mutex m;
+  static std::map<fs::path, std::vector<fs::path>> cache;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = cache.find(binary); it != cache.end()) return it->second;
+  // The loader's answer changes with the binary, its search settings and its cache, and with any library of the
+  // answer or any folder holding one (a library added, removed or replaced there): all of them key the kept answer.
+  std::error_code ec;
+  const fs::path real = fs::canonical(binary, ec);
+  const nlohmann::json inputs = {{"binary", real.string()},
+                                 {"stamp", file_stamp(real)},
+                                 {"LD_LIBRARY_PATH", getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : ""},
+                                 {"LD_PRELOAD", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : ""},
+                                 {"ld.so.cache", file_stamp("/etc/ld.so.cache")},
+                                 {"ld.so.preload", file_stamp("/etc/ld.so.preload")}};
+  nlohmann::json kept = memoized_fact("libraries", inputs, [&] {
+    LearnedFact fact{nlohmann::json::array(), {}};
+    for (const fs::path& lib : ldd(binary)) {
+      fact.value.push_back(lib.string());
+      for (const fs::path& p : {lib, lib.parent_path(), fs::canonical(lib, ec), fs::canonical(lib, ec).parent_path()})
+        if (!p.empty() && std::find(fact.depends_on.begin(), fact.depends_on.end(), p) == fact.depends_on.end())
+          fact.depends_on.push_back(p);
+    }
+    fact.keep = !fact.value.empty();  // ldd failed: no answer to keep
+    return fact;
+  });
+  std::vector<fs::path> paths;
+  try {
+    for (const auto& p : kept) paths.emplace_back(p.get<std::string>());
+  } catch (const nlohmann::json::exception&) {  // a memo written by hand: not an answer
+    paths = ldd(binary);
   }
   return cache[binary] = paths;
 }
