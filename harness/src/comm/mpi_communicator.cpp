@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/half_reduce.h"
 #include "core/error.h"
 
 namespace pkb {
@@ -19,30 +20,17 @@ void mpi_check(int rc, const char* what) {
   throw Error(std::string("MPI ") + what + " failed: " + std::string(msg, len));
 }
 
-template <class T, ReduceOp Op>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  auto* a = static_cast<const T*>(in);
-  auto* b = static_cast<T*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    float x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
-    float r = Op == ReduceOp::prod  ? x * y
-              : Op == ReduceOp::max ? std::max(x, y)
-              : Op == ReduceOp::min ? std::min(x, y)
-                                    : x + y;
-    b[i] = static_cast<T>(r);  // rounds to nearest even, once per pairwise step
-  }
-}
-
-template <class T>
-MPI_Op make_half_op(ReduceOp op) {
-  static MPI_Op ops[5] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  int i = static_cast<int>(op == ReduceOp::avg ? ReduceOp::sum : op);
-  if (ops[i] == MPI_OP_NULL) {
-    MPI_User_function* fns[] = {half_op<T, ReduceOp::sum>, half_op<T, ReduceOp::prod>, half_op<T, ReduceOp::max>,
-                                half_op<T, ReduceOp::min>};
-    mpi_check(MPI_Op_create(fns[i], 1, &ops[i]), "Op_create");
-  }
-  return ops[i];
+// One MPI_Op per 16-bit type and reduction, made on first use (comm/half_reduce.h: optimized in every build).
+MPI_Op make_half_op(HalfKind kind, ReduceOp op) {
+  static MPI_Op ops[2][4] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
+                             {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
+  const HalfReduction r = op == ReduceOp::prod  ? HalfReduction::prod
+                          : op == ReduceOp::max ? HalfReduction::max
+                          : op == ReduceOp::min ? HalfReduction::min
+                                                : HalfReduction::sum;  // avg: a sum, divided after
+  MPI_Op& made = ops[static_cast<int>(kind)][static_cast<int>(r)];
+  if (made == MPI_OP_NULL) mpi_check(MPI_Op_create(half_reduce_function(kind, r), 1, &made), "Op_create");
+  return made;
 }
 
 MPI_Datatype mpi_type(const at::Tensor& t) {
@@ -72,8 +60,8 @@ MPI_Datatype mpi_type(const at::Tensor& t) {
 }
 
 MPI_Op mpi_op(const at::Tensor& t, ReduceOp op) {
-  if (t.scalar_type() == at::kBFloat16) return make_half_op<at::BFloat16>(op);
-  if (t.scalar_type() == at::kHalf) return make_half_op<at::Half>(op);
+  if (t.scalar_type() == at::kBFloat16) return make_half_op(HalfKind::bf16, op);
+  if (t.scalar_type() == at::kHalf) return make_half_op(HalfKind::fp16, op);
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::avg:

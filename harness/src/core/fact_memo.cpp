@@ -37,8 +37,7 @@ fs::path find_program(const std::string& program) {
   std::istringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
     fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
-    if (access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate, ec))
-      return fs::canonical(candidate, ec);
+    if (access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate, ec)) return fs::canonical(candidate, ec);
   }
   return {};
 }
@@ -68,7 +67,8 @@ json recall(const fs::path& file, const json& inputs) {
 
 json memoized_fact(const std::string& kind, const json& inputs, const std::function<LearnedFact()>& learn) {
   const fs::path dir = facts_dir();
-  const fs::path file = dir.empty() ? fs::path() : dir / (kind + "-" + sha256_hex(inputs.dump()).substr(0, 32) + ".json");
+  const fs::path file =
+      dir.empty() ? fs::path() : dir / (kind + "-" + sha256_hex(inputs.dump()).substr(0, 32) + ".json");
   if (!file.empty())
     if (json value = recall(file, inputs); !value.is_null()) return value;
   LearnedFact fact = learn();
