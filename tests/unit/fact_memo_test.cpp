@@ -32,6 +32,8 @@ struct FactsDirFor {
   bool had = false;
 };
 
+bool is_string(const json& v) { return v.is_string(); }
+
 // Learns "v<n>" (n counting its calls), depending on `file`.
 struct CountingLearner {
   fs::path file;
@@ -46,17 +48,17 @@ TEST(FactMemo, KeptForTheSameInputsUntilAFileItDependsOnChanges) {
   FactsDirFor facts(tmp.path() / "facts");
   CountingLearner l{tmp.path() / "tool"};
   pkb::test::write_file(l.file, "one");
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn()), "v1");
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn()), "v1") << "kept";
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "b"}}, l.learn()), "v2") << "other inputs";
-  EXPECT_EQ(pkb::memoized_fact("other_kind", {{"tool", "a"}}, l.learn()), "v3") << "another kind of fact";
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn(), is_string), "v1");
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn(), is_string), "v1") << "kept";
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "b"}}, l.learn(), is_string), "v2") << "other inputs";
+  EXPECT_EQ(pkb::memoized_fact("other_kind", {{"tool", "a"}}, l.learn(), is_string), "v3") << "another kind of fact";
   // The same size and contents written again still changes the stamp (the change time moves on).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   pkb::test::write_file(l.file, "one");
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn()), "v4");
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn(), is_string), "v4");
   fs::remove(l.file);
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn()), "v5") << "a file gone";
-  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn()), "v5") << "and kept as gone";
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn(), is_string), "v5") << "a file gone";
+  EXPECT_EQ(pkb::memoized_fact("tool_version", {{"tool", "a"}}, l.learn(), is_string), "v5") << "and kept as gone";
 }
 
 TEST(FactMemo, DamagedUnwritableOrSwitchedOffMemosAreLearnedAgain) {
@@ -65,24 +67,30 @@ TEST(FactMemo, DamagedUnwritableOrSwitchedOffMemosAreLearnedAgain) {
   pkb::test::write_file(l.file, "x");
   {
     FactsDirFor facts(tmp.path() / "facts");
-    pkb::memoized_fact("k", {{"i", 1}}, l.learn());
+    pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string);
     for (const auto& e : fs::directory_iterator(tmp.path() / "facts")) pkb::test::write_file(e.path(), "{\"inputs\":");
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v2") << "a torn memo";
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v2") << "a torn memo";
     for (const auto& e : fs::directory_iterator(tmp.path() / "facts"))
       pkb::test::write_file(e.path(), json{{"inputs", {{"i", 1}}}, {"value", "forged"}, {"stamps", "no"}}.dump());
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v3") << "stamps that are not a list";
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v3") << "stamps that are not a list";
+    for (const auto& e : fs::directory_iterator(tmp.path() / "facts")) {
+      json kept = pkb::read_json_or_null(e.path());
+      kept["value"] = 42;  // inputs and stamps intact, a value of another shape
+      pkb::write_json_atomically(e.path(), kept);
+    }
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v4") << "a value the caller cannot believe";
   }
   {
     pkb::test::write_file(tmp.path() / "a-file", "");
     FactsDirFor facts(tmp.path() / "a-file" / "facts");  // no folder can be made there
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v4");
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v5");
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v5");
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v6");
   }
   {
     FactsDirFor facts("");
     EXPECT_TRUE(pkb::facts_dir().empty());
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v6");
-    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn()), "v7");
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v7");
+    EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, l.learn(), is_string), "v8");
   }
 }
 
@@ -91,10 +99,10 @@ TEST(FactMemo, AFailureToLearnIsNotKept) {
   FactsDirFor facts(tmp.path() / "facts");
   int calls = 0;
   auto failing = [&] { return pkb::LearnedFact{"unknown", {}, ++calls > 1}; };
-  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing), "unknown");
-  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing), "unknown");
+  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing, is_string), "unknown");
+  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing, is_string), "unknown");
   EXPECT_EQ(calls, 2) << "the first answer was a failure, so it was asked again";
-  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing), "unknown");
+  EXPECT_EQ(pkb::memoized_fact("k", {{"i", 1}}, failing, is_string), "unknown");
   EXPECT_EQ(calls, 2) << "the second was kept";
 }
 
@@ -108,9 +116,12 @@ TEST(FactMemo, ConcurrentLearnersAgree) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < 20; ++i) {
-        json v = pkb::memoized_fact("shared", {{"i", i % 3}}, [&] {
-          return pkb::LearnedFact{"answer" + std::to_string(i % 3), {tmp.path() / "dep"}};
-        });
+        json v = pkb::memoized_fact(
+            "shared", {{"i", i % 3}},
+            [&] {
+              return pkb::LearnedFact{"answer" + std::to_string(i % 3), {tmp.path() / "dep"}};
+            },
+            is_string);
         wrong += v != "answer" + std::to_string(i % 3);
       }
     });

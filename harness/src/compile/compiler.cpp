@@ -164,12 +164,14 @@ const std::string& compiler_version(bool cuda) {
     const std::string name = cuda ? "nvcc" : "c++";
     const std::filesystem::path program = find_program(name);
     const nlohmann::json inputs = {{"program", program.string()}, {"stamp", file_stamp(program)}};
-    const nlohmann::json kept = memoized_fact("compiler_version", inputs, [&] {
-      std::string v = capture_stdout({name, "--version"}, 60);
-      return LearnedFact{v.empty() ? "unknown" : v, {program}, !v.empty()};
-    });
-    versions[cuda] = kept.is_string() ? kept.get<std::string>() : capture_stdout({name, "--version"}, 60);
-    if (versions[cuda].empty()) versions[cuda] = "unknown";
+    versions[cuda] = memoized_fact(
+                         "compiler_version", inputs,
+                         [&] {
+                           std::string v = capture_stdout({name, "--version"}, 60);
+                           return LearnedFact{v.empty() ? "unknown" : v, {program}, !v.empty()};
+                         },
+                         [](const nlohmann::json& v) { return v.is_string(); })
+                         .get<std::string>();
   });
   return versions[cuda];
 }

@@ -65,12 +65,13 @@ json recall(const fs::path& file, const json& inputs) {
 
 }  // namespace
 
-json memoized_fact(const std::string& kind, const json& inputs, const std::function<LearnedFact()>& learn) {
+json memoized_fact(const std::string& kind, const json& inputs, const std::function<LearnedFact()>& learn,
+                   const std::function<bool(const json&)>& believable) {
   const fs::path dir = facts_dir();
   const fs::path file =
       dir.empty() ? fs::path() : dir / (kind + "-" + sha256_hex(inputs.dump()).substr(0, 32) + ".json");
   if (!file.empty())
-    if (json value = recall(file, inputs); !value.is_null()) return value;
+    if (json value = recall(file, inputs); !value.is_null() && believable(value)) return value;
   LearnedFact fact = learn();
   if (!file.empty() && fact.keep) {
     try {

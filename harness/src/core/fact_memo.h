@@ -24,10 +24,12 @@ struct LearnedFact {
   bool keep = true;  // false: a failure to learn (a command that printed nothing), asked again next time
 };
 
-// The fact `kind` for `inputs`: the kept one when its inputs match and every file it depends on is unchanged, else
-// learn()'s answer, which is then kept. learn's exceptions pass through (nothing is kept).
+// The fact `kind` for `inputs`: the kept one when its inputs match, every file it depends on is unchanged and
+// `believable` accepts its value (its shape: a memo edited by hand is not an answer), else learn()'s answer, which is
+// then kept. learn's exceptions pass through (nothing is kept).
 nlohmann::json memoized_fact(const std::string& kind, const nlohmann::json& inputs,
-                             const std::function<LearnedFact()>& learn);
+                             const std::function<LearnedFact()>& learn,
+                             const std::function<bool(const nlohmann::json&)>& believable);
 
 // Where facts are kept ("" when nowhere).
 std::filesystem::path facts_dir();

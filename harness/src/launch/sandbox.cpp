@@ -232,23 +232,25 @@ std::vector<fs::path> shared_libraries(const fs::path& binary) {
                                  {"LD_PRELOAD", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : ""},
                                  {"ld.so.cache", file_stamp("/etc/ld.so.cache")},
                                  {"ld.so.preload", file_stamp("/etc/ld.so.preload")}};
-  nlohmann::json kept = memoized_fact("libraries", inputs, [&] {
-    LearnedFact fact{nlohmann::json::array(), {}};
-    for (const fs::path& lib : ldd(binary)) {
-      fact.value.push_back(lib.string());
-      for (const fs::path& p : {lib, lib.parent_path(), fs::canonical(lib, ec), fs::canonical(lib, ec).parent_path()})
-        if (!p.empty() && std::find(fact.depends_on.begin(), fact.depends_on.end(), p) == fact.depends_on.end())
-          fact.depends_on.push_back(p);
-    }
-    fact.keep = !fact.value.empty();  // ldd failed: no answer to keep
-    return fact;
-  });
+  const nlohmann::json kept = memoized_fact(
+      "libraries", inputs,
+      [&] {
+        LearnedFact fact{nlohmann::json::array(), {}};
+        for (const fs::path& lib : ldd(binary)) {
+          fact.value.push_back(lib.string());
+          const fs::path real_lib = fs::canonical(lib, ec);
+          for (const fs::path& p : {lib, lib.parent_path(), real_lib, real_lib.parent_path()})
+            if (!p.empty() && std::find(fact.depends_on.begin(), fact.depends_on.end(), p) == fact.depends_on.end())
+              fact.depends_on.push_back(p);
+        }
+        fact.keep = !fact.value.empty();  // ldd failed: no answer to keep
+        return fact;
+      },
+      [](const nlohmann::json& v) {
+        return v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& p) { return p.is_string(); });
+      });
   std::vector<fs::path> paths;
-  try {
-    for (const auto& p : kept) paths.emplace_back(p.get<std::string>());
-  } catch (const nlohmann::json::exception&) {  // a memo written by hand: not an answer
-    paths = ldd(binary);
-  }
+  for (const auto& p : kept) paths.emplace_back(p.get<std::string>());
   return cache[binary] = paths;
 }
 
