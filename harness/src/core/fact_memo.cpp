@@ -58,7 +58,8 @@ json recall(const fs::path& file, const json& inputs) {
   const json& stamps = kept.value("stamps", json());
   if (!stamps.is_array()) return nullptr;
   for (const json& s : stamps)
-    if (!s.is_array() || s.size() != 2 || !s[0].is_string() || file_stamp(s[0].get<std::string>()) != s[1])
+    if (!s.is_array() || s.size() != 2 || !s[0].is_string() || !s[1].is_string() ||
+        file_stamp(s[0].get<std::string>()) != s[1].get<std::string>())
       return nullptr;
   return kept["value"];
 }
