@@ -394,8 +394,9 @@ want experts && step experts env PKB="$build/pkb" OUT="$out/experts" "$root/scri
 # preset's 1 and 2 repetitions and the standard's 5 (host drift re-times baselines beyond 1.2x). Not a default step:
 # PKB_STEPS=host_probe.
 if want host_probe; then
-  TAIL_LINES=6 step host_probe bash -c 'for r in 1 2 5; do PKB_BUILD_DIR="$1" "$2/scripts/bench_host_probe.sh" 16 "$r"; done' \
-    _ "$build" "$root"
+  # Then at 5 repetitions with every process on one CPU: what is left is placement, not the core's clock.
+  TAIL_LINES=16 step host_probe bash -c 'for r in 1 2 5; do PKB_BUILD_DIR="$1" "$2/scripts/bench_host_probe.sh" 16 "$r"; done
+    PKB_PROBE_CPU=2 PKB_BUILD_DIR="$1" "$2/scripts/bench_host_probe.sh" 16 5' _ "$build" "$root"
 fi
 # pkb serve against pkb eval on the GPU (issue 46): the expert kernels of problems 1-8 at W = 1, one slot, full shapes,
 # PKB_SERVE_BENCH_N submissions (default 16, in 2 rounds) and the memory with 1000 queued. Not a default step: PKB_STEPS=serve_bench.

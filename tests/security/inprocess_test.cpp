@@ -236,7 +236,17 @@ TEST(InProcess, AnHonestKernelSlowedByABurstIsNotTakenForAMemoizer) {
   const double scored = t["by_method"]["pkb"].value("candidate_us", 0.0);
   EXPECT_DOUBLE_EQ(scored, std::max(c.value("median_us", 0.0), c.value("fresh_median_us", 0.0))) << c.dump(2);
   EXPECT_LT(scored, burst) << t.dump(2).substr(0, 3000);
-  EXPECT_TRUE(t["by_method"]["paper"].contains("speedup")) << t["by_method"].dump(2);
+  // The paper method keeps its time unless the rule found the fresh calls slower than their neighbours even within
+  // noise (repeats_note; eval_verdict_test checks the rule on fixed numbers). Idle, the burst's fresh calls sit beside
+  // the burst's repeated ones and it keeps its time; on a loaded machine a call's time varies ~10x and the rule may
+  // fire on an honest kernel, which costs the paper method its time and the verdict nothing.
+  const json& paper = t["by_method"]["paper"];
+  if (!t.contains("repeats_note")) {
+    EXPECT_TRUE(paper.contains("speedup")) << t["by_method"].dump(2);
+  } else {
+    EXPECT_GT(c.value("fresh_to_neighbours", 0.0), 1.0) << c.dump(2);  // fired on slower fresh calls, none other
+    EXPECT_EQ(paper.value("candidate_us", -1.0), 0.0) << t["by_method"].dump(2);
+  }
 }
 
 TEST(InProcess, NoScheduleInProc) { expect_skipping_is_not_correct("schedule_from_proc", kRevisitShape); }
