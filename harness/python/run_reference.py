@@ -535,160 +535,190 @@ def time_solution(solution, args, opts, device):
     block (calls back to back, per-call events, per-rank mean, maximum over ranks), alternating which goes first,
     until both medians' CIs are within the target, the budget is spent or max_reps ran. Inputs rotate over copies
     exceeding 3x L2; host clocks on CPU."""
-    copies = [args] + [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-                       for _ in range(rotation_copies(args, device, opts) - 1)]
-    n = len(copies)
-    token = torch.zeros(1, device=device)
-    cuda = device.type == "cuda"
-    clocks = Clocks(device)
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    longest_issue_us = 0.0  # the host's time to issue one warm-up call: sizes the device view's hold
+    timing = ReferenceTiming(solution, args, opts, device)
+    timing.warm_up()
+    return timing.repeat_until_done()
 
-    def pkb_warmup():  # at the start, and again after each --rep-gap-ms pause
-        nonlocal longest_issue_us
-        for i in range(opts.warmup):
-            dist.all_reduce(token)
+
+class ReferenceTiming:
+    """One timing's state: the input copies, the instruments (events, the eager gate or host clocks), the values
+    each method collected and the device view's hold. The stages are time_solution's, in order."""
+
+    def __init__(self, solution, args, opts, device):
+        self.solution, self.opts, self.device = solution, opts, device
+        self.copies = [args] + [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+                                for _ in range(rotation_copies(args, device, opts) - 1)]
+        self.token = torch.zeros(1, device=device)
+        self.cuda = device.type == "cuda"
+        self.clocks = Clocks(device)
+        self.longest_issue_us = 0.0  # the host's time to issue one warm-up call: sizes the device view's hold
+        self.paper_warmup = 0
+        self.pkb_values, self.paper_values, self.device_values = [], [], []
+        self.device_calls, self.device_unheld = 0, 0
+        self.device_view = self.cuda and opts.device_iters > 0
+        self.device_on = self.device_view  # until a block holds no call
+        self.gate = None
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def call(self, k):
+        self.solution(*self.copies[k % len(self.copies)])
+
+    def pkb_warmup(self):  # at the start, and again after each --rep-gap-ms pause
+        for i in range(self.opts.warmup):
+            dist.all_reduce(self.token)
             h0 = time.perf_counter()
-            solution(*copies[i % n])
-            longest_issue_us = max(longest_issue_us, 1e6 * (time.perf_counter() - h0))
+            self.call(i)
+            self.longest_issue_us = max(self.longest_issue_us, 1e6 * (time.perf_counter() - h0))
 
-    pkb_warmup()
-    # As pkb-rank: the paper warm-up in synchronized chunks until paper_warmup ran or its budget is spent, rank 0's
-    # clock deciding for every rank (the calls hold collectives).
-    paper_warmup, w0 = 0, time.monotonic()
-    while True:
-        chunk = torch.tensor([next_paper_warmup_chunk(opts, paper_warmup, time.monotonic() - w0)], dtype=torch.int64,
-                             device=device)
-        dist.broadcast(chunk, 0)
-        if int(chunk.item()) == 0:
-            break
-        for _ in range(int(chunk.item())):
-            solution(*copies[(opts.warmup + paper_warmup) % n])
-            paper_warmup += 1
-        sync()
-    sync()
-    dist.barrier()
-    device_view = cuda and opts.device_iters > 0
-    device_on = device_view  # until a block holds no call
-    longest = max(opts.iters, opts.paper_iters, opts.device_iters if device_view else 0)
-    if cuda:
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
-    gate = EagerGate(opts.gate_lib, device, longest) if cuda and opts.gate_lib else None
+    def warm_up(self):
+        """The pkb warm-up, then (as pkb-rank) the paper warm-up in synchronized chunks until paper_warmup ran or its
+        budget is spent, rank 0's clock deciding for every rank (the calls hold collectives); then the instruments."""
+        opts, device = self.opts, self.device
+        self.pkb_warmup()
+        w0 = time.monotonic()
+        while True:
+            chunk = torch.tensor([next_paper_warmup_chunk(opts, self.paper_warmup, time.monotonic() - w0)],
+                                 dtype=torch.int64, device=device)
+            dist.broadcast(chunk, 0)
+            if int(chunk.item()) == 0:
+                break
+            for _ in range(int(chunk.item())):
+                self.call(opts.warmup + self.paper_warmup)
+                self.paper_warmup += 1
+            self.sync()
+        self.sync()
+        dist.barrier()
+        longest = max(opts.iters, opts.paper_iters, opts.device_iters if self.device_view else 0)
+        if self.cuda:
+            self.starts = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
+            self.ends = [torch.cuda.Event(enable_timing=True) for _ in range(longest)]
+        if self.cuda and opts.gate_lib:
+            self.gate = EagerGate(opts.gate_lib, device, longest)
+        self.hold_us = initial_hold_us(self.longest_issue_us)
+        self.cycles_per_us = sm_cycles_per_us(device) if self.device_view else 0
 
-    def timed_calls(count, base, barrier):
+    def timed_calls(self, count, base, barrier):
+        """count calls from copy base on, each by the gate's windows, events or the host clock; their times (us)."""
         times = []
         for i in range(count):
             if barrier:
-                dist.all_reduce(token)
-            if gate:
-                gate.begin(i)
-                solution(*copies[(base + i) % n])
-                gate.end(i)
-            elif cuda:
-                starts[i].record()
-                solution(*copies[(base + i) % n])
-                ends[i].record()
+                dist.all_reduce(self.token)
+            if self.gate:
+                self.gate.begin(i)
+                self.call(base + i)
+                self.gate.end(i)
+            elif self.cuda:
+                self.starts[i].record()
+                self.call(base + i)
+                self.ends[i].record()
             else:
                 t0 = time.perf_counter()
-                solution(*copies[(base + i) % n])
+                self.call(base + i)
                 times.append(1e6 * (time.perf_counter() - t0))
-        sync()
-        if gate:
-            return [gate.elapsed_us(i) for i in range(count)]
-        return [1e3 * starts[i].elapsed_time(ends[i]) for i in range(count)] if cuda else times
+        self.sync()
+        if self.gate:
+            return [self.gate.elapsed_us(i) for i in range(count)]
+        if self.cuda:
+            return [1e3 * self.starts[i].elapsed_time(self.ends[i]) for i in range(count)]
+        return times
 
-    pkb_values, paper_values = [], []
-
-    def pkb_block(base):
-        mine = torch.tensor(timed_calls(opts.iters, base, True), dtype=torch.float64, device=device)
+    def pkb_block(self, base):
+        mine = torch.tensor(self.timed_calls(self.opts.iters, base, True), dtype=torch.float64, device=self.device)
         gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
         dist.all_gather(gathered, mine)
-        pkb_values.extend(torch.stack(gathered).max(dim=0).values.cpu().tolist())
+        self.pkb_values.extend(torch.stack(gathered).max(dim=0).values.cpu().tolist())
 
-    def paper_block(base):
+    def paper_block(self, base):
         dist.barrier()
-        dist.all_reduce(token)  # every rank starts together, then no barrier until the end
-        times = timed_calls(opts.paper_iters, base, False)
-        mean = torch.tensor([sum(times) / len(times)], dtype=torch.float64, device=device)
+        dist.all_reduce(self.token)  # every rank starts together, then no barrier until the end
+        times = self.timed_calls(self.opts.paper_iters, base, False)
+        mean = torch.tensor([sum(times) / len(times)], dtype=torch.float64, device=self.device)
         dist.all_reduce(mean, op=dist.ReduceOp.MAX)
-        paper_values.append(mean.item())
+        self.paper_values.append(mean.item())
 
-    # The device view (worker/timing.h): every call behind a hold (torch.cuda._sleep, in SM cycles), the device
-    # barrier after it, and a call counts when no rank's GPU had reached its start before the host issued it.
-    device_values, device_calls, device_unheld = [], 0, 0
-    hold_us = initial_hold_us(longest_issue_us)
-    cycles_per_us = sm_cycles_per_us(device) if device_view else 0
-
-    def device_block():
-        nonlocal hold_us, device_calls, device_unheld, device_on
-        held = []
+    def device_block(self):
+        """The device view (worker/timing.h): every call behind a hold (torch.cuda._sleep, in SM cycles), the device
+        barrier after it, and a call counts when no rank's GPU had reached its start before the host issued it."""
+        opts, held = self.opts, []
         for i in range(opts.device_iters):
-            k = (opts.warmup + opts.paper_warmup + device_calls) % n
-            device_calls += 1
-            torch.cuda._sleep(int(hold_us * cycles_per_us))
-            dist.all_reduce(token)
-            starts[i].record()
+            k = opts.warmup + opts.paper_warmup + self.device_calls
+            self.device_calls += 1
+            torch.cuda._sleep(int(self.hold_us * self.cycles_per_us))
+            dist.all_reduce(self.token)
+            self.starts[i].record()
             h0 = time.perf_counter()
-            solution(*copies[k])
+            self.call(k)
             issue_us = 1e6 * (time.perf_counter() - h0)
-            held.append(not starts[i].query())
-            ends[i].record()
-            if not held[-1] or 2 * issue_us > hold_us:
-                hold_us = next_hold_us(hold_us, issue_us)
-        sync()
-        mine = torch.tensor([1e3 * starts[i].elapsed_time(ends[i]) if held[i] else -1.0
-                             for i in range(opts.device_iters)], dtype=torch.float64, device=device)
+            held.append(not self.starts[i].query())
+            self.ends[i].record()
+            if not held[-1] or 2 * issue_us > self.hold_us:
+                self.hold_us = next_hold_us(self.hold_us, issue_us)
+        self.sync()
+        mine = torch.tensor([1e3 * self.starts[i].elapsed_time(self.ends[i]) if held[i] else -1.0
+                             for i in range(opts.device_iters)], dtype=torch.float64, device=self.device)
         gathered = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
         dist.all_gather(gathered, mine)
         every = torch.stack(gathered)
         ok = (every >= 0).all(dim=0)
-        device_values.extend(every.max(dim=0).values[ok].cpu().tolist())
-        device_unheld += int((~ok).sum().item())
+        self.device_values.extend(every.max(dim=0).values[ok].cpu().tolist())
+        self.device_unheld += int((~ok).sum().item())
         if not bool(ok.any()):  # every rank sees the same gathered values, so all stop together
-            device_on = False
+            self.device_on = False
 
-    per_rep, reps, stopped, t0, probes = opts.iters + opts.paper_iters, 0, None, time.monotonic(), []
-    while stopped is None:
-        base = reps * per_rep
-        if reps > 0 and opts.rep_gap_ms > 0:  # as pkb-rank: a pause, then the pkb warm-up again
-            time.sleep(opts.rep_gap_ms / 1e3)
-            pkb_warmup()
-            sync()
-            dist.barrier()
-        probes.append(host_probe_us())
-        clocks.sample(reps, "before")
-        if reps % 2 == 0:
-            pkb_block(base)
-            paper_block(base + opts.iters)
-        else:
-            paper_block(base + opts.iters)
-            pkb_block(base)
-        if device_on:
-            device_block()
-        clocks.sample(reps, "after")
-        reps += 1
-        reason = repetitions_done(opts, reps, summarize(pkb_values), summarize(paper_values), time.monotonic() - t0)
-        code = torch.tensor([["", "ci_target", "max_reps", "budget"].index(reason or "")], device=device)
-        dist.broadcast(code, 0)  # rank 0 decides for everyone
-        stopped = [None, "ci_target", "max_reps", "budget"][int(code.item())]
-    throttled = torch.tensor([1 if clocks.seen else 0], device=device)
-    dist.all_reduce(throttled, op=dist.ReduceOp.MAX)
-    stats = summarize(pkb_values)
-    paper = summarize(paper_values)
-    paper.update(reps=len(paper_values), rep_us=paper_values)
-    stats.update(method="pkb", iters=len(pkb_values), iter_us=pkb_values, paper=paper, reps=reps, stopped_by=stopped,
-                 paper_warmup_calls=paper_warmup, input_copies=n, clocks=clocks.to_json(), throttled=bool(throttled.item()),
-                 host_probe_us=probes, instrument="call_gate_one_process" if gate else "events")
-    if gate:
-        stats["gate_flags"] = gate.flags
-    if device_view:
-        device_stats = summarize(device_values) if device_values else {
-            "note": f"no call was held on every rank: the GPU started each before the host had issued it (at a "
-                    f"{int(hold_us)} us hold), so the call waits on the GPU from the host inside"}
-        device_stats.update(calls=device_calls, unheld=device_unheld, hold_us=hold_us, call_us=device_values)
-        stats["device"] = device_stats
-    return stats
+    def repeat_until_done(self):
+        """Repetitions (pkb and paper blocks, alternating which goes first; the device block after) until rank 0's
+        stop rule ends them; the timing's record."""
+        opts = self.opts
+        per_rep, reps, stopped, t0, probes = opts.iters + opts.paper_iters, 0, None, time.monotonic(), []
+        while stopped is None:
+            base = reps * per_rep
+            if reps > 0 and opts.rep_gap_ms > 0:  # as pkb-rank: a pause, then the pkb warm-up again
+                time.sleep(opts.rep_gap_ms / 1e3)
+                self.pkb_warmup()
+                self.sync()
+                dist.barrier()
+            probes.append(host_probe_us())
+            self.clocks.sample(reps, "before")
+            if reps % 2 == 0:
+                self.pkb_block(base)
+                self.paper_block(base + opts.iters)
+            else:
+                self.paper_block(base + opts.iters)
+                self.pkb_block(base)
+            if self.device_on:
+                self.device_block()
+            self.clocks.sample(reps, "after")
+            reps += 1
+            reason = repetitions_done(opts, reps, summarize(self.pkb_values), summarize(self.paper_values),
+                                      time.monotonic() - t0)
+            code = torch.tensor([["", "ci_target", "max_reps", "budget"].index(reason or "")], device=self.device)
+            dist.broadcast(code, 0)  # rank 0 decides for everyone
+            stopped = [None, "ci_target", "max_reps", "budget"][int(code.item())]
+        return self.record(reps, stopped, probes)
+
+    def record(self, reps, stopped, probes):
+        throttled = torch.tensor([1 if self.clocks.seen else 0], device=self.device)
+        dist.all_reduce(throttled, op=dist.ReduceOp.MAX)
+        stats = summarize(self.pkb_values)
+        paper = summarize(self.paper_values)
+        paper.update(reps=len(self.paper_values), rep_us=self.paper_values)
+        stats.update(method="pkb", iters=len(self.pkb_values), iter_us=self.pkb_values, paper=paper, reps=reps,
+                     stopped_by=stopped, paper_warmup_calls=self.paper_warmup, input_copies=len(self.copies),
+                     clocks=self.clocks.to_json(), throttled=bool(throttled.item()), host_probe_us=probes,
+                     instrument="call_gate_one_process" if self.gate else "events")
+        if self.gate:
+            stats["gate_flags"] = self.gate.flags
+        if self.device_view:
+            device_stats = summarize(self.device_values) if self.device_values else {
+                "note": f"no call was held on every rank: the GPU started each before the host had issued it (at a "
+                        f"{int(self.hold_us)} us hold), so the call waits on the GPU from the host inside"}
+            device_stats.update(calls=self.device_calls, unheld=self.device_unheld, hold_us=self.hold_us,
+                                call_us=self.device_values)
+            stats["device"] = device_stats
+        return stats
 
 
 def sm_cycles_per_us(device):
