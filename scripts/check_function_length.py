@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fails on any function longer than the limit (default 80 lines, signature to closing brace) in harness/src,
-scoring/ and scripts/*.py: a function that long does several jobs, and its parts want names and tests of their own.
+scoring/, harness/python/*.py and scripts/*.py: a function that long does several jobs, and its parts want names
+and tests of their own.
 
 C++ is read with a small scanner (comments, strings and raw strings skipped; a brace block at namespace or class
 level whose header has a parameter list is a function; lambdas and local classes count toward their function).
@@ -109,7 +110,7 @@ def py_functions(path):
 
 def default_paths():
     files = [p for d in ("harness/src", "scoring") for p in (ROOT / d).rglob("*") if p.suffix in CPP_SUFFIXES]
-    return sorted(files) + sorted((ROOT / "scripts").glob("*.py"))
+    return sorted(files) + sorted((ROOT / "harness/python").glob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
 
 
 def main():
