@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace pkb {
@@ -30,7 +31,7 @@ constexpr size_t kChaseTableBytes = size_t{512} << 10;
 constexpr int kChaseSteps = 1 << 13, kChaseWalks = 3;
 // The chase probe over `table` (a single cycle from 0), the fastest of `walks` walks: host_chase_probe_us() at its
 // shape, other shapes for the benchmark.
-double chase_probe_us(const std::vector<uint32_t>& table, int walks);
+double chase_probe_us(std::span<const uint32_t> table, int walks);
 
 // A single cycle through 0..n-1 (Sattolo's shuffle, seeded): following it from any entry visits all n entries
 // before returning. The chase probe's table; exposed for its test.

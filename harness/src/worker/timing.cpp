@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <span>
 
 #include "core/error.h"
 
@@ -189,7 +190,7 @@ std::vector<uint32_t> single_cycle_permutation(uint32_t n, uint32_t seed) {
 }
 
 // One walk of `steps` dependent loads through `next` from entry 0, in microseconds.
-static double chase_walk_us(const std::vector<uint32_t>& next, int steps) {
+static double chase_walk_us(std::span<const uint32_t> next, int steps) {
   uint32_t at = 0;
   uint64_t acc = 0;
   const double t0 = now_us();
@@ -209,7 +210,7 @@ static double chase_walk_us(const std::vector<uint32_t>& next, int steps) {
   return t;
 }
 
-double chase_probe_us(const std::vector<uint32_t>& table, int walks) {
+double chase_probe_us(std::span<const uint32_t> table, int walks) {
   uint64_t warm = 0;
   for (uint32_t v : table) warm += v;  // the table into the cache: the walk measures the core, not what evicted it
   asm volatile("" : : "r"(warm));
