@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
     *value = std::atol(argv[i + 1]);
   }
   if (table_kib <= 0 || walks < 1 || reps < 1 || evict_mib < 0 || (huge && (size_t(table_kib) << 10) > kHugePage)) {
-    std::fprintf(stderr, "--table-kib, --walks and --reps must be positive, --evict-mib not negative, and a --huge table"
-                         " at most 2048 KiB\n");
+    std::fprintf(stderr,
+                 "--table-kib, --walks and --reps must be positive, --evict-mib not negative, and a --huge table"
+                 " at most 2048 KiB\n");
     return 2;
   }
   const std::vector<uint32_t> table = pkb::single_cycle_permutation(
