@@ -266,6 +266,31 @@ TEST(Eval, AMistypedReferenceRecordIsAHarnessError) {
   EXPECT_FALSE(j.contains("checks"));
 }
 
+// A launcher that returns 0 without having run the ranks (what srun did, once in a while, under CI load): the reference
+// pass has no record, which is pkb's failure (harness_error, never the candidate's), and the message carries what the
+// launcher printed, the only clue to why.
+TEST(Eval, ALauncherThatRanNoRankIsAHarnessErrorWithWhatItPrinted) {
+  pkb::test::TempDir tmp;
+  const std::filesystem::path fake_srun = tmp.path() / "srun";
+  pkb::test::write_file(fake_srun, "#!/bin/sh\necho 'srun: error: the step was never started' >&2\nexit 0\n");
+  std::filesystem::permissions(fake_srun, std::filesystem::perms::owner_all);
+  const std::string src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+  pkb::test::CliRun r = pkb::test::run_cli(
+      PKB_BINARY,
+      pkb::test::joined({{"eval", src, "--problem", "1", "--param", "M=64", "--param", "N=48", "-w", "2", "--device",
+                          "cpu", "--trials", "1", "--cache", (tmp.path() / "cache").string(), "--out",
+                          (tmp.path() / "out").string(), "--json"},
+                         pkb::test::kShortTiming}),
+      {{"PKB_LAUNCHER", "srun"}, {"PKB_SRUN", fake_srun.string()}}, 120);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(j.value("status", ""), "harness_error") << j.dump(2).substr(0, 3000);
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string message = j.value("message", "");
+  EXPECT_NE(message.find("rank 0 left no record though the launch ended with exit 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("the step was never started"), std::string::npos) << message;
+}
+
 // --retime-baseline always: the baselines are timed again beside the candidate (never cached), and the speedup is
 // against that timing; the cached baseline's median stays in the record. never: the cached one, nothing re-timed.
 TEST(Eval, RetimedBaselinesReplaceTheCachedOnes) {

@@ -25,9 +25,11 @@ trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
   for f in "$tmp"/sharded/shard-*/results.jsonl; do
-    echo "--- $f"; python3 -c 'import json,sys; [print(r["sample"], r["status"], r["time"], r["message"][:700]) for r in map(json.loads, open(sys.argv[1]))]' "$f"
+    echo "--- $f"; python3 -c 'import json,sys; [print(r["sample"], r["status"], r["time"], r["message"][:2000]) for r in map(json.loads, open(sys.argv[1]))]' "$f"
   done
-  for f in "$tmp"/out/pkb-*.out "$cluster/slurmctld.log"; do [ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }; done
+  for f in "$tmp"/out/pkb-*.out "$cluster/slurmctld.log" "$cluster/slurmd.log"; do
+    [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }
+  done
   exit 1
 }
 

@@ -314,9 +314,13 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
   // A launch that ended well without every rank's record (a launcher that returned before its ranks ran) would
   // otherwise fail later, in the oracle, with less to say.
   for (size_t r = 0; r < records.size(); ++r)
-    if (!records[r])
+    if (!records[r]) {
+      // What the launcher said (srun's errors are all there is to go on when its step never ran the ranks).
+      const std::string said = stderr_tail(pr, kMessageTailBytes);
       throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) +
-                  " left no record though the launch ended with " + pr.summary() + " (files in " + work.string() + ")");
+                  " left no record though the launch ended with " + pr.summary() + " (files in " + work.string() +
+                  ")" + (said.empty() ? std::string(", and it printed nothing") : ": " + said));
+    }
   auto planned = [](const std::optional<protocol::RankRecord>& r) {
     if (!r) return std::string("no record");
     auto n = [](const std::optional<int>& x) { return x ? std::to_string(*x) : std::string("-"); };
