@@ -318,8 +318,8 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
       // What the launcher said (srun's errors are all there is to go on when its step never ran the ranks).
       const std::string said = stderr_tail(pr, kMessageTailBytes);
       throw Error("reference pass for " + spec.folder() + ": rank " + std::to_string(r) +
-                  " left no record though the launch ended with " + pr.summary() + " (files in " + work.string() +
-                  ")" + (said.empty() ? std::string(", and it printed nothing") : ": " + said));
+                  " left no record though the launch ended with " + pr.summary() + " (files in " + work.string() + ")" +
+                  (said.empty() ? std::string(", and it printed nothing") : ": " + said));
     }
   auto planned = [](const std::optional<protocol::RankRecord>& r) {
     if (!r) return std::string("no record");
