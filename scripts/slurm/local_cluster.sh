@@ -44,7 +44,7 @@ start() {
     command -v "$tool" >/dev/null || { echo "local_cluster: $tool missing (apt-get install slurm-wlm munge)" >&2; exit 3; }
   done
   [ "$(id -u)" = 0 ] || { echo "local_cluster: slurmd must run as root here" >&2; exit 3; }
-  mkdir -p "$dir"/{state,spool,munge}
+  mkdir -p "$dir"/{state,spool,munge,tmp}
   chmod 700 "$dir" "$dir/munge"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 400 "$dir/munge/munge.key"
@@ -73,6 +73,10 @@ AuthInfo=socket=$sock,cred_expire=5
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
+# The cluster's own temporary folder: slurmstepd's PMIx plugin makes /tmp/spmix_appdir_UID_JOB.STEP by default, and two
+# clusters on one machine (two test runs side by side) both number their jobs from 1, so the second one's step failed
+# to start ("File exists"), and srun still exited 0.
+TmpFS=$dir/tmp
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log

@@ -266,29 +266,37 @@ TEST(Eval, AMistypedReferenceRecordIsAHarnessError) {
   EXPECT_FALSE(j.contains("checks"));
 }
 
-// A launcher that returns 0 without having run the ranks (what srun did, once in a while, under CI load): the reference
-// pass has no record, which is pkb's failure (harness_error, never the candidate's), and the message carries what the
-// launcher printed, the only clue to why.
+// A launcher that returns 0 without having run the ranks (srun did, when two test clusters shared a PMIx folder) or
+// that fails before any rank could say why: pkb's failure (harness_error, never the candidate's), and the message
+// carries what the launcher printed, the only clue.
 TEST(Eval, ALauncherThatRanNoRankIsAHarnessErrorWithWhatItPrinted) {
   pkb::test::TempDir tmp;
-  const std::filesystem::path fake_srun = tmp.path() / "srun";
-  pkb::test::write_file(fake_srun, "#!/bin/sh\necho 'srun: error: the step was never started' >&2\nexit 0\n");
-  std::filesystem::permissions(fake_srun, std::filesystem::perms::owner_all);
-  const std::string src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
-  pkb::test::CliRun r = pkb::test::run_cli(
-      PKB_BINARY,
-      pkb::test::joined({{"eval", src, "--problem", "1", "--param", "M=64", "--param", "N=48", "-w", "2", "--device",
-                          "cpu", "--trials", "1", "--cache", (tmp.path() / "cache").string(), "--out",
-                          (tmp.path() / "out").string(), "--json"},
-                         pkb::test::kShortTiming}),
-      {{"PKB_LAUNCHER", "srun"}, {"PKB_SRUN", fake_srun.string()}}, 120);
-  auto j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
-  EXPECT_EQ(j.value("status", ""), "harness_error") << j.dump(2).substr(0, 3000);
-  EXPECT_EQ(r.exit_code, 2);
-  const std::string message = j.value("message", "");
-  EXPECT_NE(message.find("rank 0 left no record though the launch ended with exit 0"), std::string::npos) << message;
-  EXPECT_NE(message.find("the step was never started"), std::string::npos) << message;
+  // The reference pass's message with a launcher (srun) that prints `said` and exits `code` without running a rank.
+  auto message_with_launcher = [&](const std::string& said, int code) {
+    const std::filesystem::path fake_srun = tmp.path() / ("srun-" + std::to_string(code));
+    pkb::test::write_file(fake_srun, "#!/bin/sh\necho '" + said + "' >&2\nexit " + std::to_string(code) + "\n");
+    std::filesystem::permissions(fake_srun, std::filesystem::perms::owner_all);
+    const std::string src = (pkb::repo_root() / "tests/fixtures/cpu/correct.cpp").string();
+    const std::string cache = (tmp.path() / ("cache-" + std::to_string(code))).string();
+    pkb::test::CliRun r = pkb::test::run_cli(
+        PKB_BINARY,
+        pkb::test::joined({{"eval", src, "--problem", "1", "--param", "M=64", "--param", "N=48", "-w", "2", "--device",
+                            "cpu", "--trials", "1", "--cache", cache, "--out", (tmp.path() / "out").string(), "--json"},
+                           pkb::test::kShortTiming}),
+        {{"PKB_LAUNCHER", "srun"}, {"PKB_SRUN", fake_srun.string()}}, 120);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    EXPECT_EQ(j.value("status", ""), "harness_error") << j.dump(2).substr(0, 3000);
+    EXPECT_EQ(r.exit_code, 2);
+    return j.value("message", "");
+  };
+  const std::string ran_nothing = message_with_launcher("srun: error: task 0 launch failed: Unspecified error", 0);
+  EXPECT_NE(ran_nothing.find("rank 0 left no record though the launch ended with exit 0"), std::string::npos)
+      << ran_nothing;
+  EXPECT_NE(ran_nothing.find("task 0 launch failed"), std::string::npos) << ran_nothing;
+  const std::string failed = message_with_launcher("srun: error: Unable to create step for job 7", 1);
+  EXPECT_NE(failed.find("reference pass for 001_allreduce failed: exit 1"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("Unable to create step"), std::string::npos) << failed;
 }
 
 // --retime-baseline always: the baselines are timed again beside the candidate (never cached), and the speedup is

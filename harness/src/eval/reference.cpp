@@ -306,6 +306,8 @@ fs::path reference_pass(const ProblemSpec& spec, const RunShape& run, const Eval
     std::string why = pr.summary();
     if (auto e = first_rank_error(read_rank_records(work, o.world)))
       why = "rank " + std::to_string(e->rank) + ": " + e->message;
+    else if (const std::string said = stderr_tail(pr, kMessageTailBytes); !said.empty())
+      why += ": " + said;  // no rank said why: what mpirun or srun printed
     throw Error("reference pass for " + spec.folder() + " failed: " + why + " (files in " + work.string() + ")");
   }
   // Every rank computed the expected outputs of the copies in its own record; the driver and the candidate
