@@ -73,10 +73,12 @@ AuthInfo=socket=$sock,cred_expire=5
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
-# The cluster's own temporary folder: slurmstepd's PMIx plugin makes /tmp/spmix_appdir_UID_JOB.STEP by default, and two
-# clusters on one machine (two test runs side by side) both number their jobs from 1, so the second one's step failed
-# to start ("File exists"), and srun still exited 0.
+# Two clusters on one machine (two test runs side by side) must not share what is named after a job: slurmstepd's
+# PMIx folder (/tmp/spmix_appdir_UID_JOB.STEP by default: the second step failed to start, "File exists", and srun still
+# exited 0) and Open MPI's shared-memory files of srun-launched ranks (/dev/shm, named by a job id derived from Slurm's:
+# MPI_Init failed). So each cluster has its own TmpFS and numbers its jobs from a random first id, not from 1.
 TmpFS=$dir/tmp
+FirstJobId=$(((RANDOM << 15 | RANDOM) % 60000000 + 1000))
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log

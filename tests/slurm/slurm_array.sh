@@ -100,9 +100,8 @@ grep -q "resuming: 1 of 2 samples already recorded" "$tmp/out/pkb-${job}_1.out" 
 steps=$(grep -c "launch task StepId=[0-9]*\.[0-9]" "$cluster/slurmd.log" || true)
 [ "$steps" -ge 1 ] || fail "no job step ran: the reference passes did not go through srun"
 echo "job steps launched by srun: $steps"
-# slurmstepd's PMIx folders live in the cluster's own TmpFS: two clusters on one machine (test runs side by side) both
-# number their jobs from 1, and a shared /tmp/spmix_appdir_UID_JOB.STEP failed the second one's steps while srun
-# exited 0 (scripts/slurm/local_cluster.sh).
+# slurmstepd's PMIx folders live in the cluster's own TmpFS: a shared /tmp/spmix_appdir_UID_JOB.STEP failed the steps
+# of a second cluster on the machine (test runs side by side) while srun exited 0 (scripts/slurm/local_cluster.sh).
 pmix_dir=$(srun --overlap -n 1 --mpi=pmix sh -c "ls -d '$cluster'/tmp/spmix_appdir_* 2>/dev/null" || true)
 [ -n "$pmix_dir" ] || fail "a job step's PMIx folder is not in the cluster's own TmpFS ($cluster/tmp)"
 # The unsharded run, afterwards (not beside the shards: 2 cores, and a correct kernel must not miss its deadline).
